@@ -1,0 +1,3 @@
+module edr-lite
+
+go 1.26
