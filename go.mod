@@ -1,3 +1,5 @@
 module edr-lite
 
 go 1.26
+
+require github.com/BurntSushi/toml v1.6.0 // indirect
