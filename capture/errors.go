@@ -40,3 +40,7 @@ var (
 	errUDPLength     = fmt.Errorf("%w: udp length below 8", ErrMalformed)
 	errUDPBody       = fmt.Errorf("%w: udp length beyond ip payload", ErrTruncated)
 )
+
+func errOption(name string, v any, want string) error {
+	return fmt.Errorf("%w: %s = %v: %s", ErrOptions, name, v, want)
+}
