@@ -64,15 +64,21 @@ func nodeValidator(t *testing.T) string {
 	return dir
 }
 
-func runNode(t *testing.T, dir string, files ...string) map[string]nodeResult {
+func runNodeScript(t *testing.T, dir, script string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command("node", append([]string{"validate.mjs"}, files...)...)
+	cmd := exec.Command("node", append([]string{script}, args...)...)
 	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node validate.mjs: %v", err)
+		t.Fatalf("node %s: %v", script, err)
 	}
+	return out
+}
+
+func runNode(t *testing.T, dir string, files ...string) map[string]nodeResult {
+	t.Helper()
+	out := runNodeScript(t, dir, "validate.mjs", files...)
 	res := map[string]nodeResult{}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("node output: %v\n%s", err, out)
