@@ -3,6 +3,7 @@ module edr-lite
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/klauspost/compress v1.20.4
 	github.com/pierrec/lz4/v4 v4.1.33
 	golang.org/x/sys v0.50.0
