@@ -50,16 +50,16 @@ type ringConfig struct {
 
 // ringCounters is a snapshot of a ring's counters.
 type ringCounters struct {
-	Written         uint64 // messages stored
-	Bytes           uint64 // payload bytes stored
-	EvictedAge      uint64 // entries evicted because they were older than the retention
-	EvictedSize     uint64 // entries evicted to make room (byte cap)
+	Written          uint64 // messages stored
+	Bytes            uint64 // payload bytes stored
+	EvictedAge       uint64 // entries evicted because they were older than the retention
+	EvictedSize      uint64 // entries evicted to make room (byte cap)
 	RejectedOversize uint64 // messages larger than max packet or the ring, never stored
-	LostToReaders   uint64 // entries readers skipped because the writer overwrote them first
-	HeldBytes       uint64 // bytes of ring space currently holding entries
-	HeldMessages    uint64 // entries currently held
-	OldestNs        int64  // capture time of the oldest entry held (0 when empty)
-	NewestNs        int64  // capture time of the newest entry held (0 when empty)
+	LostToReaders    uint64 // entries readers skipped because the writer overwrote them first
+	HeldBytes        uint64 // bytes of ring space currently holding entries
+	HeldMessages     uint64 // entries currently held
+	OldestNs         int64  // capture time of the oldest entry held (0 when empty)
+	NewestNs         int64  // capture time of the newest entry held (0 when empty)
 }
 
 type pad [64]byte
