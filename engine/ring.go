@@ -48,14 +48,16 @@ type ringConfig struct {
 	keepLast uint64
 }
 
-// ringCounters is a snapshot of a ring's counters.
-type ringCounters struct {
+// TopicCounters is a snapshot of one topic's counters. Written, Bytes and the
+// Held figures describe the ring; the rest count drops by cause.
+type TopicCounters struct {
 	Written          uint64 // messages stored
 	Bytes            uint64 // payload bytes stored
 	EvictedAge       uint64 // entries evicted because they were older than the retention
 	EvictedSize      uint64 // entries evicted to make room (byte cap)
 	RejectedOversize uint64 // messages larger than max packet or the ring, never stored
 	LostToReaders    uint64 // entries readers skipped because the writer overwrote them first
+	RejectedOffline  uint64 // messages ingested while the topic was offline, never stored
 	HeldBytes        uint64 // bytes of ring space currently holding entries
 	HeldMessages     uint64 // entries currently held
 	OldestNs         int64  // capture time of the oldest entry held (0 when empty)

@@ -176,13 +176,14 @@ func (c *cursor) peek() (entryHeader, bool) {
 }
 
 // readInto copies the entry at c.pos into m (m.Data grown or reused) and
-// advances. It returns false when c is caught up. An entry overwritten while
+// advances. It returns false when c is caught up or the entry was captured
+// after toNs (then it is not consumed). An entry overwritten while
 // it was copied is never returned: it is counted as lost and skipped.
-func (c *cursor) readInto(m *Message) bool {
+func (c *cursor) readInto(m *Message, toNs int64) bool {
 	r := c.r
 	for {
 		h, ok := c.peek()
-		if !ok {
+		if !ok || h.capNs > toNs {
 			return false
 		}
 		pos := c.pos
@@ -253,8 +254,8 @@ func (c *cursor) seekTime(ns int64) {
 
 // counters returns a snapshot of the ring's counters. Held figures are
 // consistent with each other only approximately while the writer runs.
-func (r *ring) counters() ringCounters {
-	var c ringCounters
+func (r *ring) counters() TopicCounters {
+	var c TopicCounters
 	c.EvictedAge = r.pubEvAge.Load()
 	c.EvictedSize = r.pubEvSize.Load()
 	c.RejectedOversize = r.pubOversize.Load()

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"sync"
 	"testing"
 
@@ -46,7 +47,7 @@ func drain(c *cursor) []Message {
 	var out []Message
 	for {
 		var m Message
-		if !c.readInto(&m) {
+		if !c.readInto(&m, math.MaxInt64) {
 			return out
 		}
 		out = append(out, m)
@@ -163,7 +164,7 @@ func TestRingReaderFallsBehind(t *testing.T) {
 	for i := range 500 {
 		r.append(int64(i), 0, payload(i, 20))
 		if i%37 == 0 {
-			for c.readInto(&m) {
+			for c.readInto(&m, math.MaxInt64) {
 				delivered++
 				if !bytes.Equal(m.Data, payload(int(m.Seq), 20)) {
 					t.Fatalf("seq %d corrupt", m.Seq)
@@ -171,7 +172,7 @@ func TestRingReaderFallsBehind(t *testing.T) {
 			}
 		}
 	}
-	for c.readInto(&m) {
+	for c.readInto(&m, math.MaxInt64) {
 		delivered++
 	}
 	if c.lost == 0 || delivered+c.lost != 500 || r.counters().LostToReaders != c.lost {
@@ -183,7 +184,7 @@ func TestRingSeek(t *testing.T) {
 	r := newTestRing(t, 1<<14, ringConfig{})
 	c := &cursor{r: r}
 	c.seekNewest()
-	if c.readInto(&Message{}) {
+	if c.readInto(&Message{}, math.MaxInt64) {
 		t.Fatal("empty ring returned a message")
 	}
 	for i := range 100 {
@@ -191,16 +192,16 @@ func TestRingSeek(t *testing.T) {
 	}
 	c.seekTime(4950)
 	var m Message
-	if !c.readInto(&m) || m.Seq != 50 || m.CaptureNs != 5000 {
+	if !c.readInto(&m, math.MaxInt64) || m.Seq != 50 || m.CaptureNs != 5000 {
 		t.Fatalf("seekTime(4950) read seq %d at %d, want 50 at 5000", m.Seq, m.CaptureNs)
 	}
 	c.seekTime(1 << 40)
-	if c.readInto(&m) {
+	if c.readInto(&m, math.MaxInt64) {
 		t.Fatal("seekTime past the end returned a message")
 	}
 	c.seekNewest()
 	r.append(20000, 0, []byte("new"))
-	if !c.readInto(&m) || string(m.Data) != "new" || m.Seq != 100 {
+	if !c.readInto(&m, math.MaxInt64) || string(m.Data) != "new" || m.Seq != 100 {
 		t.Fatalf("after seekNewest read %q seq %d", m.Data, m.Seq)
 	}
 	if c.lost != 0 {
@@ -323,7 +324,7 @@ func TestRingStressIntegrity(t *testing.T) {
 					finish = true
 				default:
 				}
-				for c.readInto(&m) {
+				for c.readInto(&m, math.MaxInt64) {
 					if err := checkStressPayload(m.Data); err != nil {
 						errs <- fmt.Errorf("reader %d: %v", k, err)
 						return
