@@ -217,7 +217,13 @@ func putFrameHeader(b []byte, h *frameHeader) {
 // lengths only; CRCs are the caller's. The returned reason is a static
 // string (no allocation) when err is non-nil.
 func parseFrameHeader(b []byte, h *frameHeader) (reason string, err error) {
-	if len(b) < FrameHeaderSize {
+	return parseFrameHeaderAvail(b, int64(len(b)), h)
+}
+
+// parseFrameHeaderAvail is parseFrameHeader with the header in b and avail
+// bytes readable from the record's start.
+func parseFrameHeaderAvail(b []byte, avail int64, h *frameHeader) (reason string, err error) {
+	if len(b) < FrameHeaderSize || avail < FrameHeaderSize {
 		return "frame header truncated", ErrTruncated
 	}
 	if le.Uint32(b) != frameMagic {
@@ -237,7 +243,7 @@ func parseFrameHeader(b []byte, h *frameHeader) (reason string, err error) {
 	if rec > MaxFrameSize || h.rawLen > MaxFrameSize {
 		return "frame length exceeds MaxFrameSize", ErrCorrupt
 	}
-	if rec > int64(len(b)) {
+	if rec > avail {
 		return "frame runs past end of file", ErrTruncated
 	}
 	switch h.codec {
