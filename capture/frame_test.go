@@ -41,6 +41,11 @@ func buildFrame(s frameSpec) []byte {
 		l4 = binary.BigEndian.AppendUint16(l4, uint16(udpHeader+len(s.payload)))
 		l4 = append(l4, 0, 0)
 	}
+	if proto == IPProtoTCP { // ports, then the rest of a 20-byte header
+		l4 = binary.BigEndian.AppendUint16(l4, s.sport)
+		l4 = binary.BigEndian.AppendUint16(l4, s.dport)
+		l4 = append(l4, make([]byte, 16)...)
+	}
 	l4 = append(l4, s.payload...)
 	switch {
 	case !s.src.IsValid():

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
-	"time"
 
 	"edr-lite/engine"
 
@@ -81,7 +81,12 @@ func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
 		})
 		return errors.Join(err, sockErr)
 	}}
-	pc, err := lc.ListenPacket(context.Background(), network, o.Addr)
+	var pc net.PacketConn
+	if group.IsValid() {
+		pc, err = listenGroup(ap, func(fd int) error { return setUDPOptions(fd, o.RcvBuf, true, wantDst, network) })
+	} else {
+		pc, err = lc.ListenPacket(context.Background(), network, o.Addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("capture: listen %s: %w", o.Addr, err)
 	}
@@ -126,6 +131,31 @@ func fixHost(addr string) string {
 		return "[::]" + addr
 	}
 	return addr
+}
+
+// listenGroup binds a UDP socket to the multicast group address itself
+// (net.ListenPacket would bind the wildcard address, which also receives
+// unicast datagrams to the port).
+func listenGroup(ap netip.AddrPort, setopts func(fd int) error) (net.PacketConn, error) {
+	family, sa := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()})
+	if !ap.Addr().Unmap().Is4() {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return nil, err
+	}
+	if err := setopts(fd); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "udp:"+ap.String())
+	defer f.Close() // FilePacketConn holds a duplicate
+	return net.FilePacketConn(f)
 }
 
 func setUDPOptions(fd, rcvbuf int, multicast, pktinfo bool, network string) error {
@@ -207,27 +237,7 @@ func (s *UDPSource) Stats() Stats { return s.c.stats() }
 // Run receives until ctx is done (returning ctx.Err()) or Close is called
 // (returning nil). A socket error ends Run with that error.
 func (s *UDPSource) Run(ctx context.Context) error {
-	if err := s.lc.start(); err != nil {
-		return err
-	}
-	defer s.lc.finish()
-	_ = s.conn.SetReadDeadline(time.Time{})
-	stop := context.AfterFunc(ctx, func() { _ = s.conn.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	for {
-		err := s.rc.Read(s.readFn)
-		switch {
-		case s.lc.isClosed():
-			return nil
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case err != nil:
-			return fmt.Errorf("capture: udp %s: %w", s.opts.Addr, err)
-		case s.errno != 0:
-			return fmt.Errorf("capture: udp %s: recvmmsg: %w", s.opts.Addr, s.errno)
-		}
-		s.process()
-	}
+	return s.lc.runLoop(ctx, s.conn, s.rc, s.readFn, "udp "+s.opts.Addr, s.process)
 }
 
 // read is the RawConn.Read callback: one non-blocking recvmmsg. It returns
@@ -258,7 +268,10 @@ func (s *UDPSource) read(fd uintptr) bool {
 
 // process ingests the datagrams of the last batch, all stamped with one
 // clock reading.
-func (s *UDPSource) process() {
+func (s *UDPSource) process() error {
+	if s.errno != 0 {
+		return fmt.Errorf("recvmmsg: %w", s.errno)
+	}
 	now := s.sink.Now()
 	b := &s.batch
 	maxp := s.opts.MaxPacket
@@ -279,6 +292,7 @@ func (s *UDPSource) process() {
 	}
 	s.pkt.Payload = nil
 	s.c.add(b, s.m)
+	return nil
 }
 
 func (s *UDPSource) parseName(name []byte) {
