@@ -411,7 +411,7 @@ func (f *follower) wake() {
 func (f *follower) run() {
 	c := f.c
 	defer c.wg.Done()
-	debug.SetPanicOnFault(true) // a segment truncated under us faults: recover, quarantine
+	debug.SetPanicOnFault(true) // see follow
 	f.timer = time.NewTimer(time.Hour)
 	defer f.timer.Stop()
 	for !c.stop.Load() {
@@ -428,7 +428,14 @@ func (f *follower) run() {
 		f.follow()
 	}
 	if f.seg != nil {
-		f.finalDrain()
+		func() {
+			defer func() {
+				if r := recover(); r != nil && !isFault(r) {
+					panic(r)
+				}
+			}()
+			f.finalDrain()
+		}()
 		f.release()
 	}
 	c.mu.Lock()
@@ -494,18 +501,10 @@ func (f *follower) release() {
 	f.seg = nil
 }
 
-// drain reads what is there, turning a fault on a truncated mapping into a
-// quarantine error.
+// drain reads what is there (only skipping it when the topic is not
+// recorded).
 func (f *follower) drain(budget int) (n int, done bool, err error) {
 	s := f.seg
-	defer func() {
-		if r := recover(); r != nil {
-			if re, ok := r.(runtime.Error); !ok || !strings.Contains(re.Error(), "fault") {
-				panic(r)
-			}
-			err = s.fail("file", 0, corruptf(ErrTruncated, "fault reading the mapping (file truncated while mapped?): %v", r))
-		}
-	}()
 	if !f.recording {
 		w, _, err := s.cursors()
 		s.rpos = w
@@ -528,8 +527,19 @@ const drainBudget = 16
 
 // follow reads the current segment until it ends (closed, dead, replaced,
 // quarantined) or the consumer stops.
+//
+// A fault on the mapping (the file was truncated under us) is recovered
+// and quarantines the segment: run sets debug.SetPanicOnFault.
 func (f *follower) follow() {
 	c, s := f.c, f.seg
+	defer func() {
+		if r := recover(); r != nil {
+			if !isFault(r) {
+				panic(r)
+			}
+			f.quarantine(s.id, s.fail("file", 0, corruptf(ErrTruncated, "fault on the mapping (file truncated while mapped?): %v", r)))
+		}
+	}()
 	interval := c.opts.CheckInterval
 	if hb := time.Duration(s.h.heartbeatPeriod); hb > 0 && hb/2 < interval {
 		interval = max(hb/2, time.Millisecond)
