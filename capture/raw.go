@@ -35,6 +35,10 @@ type RawOptions struct {
 	Topic string
 	// Type is the TopicInfo.Type of discovered topics ("" = unknown).
 	Type string
+	// Channel is the TopicInfo.Channel of discovered topics. Two sources
+	// that could name the same topic must use different channels: each
+	// source writes its topics from its one Run goroutine.
+	Channel string
 	// Payload selects the bytes recorded per frame.
 	Payload PayloadMode
 	// Promiscuous puts the interface in promiscuous mode while the source

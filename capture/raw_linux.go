@@ -92,7 +92,7 @@ func NewRaw(opts RawOptions, sink engine.Sink) (*RawSource, error) {
 		unix.Munmap(s.ring)
 		return nil, err
 	}
-	s.m = newMapper(tmpl, sink, engine.TopicInfo{Type: o.Type, Source: "raw:" + o.Interface}, o.MaxTopics)
+	s.m = newMapper(tmpl, sink, engine.TopicInfo{Type: o.Type, Channel: o.Channel, Source: "raw:" + o.Interface}, o.MaxTopics)
 	s.readFn = func(uintptr) bool { return blockStatus(s.block(s.cur))&unix.TP_STATUS_USER != 0 }
 	return s, nil
 }

@@ -27,6 +27,10 @@ type UDPOptions struct {
 	Topic string
 	// Type is the TopicInfo.Type of discovered topics ("" = unknown).
 	Type string
+	// Channel is the TopicInfo.Channel of discovered topics. Two sources
+	// that could name the same topic must use different channels: each
+	// source writes its topics from its one Run goroutine.
+	Channel string
 	// RcvBuf is the socket receive buffer in bytes (0 = system default).
 	// SO_RCVBUFFORCE is tried first, so with CAP_NET_ADMIN it may exceed
 	// net.core.rmem_max.

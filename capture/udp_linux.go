@@ -103,7 +103,7 @@ func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
 		return nil, err
 	}
 	s.local = conn.LocalAddr().(*net.UDPAddr).AddrPort()
-	s.m = newMapper(tmpl, sink, engine.TopicInfo{Type: o.Type, Source: "udp:" + o.Addr}, o.MaxTopics)
+	s.m = newMapper(tmpl, sink, engine.TopicInfo{Type: o.Type, Channel: o.Channel, Source: "udp:" + o.Addr}, o.MaxTopics)
 	s.msgs = make([]unix.Mmsghdr, o.Batch)
 	s.iovs = make([]unix.Iovec, o.Batch)
 	s.bufs = make([]byte, o.Batch*o.MaxPacket)
