@@ -3,6 +3,7 @@ module edr-lite
 go 1.26.0
 
 require (
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	golang.org/x/sys v0.50.0
 	pgregory.net/rapid v1.3.0
 )
