@@ -1,0 +1,361 @@
+// Package config reads the edr-lite configuration file (TOML) strictly: an
+// unknown key, a bad size ("256MiB") or a bad duration ("15s") is an error
+// naming the key and its line. It also renders the fully commented default
+// configuration printed by "edr-lite config init".
+//
+// It is not for: validating what only the packages can validate (a glob the
+// engine rejects, an interface that does not exist); those errors come from
+// the packages when the recorder is built.
+//
+// # Caveats
+//
+// A File is plain data and not safe for concurrent mutation.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"edr-lite/internal/units"
+)
+
+// ErrInvalid is wrapped by every error about the content of a configuration.
+var ErrInvalid = errors.New("config: invalid configuration")
+
+//go:embed default.toml
+var defaultTOML string
+
+// Default returns the fully commented default configuration.
+func Default() string { return defaultTOML }
+
+// Size is a byte count written as "256MiB", "1GB" or a bare integer.
+type Size int64
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (s *Size) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return fmt.Errorf("size %d is negative", x)
+		}
+		*s = Size(x)
+		return nil
+	case string:
+		n, err := units.ParseSize(x)
+		if err != nil {
+			return err
+		}
+		*s = Size(n)
+		return nil
+	}
+	return fmt.Errorf("want a size such as \"256MiB\", got %T", v)
+}
+
+// Duration is a time span written as "15s", "500ms", "2d" or 0.
+type Duration time.Duration
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (d *Duration) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		if x != 0 {
+			return fmt.Errorf("duration %d has no unit (write e.g. \"%ds\")", x, x)
+		}
+		*d = 0
+		return nil
+	case string:
+		p, err := units.ParseDuration(x)
+		if err != nil {
+			return err
+		}
+		if p < 0 {
+			return fmt.Errorf("duration %q is negative", x)
+		}
+		*d = Duration(p)
+		return nil
+	}
+	return fmt.Errorf("want a duration such as \"15s\", got %T", v)
+}
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// File is the whole configuration file.
+type File struct {
+	Recorder Recorder `toml:"recorder"`
+	Rotation Rotation `toml:"rotation"`
+	Topics   []Topic  `toml:"topic"`
+	Sources  Sources  `toml:"source"`
+	Rules    []Rule   `toml:"rule"`
+	Control  Control  `toml:"control"`
+	Hooks    Hooks    `toml:"hooks"`
+}
+
+// Recorder holds the recorder-wide settings.
+type Recorder struct {
+	DumpDir           string   `toml:"dump_dir"`
+	CacheSize         Size     `toml:"cache_size"`
+	Mlock             bool     `toml:"mlock"`
+	Pre               Duration `toml:"pre"`
+	Post              Duration `toml:"post"`
+	Guard             Duration `toml:"guard"`
+	MaxPacket         Size     `toml:"max_packet"`
+	Include           []string `toml:"include"`
+	Exclude           []string `toml:"exclude"`
+	BusySkipData      bool     `toml:"busy_skip_data"`
+	DestroyOnOffline  bool     `toml:"destroy_on_offline"`
+	Format            string   `toml:"format"`
+	Compression       string   `toml:"compression"`
+	FrameTargetSize   Size     `toml:"frame_target_size"`
+	Coalesce          string   `toml:"coalesce"`
+	MaxDumpsPerMinute int      `toml:"max_dumps_per_minute"`
+	Reorder           bool     `toml:"reorder"`
+	ReorderWindow     Duration `toml:"reorder_window"`
+	StopDeadline      Duration `toml:"stop_deadline"`
+}
+
+// Rotation bounds the dump directory.
+type Rotation struct {
+	MaxFiles      int  `toml:"max_files"`
+	MaxTotalBytes Size `toml:"max_total_bytes"`
+	MinFreeDisk   Size `toml:"min_free_disk"`
+}
+
+// Topic is a per-topic override; Match is a glob over topic names.
+type Topic struct {
+	Match     string   `toml:"match"`
+	Pre       Duration `toml:"pre"`
+	Post      Duration `toml:"post"`
+	MaxPacket Size     `toml:"max_packet"`
+	MaxBytes  Size     `toml:"max_bytes"`
+	OnlyFront bool     `toml:"only_front"`
+	OnlyBack  bool     `toml:"only_back"`
+	KeepLast  int      `toml:"keep_last"`
+}
+
+// Sources lists where messages come from.
+type Sources struct {
+	SHM []SHMSource `toml:"shm"`
+	UDP []UDPSource `toml:"udp"`
+	Raw []RawSource `toml:"raw"`
+}
+
+// SHMSource is a directory of shared-memory segments.
+type SHMSource struct {
+	Dir       string   `toml:"dir"`
+	AllowUIDs []int    `toml:"allow_uids"`
+	Heartbeat Duration `toml:"heartbeat_timeout"`
+}
+
+// UDPSource is a UDP listener.
+type UDPSource struct {
+	Listen string `toml:"listen"`
+	Group  string `toml:"group"`
+	Topic  string `toml:"topic"`
+	RcvBuf Size   `toml:"rcvbuf"`
+}
+
+// RawSource is an AF_PACKET capture on one interface.
+type RawSource struct {
+	Interface   string    `toml:"interface"`
+	Promiscuous bool      `toml:"promiscuous"`
+	Topic       string    `toml:"topic"`
+	Payload     string    `toml:"payload"`
+	Filter      RawFilter `toml:"filter"`
+}
+
+// RawFilter is the structured eBPF socket filter of a raw source.
+type RawFilter struct {
+	EtherType int      `toml:"ethertype"`
+	VLAN      int      `toml:"vlan"`
+	IPProto   int      `toml:"ip_proto"`
+	SrcPorts  []string `toml:"src_ports"`
+	DstPorts  []string `toml:"dst_ports"`
+	Multicast string   `toml:"multicast"`
+}
+
+// Rule is one Lua trigger rule: a file, or a shipped rule by name.
+type Rule struct {
+	File   string            `toml:"file"`
+	Name   string            `toml:"builtin"`
+	Params map[string]string `toml:"params"`
+}
+
+// Control is how operators reach a running recorder.
+type Control struct {
+	Socket string `toml:"socket"`
+	HTTP   string `toml:"http"`
+}
+
+// Hooks run after each finalized dump.
+type Hooks struct {
+	Exec    []string `toml:"exec"`
+	Timeout Duration `toml:"timeout"`
+}
+
+// Load reads and parses the configuration file at path.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes data (named name in errors) over the defaults and checks
+// it. Unknown keys are errors.
+func Parse(name string, data []byte) (*File, error) {
+	f := defaults()
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(f)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%w: %s:%d: %s", ErrInvalid, name, pe.Position.Line, pe.Message)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		return nil, fmt.Errorf("%w: %s:%d: unknown key %q", ErrInvalid, name, lineOfKey(data, k), k.String())
+	}
+	if err := f.check(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+	}
+	return f, nil
+}
+
+// lineOfKey finds the line where the last component of key is assigned, at
+// or after the header of its table; 0 when not found.
+func lineOfKey(data []byte, key toml.Key) int {
+	if len(key) == 0 {
+		return 0
+	}
+	last := regexp.QuoteMeta(key[len(key)-1])
+	re := regexp.MustCompile(`^\s*("?)` + last + `("?)\s*=`)
+	hdr := regexp.MustCompile(`^\s*\[+\s*([^\]]+?)\s*\]+`)
+	table := strings.Join(key[:len(key)-1], ".")
+	if table == "" {
+		// a top-level key, or a table header that is itself unknown
+		table = ""
+	}
+	cur := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		if m := hdr.FindStringSubmatch(line); m != nil {
+			cur = m[1]
+			if cur == strings.Join(key, ".") {
+				return i + 1
+			}
+			continue
+		}
+		if cur == table && re.MatchString(line) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func defaults() *File {
+	return &File{
+		Recorder: Recorder{
+			DumpDir:           "/var/lib/edr-lite/dumps",
+			CacheSize:         256 << 20,
+			Pre:               Duration(15 * time.Second),
+			Post:              Duration(5 * time.Second),
+			Guard:             Duration(500 * time.Millisecond),
+			MaxPacket:         4 << 20,
+			Include:           []string{"*"},
+			Exclude:           []string{},
+			Format:            "pack",
+			Compression:       "none",
+			FrameTargetSize:   1 << 20,
+			Coalesce:          "merge",
+			MaxDumpsPerMinute: 6,
+			ReorderWindow:     Duration(100 * time.Millisecond),
+			StopDeadline:      Duration(30 * time.Second),
+		},
+		Rotation: Rotation{MaxFiles: 100, MaxTotalBytes: 10 << 30, MinFreeDisk: 512 << 20},
+		Hooks:    Hooks{Timeout: Duration(5 * time.Minute)},
+	}
+}
+
+func oneOf(field, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s = %q: want one of %s", field, v, strings.Join(allowed, ", "))
+}
+
+func (f *File) check() error {
+	r := &f.Recorder
+	if r.DumpDir == "" {
+		return errors.New("recorder.dump_dir is empty")
+	}
+	if r.CacheSize < 1<<20 {
+		return fmt.Errorf("recorder.cache_size = %s: want at least 1MiB", units.FormatSize(int64(r.CacheSize)))
+	}
+	if r.MaxPacket <= 0 || r.MaxPacket > r.CacheSize {
+		return fmt.Errorf("recorder.max_packet = %s: want > 0 and <= cache_size", units.FormatSize(int64(r.MaxPacket)))
+	}
+	if err := oneOf("recorder.format", r.Format, "pack", "mcap"); err != nil {
+		return err
+	}
+	if err := oneOf("recorder.compression", r.Compression, "none", "lz4", "zstd"); err != nil {
+		return err
+	}
+	if err := oneOf("recorder.coalesce", r.Coalesce, "merge", "separate"); err != nil {
+		return err
+	}
+	if r.MaxDumpsPerMinute < 0 {
+		return fmt.Errorf("recorder.max_dumps_per_minute = %d: want >= 0 (0 = unlimited)", r.MaxDumpsPerMinute)
+	}
+	if f.Rotation.MaxFiles < 0 {
+		return fmt.Errorf("rotation.max_files = %d: want >= 0 (0 = unlimited)", f.Rotation.MaxFiles)
+	}
+	for i, t := range f.Topics {
+		if t.Match == "" {
+			return fmt.Errorf("topic[%d].match is empty", i)
+		}
+		if t.OnlyFront && t.OnlyBack {
+			return fmt.Errorf("topic[%d] (%s): only_front and only_back are exclusive", i, t.Match)
+		}
+		if t.KeepLast < 0 {
+			return fmt.Errorf("topic[%d] (%s): keep_last = %d: want >= 0", i, t.Match, t.KeepLast)
+		}
+	}
+	for i, s := range f.Sources.SHM {
+		if s.Dir == "" {
+			return fmt.Errorf("source.shm[%d].dir is empty", i)
+		}
+	}
+	for i, s := range f.Sources.UDP {
+		if s.Listen == "" {
+			return fmt.Errorf("source.udp[%d].listen is empty", i)
+		}
+	}
+	for i, s := range f.Sources.Raw {
+		if s.Interface == "" {
+			return fmt.Errorf("source.raw[%d].interface is empty", i)
+		}
+		if s.Payload != "" {
+			if err := oneOf(fmt.Sprintf("source.raw[%d].payload", i), s.Payload, "frame", "udp"); err != nil {
+				return err
+			}
+		}
+	}
+	for i, r := range f.Rules {
+		if (r.File == "") == (r.Name == "") {
+			return fmt.Errorf("rule[%d]: set exactly one of file or builtin", i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultParsesToDefaults(t *testing.T) {
+	f, err := Parse("default.toml", []byte(Default()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := defaults()
+	if !reflect.DeepEqual(f.Recorder, want.Recorder) || !reflect.DeepEqual(f.Rotation, want.Rotation) {
+		t.Fatalf("default.toml differs from defaults():\n got %+v\nwant %+v", f.Recorder, want.Recorder)
+	}
+}
+
+func TestParse(t *testing.T) {
+	src := `
+[recorder]
+dump_dir = "/tmp/d"
+cache_size = "64MiB"
+pre = "3s"
+post = 0
+
+[[topic]]
+match = "camera/*"
+max_bytes = 1048576
+keep_last = 2
+
+[[source.udp]]
+listen = "127.0.0.1:9000"
+
+[[rule]]
+builtin = "hard_brake"
+params = { decel = "7" }
+`
+	f, err := Parse("x.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Recorder.CacheSize != 64<<20 || f.Recorder.Pre.D() != 3*time.Second || f.Recorder.Post != 0 {
+		t.Errorf("recorder = %+v", f.Recorder)
+	}
+	if len(f.Topics) != 1 || f.Topics[0].MaxBytes != 1<<20 || f.Topics[0].KeepLast != 2 {
+		t.Errorf("topics = %+v", f.Topics)
+	}
+	if len(f.Rules) != 1 || f.Rules[0].Params["decel"] != "7" {
+		t.Errorf("rules = %+v", f.Rules)
+	}
+	if f.Recorder.Guard.D() != 500*time.Millisecond {
+		t.Errorf("unset keys must keep defaults, guard = %v", f.Recorder.Guard.D())
+	}
+}
+
+func TestParseErrorsNameKeyAndLine(t *testing.T) {
+	f := func(src, want string) {
+		t.Helper()
+		_, err := Parse("bad.toml", []byte(src))
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Parse(%q) err = %v, want ErrInvalid", src, err)
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) err = %q, want it to contain %q", src, err, want)
+		}
+	}
+	f("[recorder]\ncache_size = \"lots\"\n", "bad.toml:2")
+	f("[recorder]\ncache_size = \"lots\"\n", `"lots"`)
+	f("[recorder]\npre = \"15\"\n", "bad.toml:2")
+	f("[recorder]\npre = 15\n", "no unit")
+	f("[recorder]\n\ncahce_size = \"1MiB\"\n", `bad.toml:3: unknown key "recorder.cahce_size"`)
+	f("[recorder]\nformat = \"bag\"\n", "recorder.format")
+	f("[[topic]]\nmatch = \"a\"\nonly_front = true\nonly_back = true\n", "exclusive")
+	f("[[topic]]\nmatch = \"a\"\nfoo = 1\n", `bad.toml:3: unknown key "topic.foo"`)
+	f("[recorder\n", "bad.toml:")
+	f("[[rule]]\nfile = \"a.lua\"\nbuiltin = \"b\"\n", "exactly one")
+	f("[recorder]\ncache_size = \"10KiB\"\n", "at least 1MiB")
+}

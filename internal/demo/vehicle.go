@@ -1,0 +1,192 @@
+// Package demo simulates a small vehicle for "edr-lite demo" and the
+// end-to-end tests: a speed signal, a brake pedal, an IMU, a camera with large
+// frames and a latched calibration topic, with a hard brake a few seconds in.
+//
+// It is not for: realistic vehicle dynamics. The signals are just plausible
+// enough for the shipped hard_brake rule to fire exactly once.
+//
+// # Caveats
+//
+// Vehicle.Run publishes from one goroutine; a Publisher is called from that
+// goroutine only and must not keep the payload slice.
+package demo
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Publisher receives one topic's messages.
+type Publisher interface {
+	Publish(genNs int64, payload []byte) error
+}
+
+// Topic is one simulated stream.
+type Topic struct {
+	Name    string
+	Type    string
+	Hz      float64 // 0 for a latched topic published once at start
+	Size    int     // payload size in bytes
+	Latched bool
+}
+
+// Topic names of the simulated vehicle.
+const (
+	TopicSpeed       = "vehicle/speed"
+	TopicBrake       = "vehicle/brake_pedal"
+	TopicIMU         = "vehicle/imu"
+	TopicCamera      = "camera/front"
+	TopicCalibration = "vehicle/calibration"
+)
+
+// Topics lists the simulated streams.
+var Topics = []Topic{
+	{Name: TopicSpeed, Type: "edr.demo.Speed(f32le m/s)", Hz: 100, Size: 8},
+	{Name: TopicBrake, Type: "edr.demo.BrakePedal(f32le 0..1)", Hz: 50, Size: 4},
+	{Name: TopicIMU, Type: "edr.demo.IMU(6xf32le ax,ay,az,gx,gy,gz)", Hz: 200, Size: 24},
+	{Name: TopicCamera, Type: "edr.demo.Image(gray8 512x400)", Hz: 30, Size: 512 * 400},
+	{Name: TopicCalibration, Type: "application/json", Latched: true},
+}
+
+// Vehicle is the simulation's script: it cruises, then brakes hard.
+type Vehicle struct {
+	Cruise  float64       // cruise speed, m/s
+	BrakeAt time.Duration // when the hard brake starts
+	Decel   float64       // m/s² during the brake
+}
+
+// DefaultVehicle cruises at 20 m/s and brakes at 9 m/s² three seconds in.
+func DefaultVehicle() Vehicle { return Vehicle{Cruise: 20, BrakeAt: 3 * time.Second, Decel: 9} }
+
+// Speed returns the speed in m/s at t since the start.
+func (v Vehicle) Speed(t time.Duration) float64 {
+	if t < v.BrakeAt {
+		return v.Cruise + 0.2*math.Sin(t.Seconds())
+	}
+	s := v.Cruise - v.Decel*(t-v.BrakeAt).Seconds()
+	if s < 0 {
+		return 0
+	}
+	return s
+}
+
+// Braking reports whether the brake is applied at t.
+func (v Vehicle) Braking(t time.Duration) bool {
+	return t >= v.BrakeAt && v.Speed(t) > 0
+}
+
+// Calibration is the latched calibration message.
+func Calibration() []byte {
+	return []byte(`{"vehicle":"demo-1","wheelbase_m":2.7,"camera_front":{"fx":410.2,"fy":410.9,"cx":256,"cy":200},"imu_to_base":[0,0,0.35]}`)
+}
+
+// Payload fills buf (grown as needed) with the message of topic at t, the
+// n-th message of that topic, and returns it.
+func (v Vehicle) Payload(buf []byte, topic Topic, t time.Duration, n uint64) []byte {
+	if topic.Latched {
+		return append(buf[:0], Calibration()...)
+	}
+	if cap(buf) < topic.Size {
+		buf = make([]byte, topic.Size)
+	}
+	buf = buf[:topic.Size]
+	le := binary.LittleEndian
+	switch topic.Name {
+	case TopicSpeed:
+		le.PutUint32(buf[0:], math.Float32bits(float32(v.Speed(t))))
+		le.PutUint32(buf[4:], uint32(n))
+	case TopicBrake:
+		p := float32(0)
+		if v.Braking(t) {
+			p = 0.85
+		}
+		le.PutUint32(buf[0:], math.Float32bits(p))
+	case TopicIMU:
+		ax := float32(0.1 * math.Sin(float64(n)))
+		if v.Braking(t) {
+			ax = float32(-v.Decel)
+		}
+		vals := [6]float32{ax, 0.05, 9.81, 0, 0, 0.01}
+		for i, x := range vals {
+			le.PutUint32(buf[4*i:], math.Float32bits(x))
+		}
+	case TopicCamera:
+		// a moving gradient with the frame number in the first 8 bytes
+		for i := range buf {
+			buf[i] = byte(i + int(n)*3)
+		}
+		le.PutUint64(buf[0:], n)
+	default:
+		for i := range buf {
+			buf[i] = byte(n)
+		}
+	}
+	return buf
+}
+
+// Run publishes every topic in real time for duration, starting now, using
+// the publisher for each topic name (topics without one are skipped). The
+// latched calibration is published once at the start. genNs is the
+// simulation's own clock (wall time at publish).
+func (v Vehicle) Run(ctx context.Context, duration time.Duration, pubs map[string]Publisher) error {
+	start := time.Now()
+	type sched struct {
+		topic Topic
+		pub   Publisher
+		next  time.Duration
+		n     uint64
+		buf   []byte
+	}
+	var ss []*sched
+	for _, tp := range Topics {
+		p, ok := pubs[tp.Name]
+		if !ok {
+			continue
+		}
+		ss = append(ss, &sched{topic: tp, pub: p})
+	}
+	for {
+		now := time.Since(start)
+		if now >= duration {
+			return nil
+		}
+		next := duration
+		for _, s := range ss {
+			if s.topic.Latched {
+				if s.n == 0 {
+					s.buf = v.Payload(s.buf, s.topic, now, 0)
+					if err := s.pub.Publish(time.Now().UnixNano(), s.buf); err != nil {
+						return fmt.Errorf("demo: publish %s: %w", s.topic.Name, err)
+					}
+					s.n++
+				}
+				continue
+			}
+			period := time.Duration(float64(time.Second) / s.topic.Hz)
+			for s.next <= now {
+				s.buf = v.Payload(s.buf, s.topic, s.next, s.n)
+				if err := s.pub.Publish(start.Add(s.next).UnixNano(), s.buf); err != nil {
+					return fmt.Errorf("demo: publish %s: %w", s.topic.Name, err)
+				}
+				s.n++
+				s.next += period
+			}
+			if s.next < next {
+				next = s.next
+			}
+		}
+		wait := next - time.Since(start)
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
