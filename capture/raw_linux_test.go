@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"edr-lite/engine"
+
 	"golang.org/x/sys/unix"
 )
 
-func listenUDP(t *testing.T, addr string) *net.UDPConn {
+func listenUDP(t testing.TB, addr string) *net.UDPConn {
 	t.Helper()
 	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
 	if err != nil {
@@ -22,7 +24,7 @@ func listenUDP(t *testing.T, addr string) *net.UDPConn {
 	return c
 }
 
-func newRaw(t *testing.T, o RawOptions, sink *recordingSink) *RawSource {
+func newRaw(t testing.TB, o RawOptions, sink engine.Sink) *RawSource {
 	t.Helper()
 	src, err := NewRaw(o, sink)
 	skipUnlessPrivileged(t, err, "CAP_NET_RAW (and CAP_BPF for a filter)")
