@@ -1,0 +1,49 @@
+// Package mcap writes and reads MCAP files (https://mcap.dev/spec, major
+// version 0), the container Foxglove and the ROS 2 tooling open directly.
+// edr-lite uses it as a dump format (format = "mcap") and for
+// "edr-lite export --format mcap"; info and cat read .mcap files with it.
+//
+// The writer (NewWriter over any io.Writer, Create for a dump file written
+// through a sliding mmap window, NAME.tmp then renamed) produces:
+//
+//	Magic Header
+//	Chunk(Schema*, Channel*, Message*) MessageIndex* ...   (data section)
+//	Metadata* (edr.trigger, edr.topic_stats)                (data section, outside chunks)
+//	DataEnd(crc of every byte before it)
+//	Schema* Channel* Statistics ChunkIndex* MetadataIndex*  (summary, grouped by opcode)
+//	SummaryOffset*                                          (one per summary group)
+//	Footer(summary_start, summary_offset_start, summary crc) Magic
+//
+// Chunks are compressed with "lz4" (LZ4 frame format) or "zstd", or not at
+// all (""), and carry the CRC32 of their uncompressed records. A topic with a
+// well-known message encoding and schema keeps them; a topic without one is
+// written as opaque bytes (message_encoding "x-edr-raw", and a Schema with the
+// type name and an empty encoding when the type name is known), which viewers
+// list with its counts and times but do not decode. See (*Writer).AddTopic.
+//
+// The Reader (Open maps a file read-only; NewReader takes bytes) gives Info
+// (from the summary when present, else by scanning) and Messages (every
+// message in file order, chunks decompressed and CRC-checked). It reads
+// other writers' files too: unchunked messages, files without a summary or
+// DataEnd, unknown record types (skipped, as the specification asks).
+//
+// It is not for: attachments (read as counts, never written), random access
+// by time (the reader walks the file), or decoding payloads.
+//
+// # Caveats
+//
+//   - Writer, FileWriter and Reader are not safe for concurrent use.
+//   - WriteMessage copies the payload; nothing passed to the writer is kept,
+//     except that AddSchema / AddChannel copy their arguments once.
+//   - Messages hands out a Message and Data that are reused: valid only
+//     until the callback returns. Data aliases the mapping (uncompressed
+//     chunks) or a decompression buffer; copy what you keep. Channel and
+//     Info values stay valid until Close.
+//   - A chunk is held in memory until it is full (ChunkSize, default 1 MiB,
+//     plus the compressed copy); the summary is built in memory at Close
+//     (tens of bytes per chunk and channel).
+//   - Timestamps are uint64 nanoseconds since the UNIX epoch.
+//   - The reader checks every length against its container before use and
+//     bounds decompression by ReaderOptions.MaxChunkSize; errors are
+//     *CorruptError values naming file, offset and field.
+package mcap

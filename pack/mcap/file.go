@@ -1,0 +1,130 @@
+package mcap
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// DefaultWindow is the size of the file mapping the FileWriter writes
+// through when FileOptions.Window is zero.
+const DefaultWindow = 8 << 20
+
+// FileOptions configure a FileWriter.
+type FileOptions struct {
+	Options
+	// Window is the size of each mapped window of the file (rounded up to
+	// pages); DefaultWindow when <= 0.
+	Window int
+	// NoMmap writes with buffered write(2) calls instead of a mapping
+	// (the only choice on platforms other than Linux).
+	NoMmap bool
+}
+
+// FileWriter writes one MCAP dump file: to NAME.tmp through a sliding
+// read-write mapping (see FileOptions), then on Close syncs it and renames it
+// to NAME, so a file without ".tmp" is always complete. It embeds the
+// Writer: AddTopic, WriteMessage, AddMetadata... write into the file.
+//
+// A FileWriter is not safe for concurrent use.
+type FileWriter struct {
+	*Writer
+	f    *os.File
+	sink *mmapSink
+	bw   *bufio.Writer
+	path string
+	tmp  string
+	done bool
+}
+
+// Create starts writing path (as path+".tmp" until Close).
+func Create(path string, opt FileOptions) (*FileWriter, error) {
+	if opt.Window <= 0 {
+		opt.Window = DefaultWindow
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fw := &FileWriter{f: f, path: path, tmp: tmp}
+	var out io.Writer
+	if !opt.NoMmap {
+		fw.sink, err = newMmapSink(f, opt.Window)
+		if errors.Is(err, ErrNotSupported) {
+			opt.NoMmap, err = true, nil
+		}
+		if err != nil {
+			return nil, errors.Join(err, f.Close(), os.Remove(tmp))
+		}
+		out = fw.sink
+	}
+	if opt.NoMmap {
+		fw.sink = nil
+		fw.bw = bufio.NewWriterSize(f, 1<<20)
+		out = fw.bw
+	}
+	fw.Writer, err = NewWriter(out, opt.Options)
+	if err != nil {
+		fw.abort()
+		return nil, errors.Join(err, os.Remove(tmp))
+	}
+	return fw, nil
+}
+
+// Close finishes the MCAP file, syncs it and renames it into place. On
+// failure the temporary file is removed and every error is reported.
+func (fw *FileWriter) Close() error {
+	if fw.done {
+		return fmt.Errorf("mcap: %s: %w", fw.path, os.ErrClosed)
+	}
+	fw.done = true
+	err := fw.Writer.Close()
+	if err == nil {
+		if fw.sink != nil {
+			err = fw.sink.finish()
+		} else if err = fw.bw.Flush(); err == nil {
+			err = fw.f.Sync()
+		}
+	}
+	if err != nil {
+		fw.abort()
+		return errors.Join(err, os.Remove(fw.tmp))
+	}
+	if err := fw.f.Close(); err != nil {
+		return errors.Join(err, os.Remove(fw.tmp))
+	}
+	if err := os.Rename(fw.tmp, fw.path); err != nil {
+		return errors.Join(err, os.Remove(fw.tmp))
+	}
+	return syncDir(filepath.Dir(fw.path))
+}
+
+// Abort stops writing and removes the temporary file.
+func (fw *FileWriter) Abort() error {
+	if fw.done {
+		return nil
+	}
+	fw.done = true
+	fw.abort()
+	return os.Remove(fw.tmp)
+}
+
+func (fw *FileWriter) abort() {
+	if fw.sink != nil {
+		fw.sink.abort()
+	}
+	_ = fw.f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}

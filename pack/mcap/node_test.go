@@ -1,0 +1,188 @@
+package mcap
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// nodeResult mirrors what testdata/node/validate.mjs prints per file.
+type nodeResult struct {
+	Error   string `json:"error"`
+	Indexed struct {
+		Profile  string               `json:"profile"`
+		Library  string               `json:"library"`
+		Topics   map[string]topicStat `json:"topics"`
+		Metadata []struct {
+			Name string
+			KV   map[string]string
+		} `json:"metadata"`
+		Chunks     []string          `json:"chunks"`
+		Schemas    map[string]string `json:"schemas"`
+		Statistics struct {
+			MessageCount     int    `json:"messageCount"`
+			ChannelCount     int    `json:"channelCount"`
+			ChunkCount       int    `json:"chunkCount"`
+			MetadataCount    int    `json:"metadataCount"`
+			MessageStartTime string `json:"messageStartTime"`
+			MessageEndTime   string `json:"messageEndTime"`
+		} `json:"statistics"`
+		DataSectionCrcOk bool `json:"dataSectionCrcOk"`
+	} `json:"indexed"`
+	Stream struct {
+		Topics  map[string]topicStat `json:"topics"`
+		Records map[string]int       `json:"records"`
+	} `json:"stream"`
+}
+
+type topicStat struct {
+	Messages int    `json:"messages"`
+	Bytes    int    `json:"bytes"`
+	Sha256   string `json:"sha256"`
+}
+
+// nodeValidator returns the directory of validate.mjs, or skips the test
+// when node or the npm packages are missing.
+func nodeValidator(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skipf("needs node for the @mcap/core reference reader: %v", err)
+	}
+	dir, err := filepath.Abs(filepath.Join("testdata", "node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@mcap", "core")); err != nil {
+		t.Skipf("needs `npm ci` in %s (the @mcap/core reference reader): %v", dir, err)
+	}
+	return dir
+}
+
+func runNodeScript(t *testing.T, dir, script string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("node", append([]string{script}, args...)...)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v", script, err)
+	}
+	return out
+}
+
+func runNode(t *testing.T, dir string, files ...string) map[string]nodeResult {
+	t.Helper()
+	out := runNodeScript(t, dir, "validate.mjs", files...)
+	res := map[string]nodeResult{}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("node output: %v\n%s", err, out)
+	}
+	return res
+}
+
+// wantTopics computes per-topic count, bytes and SHA-256 of the payloads in
+// order, as validate.mjs does.
+func wantTopics(msgs []sent) map[string]topicStat {
+	hashes := map[string][]byte{}
+	out := map[string]topicStat{}
+	for _, m := range msgs {
+		s := out[m.topic]
+		s.Messages++
+		s.Bytes += len(m.m.Data)
+		out[m.topic] = s
+		hashes[m.topic] = append(hashes[m.topic], m.m.Data...)
+	}
+	for k, s := range out {
+		sum := sha256.Sum256(hashes[k])
+		s.Sha256 = hex.EncodeToString(sum[:])
+		out[k] = s
+	}
+	return out
+}
+
+// TestNodeReader reads our files with the reference TypeScript reader, both
+// indexed (summary, chunk indexes, message indexes, summary CRC) and
+// streaming (every record, chunk CRCs), for each compression, and checks
+// per-topic message counts, bytes and payload hashes, metadata and
+// statistics against what was written.
+func TestNodeReader(t *testing.T) {
+	dir := nodeValidator(t)
+	msgs := testMessages(2000)
+	want := wantTopics(msgs)
+	tmp := t.TempDir()
+	type tc struct {
+		path string
+		opt  Options
+	}
+	var cases []tc
+	for _, comp := range compressions {
+		for _, chunk := range []int{16 << 10, 4 << 20} {
+			cases = append(cases, tc{filepath.Join(tmp, fmt.Sprintf("c%s-%d.mcap", comp, chunk)),
+				Options{Compression: comp, ChunkSize: chunk, Profile: "x-edr"}})
+		}
+	}
+	var files []string
+	for _, c := range cases {
+		fw, err := Create(c.path, FileOptions{Options: c.opt, Window: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTest(t, fw.Writer, msgs)
+		if err := fw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, c.path)
+	}
+	res := runNode(t, dir, files...)
+	for _, c := range cases {
+		t.Run(filepath.Base(c.path), func(t *testing.T) {
+			r, ok := res[c.path]
+			if !ok || r.Error != "" {
+				t.Fatalf("@mcap/core failed: %s", r.Error)
+			}
+			ix := r.Indexed
+			for name, got := range map[string]map[string]topicStat{"indexed": ix.Topics, "stream": r.Stream.Topics} {
+				if len(got) != len(want) {
+					t.Errorf("%s: %d topics, want %d", name, len(got), len(want))
+				}
+				for k, w := range want {
+					if got[k] != w {
+						t.Errorf("%s: topic %q: got %+v, want %+v", name, k, got[k], w)
+					}
+				}
+			}
+			if ix.Profile != "x-edr" || ix.Library != DefaultLibrary || !ix.DataSectionCrcOk {
+				t.Errorf("header %q %q, data CRC ok %v", ix.Profile, ix.Library, ix.DataSectionCrcOk)
+			}
+			if len(ix.Metadata) != 1 || ix.Metadata[0].Name != "edr.trigger" || ix.Metadata[0].KV["reason"] != "hard-brake" {
+				t.Errorf("metadata %+v", ix.Metadata)
+			}
+			st := ix.Statistics
+			if st.MessageCount != len(msgs) || st.ChannelCount != len(testTopics) || st.ChunkCount != len(ix.Chunks) ||
+				st.MetadataCount != 1 || st.MessageStartTime != strconv.FormatUint(msgs[0].m.LogTime, 10) ||
+				st.MessageEndTime != strconv.FormatUint(msgs[len(msgs)-1].m.LogTime, 10) {
+				t.Errorf("statistics %+v", st)
+			}
+			for _, comp := range ix.Chunks {
+				if comp != c.opt.Compression {
+					t.Errorf("chunk compression %q, want %q", comp, c.opt.Compression)
+				}
+			}
+			if r.Stream.Records["ChunkIndex"] != len(ix.Chunks) || r.Stream.Records["MessageIndex"] == 0 ||
+				r.Stream.Records["DataEnd"] != 1 || r.Stream.Records["SummaryOffset"] == 0 {
+				t.Errorf("records seen by the stream reader: %v", r.Stream.Records)
+			}
+			for _, tp := range testTopics {
+				if got := ix.Schemas[TopicName(tp.Name, tp.Channel)]; got != tp.Type {
+					t.Errorf("topic %q schema %q, want %q", tp.Name, got, tp.Type)
+				}
+			}
+		})
+	}
+}

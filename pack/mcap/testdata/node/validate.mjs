@@ -1,0 +1,100 @@
+// Reads MCAP files with the reference TypeScript reader (@mcap/core) and
+// prints, per file, what it found as JSON on stdout. Used by the Go test
+// TestNodeReader in pack/mcap; run `npm ci` in this directory first.
+//
+// usage: node validate.mjs FILE...
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+
+import { crc32 } from "@foxglove/crc";
+import { McapIndexedReader, McapStreamReader } from "@mcap/core";
+import { loadDecompressHandlers } from "@mcap/support";
+
+const decompressHandlers = await loadDecompressHandlers();
+
+function topicStats() {
+  const m = new Map();
+  return {
+    add(topic, data) {
+      let s = m.get(topic);
+      if (!s) {
+        s = { messages: 0, bytes: 0, hash: createHash("sha256") };
+        m.set(topic, s);
+      }
+      s.messages++;
+      s.bytes += data.byteLength;
+      s.hash.update(data);
+    },
+    json() {
+      const out = {};
+      for (const [k, s] of m) out[k] = { messages: s.messages, bytes: s.bytes, sha256: s.hash.digest("hex") };
+      return out;
+    },
+  };
+}
+
+async function indexed(buf) {
+  const readable = {
+    size: async () => BigInt(buf.byteLength),
+    read: async (offset, size) => buf.subarray(Number(offset), Number(offset + size)),
+  };
+  const reader = await McapIndexedReader.Initialize({ readable, decompressHandlers });
+  const topics = topicStats();
+  for await (const msg of reader.readMessages({ validateCrcs: true })) {
+    topics.add(reader.channelsById.get(msg.channelId).topic, msg.data);
+  }
+  const metadata = [];
+  for await (const md of reader.readMetadata()) {
+    metadata.push({ name: md.name, kv: Object.fromEntries(md.metadata) });
+  }
+  // DataEnd sits just before the summary; its CRC covers every byte before it.
+  const dataEndAt = Number(reader.footer.summaryStart) - (1 + 8 + 4);
+  const computed = crc32(buf.subarray(0, dataEndAt));
+  const stats = reader.statistics;
+  return {
+    profile: reader.header.profile,
+    library: reader.header.library,
+    topics: topics.json(),
+    metadata,
+    chunks: reader.chunkIndexes.map((c) => c.compression),
+    statistics: stats && {
+      messageCount: Number(stats.messageCount),
+      channelCount: stats.channelCount,
+      chunkCount: stats.chunkCount,
+      metadataCount: stats.metadataCount,
+      messageStartTime: stats.messageStartTime.toString(),
+      messageEndTime: stats.messageEndTime.toString(),
+    },
+    schemas: Object.fromEntries(
+      [...reader.channelsById.values()].map((c) => [c.topic, reader.schemasById.get(c.schemaId)?.name ?? ""]),
+    ),
+    dataSectionCrcOk: reader.dataSectionCrc === computed,
+  };
+}
+
+function stream(buf) {
+  const reader = new McapStreamReader({ decompressHandlers, validateCrcs: true });
+  reader.append(buf);
+  const channels = new Map();
+  const topics = topicStats();
+  const kinds = {};
+  let rec;
+  while ((rec = reader.nextRecord())) {
+    kinds[rec.type] = (kinds[rec.type] ?? 0) + 1;
+    if (rec.type === "Channel") channels.set(rec.id, rec.topic);
+    if (rec.type === "Message") topics.add(channels.get(rec.channelId), rec.data);
+  }
+  if (!reader.done()) throw new Error("stream reader did not reach the end of the file");
+  return { topics: topics.json(), records: kinds };
+}
+
+const results = {};
+for (const file of process.argv.slice(2)) {
+  const buf = new Uint8Array(await readFile(file));
+  try {
+    results[file] = { indexed: await indexed(buf), stream: stream(buf) };
+  } catch (err) {
+    results[file] = { error: String(err?.stack ?? err) };
+  }
+}
+process.stdout.write(JSON.stringify(results, null, 1) + "\n");

@@ -1,0 +1,491 @@
+package mcap
+
+import (
+	"fmt"
+	"hash/crc32"
+	"io"
+	"maps"
+	"os"
+	"slices"
+)
+
+// DefaultChunkSize is the uncompressed size at which a chunk is closed when
+// Options.ChunkSize is zero.
+const DefaultChunkSize = 1 << 20
+
+// DefaultLibrary is written to Header.library when Options.Library is "".
+const DefaultLibrary = "edr-lite pack/mcap"
+
+// stageFlush is how many staged bytes (record headers, indexes) the writer
+// collects before handing them to the underlying io.Writer.
+const stageFlush = 64 << 10
+
+// Options configure a Writer. The zero value writes uncompressed 1 MiB
+// chunks with an empty profile.
+type Options struct {
+	// Profile goes into Header.profile ("" = none, "ros2", "x-...").
+	Profile string
+	// Library goes into Header.library; DefaultLibrary when "".
+	Library string
+	// Compression of chunks: CompressionNone, CompressionLZ4 or CompressionZstd.
+	Compression string
+	// ChunkSize closes a chunk once its uncompressed records reach this
+	// many bytes (a single larger message makes a larger chunk).
+	// DefaultChunkSize when <= 0.
+	ChunkSize int
+}
+
+type indexEntry struct {
+	logTime uint64
+	offset  uint64
+}
+
+type chunkIndex struct {
+	start, end       uint64
+	offset, length   uint64
+	miFrom, miTo     int // range in Writer.miChan / miOff
+	miLength         uint64
+	compressedSize   uint64
+	uncompressedSize uint64
+}
+
+type metadataIndex struct {
+	offset, length uint64
+	name           string
+}
+
+// Writer writes one MCAP file to an io.Writer in a single pass: Header,
+// a chunked data section (each chunk followed by its MessageIndex records),
+// DataEnd with the data section CRC, a summary section (Schema, Channel,
+// Statistics, ChunkIndex and MetadataIndex groups), the SummaryOffset
+// section and the Footer with the summary CRC. All CRCs are CRC32 (IEEE) as
+// the specification requires.
+//
+// A Writer is not safe for concurrent use.
+type Writer struct {
+	w   io.Writer
+	opt Options
+	err error // sticky
+
+	pos   uint64 // bytes handed to w so far
+	crc   uint32 // running CRC of the data section (from the leading magic)
+	stage []byte // bytes not yet handed to w (counted in pos only when flushed)
+
+	chunk      []byte // uncompressed records of the open chunk
+	chunkStart uint64
+	chunkEnd   uint64
+	chunkMsgs  int
+	comp       compressor
+	compBuf    []byte
+	head       []byte
+
+	schemas  []Schema  // schemas[i].ID == i+1
+	channels []Channel // channels[i].ID == i
+	idx      [][]indexEntry
+	touched  []uint16 // channels with messages in the open chunk
+	counts   []uint64 // messages per channel
+
+	chunks   []chunkIndex
+	miChan   []uint16
+	miOff    []uint64
+	metadata []metadataIndex
+
+	messages  uint64
+	startTime uint64
+	endTime   uint64
+	closed    bool
+}
+
+// NewWriter writes the magic and Header to w and returns a Writer. Close
+// finishes the file; it does not close w.
+func NewWriter(w io.Writer, opt Options) (*Writer, error) {
+	if opt.ChunkSize <= 0 {
+		opt.ChunkSize = DefaultChunkSize
+	}
+	if opt.Library == "" {
+		opt.Library = DefaultLibrary
+	}
+	comp, err := newCompressor(opt.Compression, opt.ChunkSize)
+	if err != nil {
+		return nil, err
+	}
+	wr := &Writer{w: w, opt: opt, comp: comp, chunk: make([]byte, 0, opt.ChunkSize+opt.ChunkSize/8)}
+	wr.stage = append(wr.stage, Magic[:]...)
+	wr.stage = AppendHeader(wr.stage, opt.Profile, opt.Library)
+	if err := wr.flushStage(); err != nil {
+		return nil, err
+	}
+	return wr, nil
+}
+
+// Written returns how many bytes have been handed to the underlying writer.
+func (w *Writer) Written() int64 { return int64(w.pos) }
+
+func (w *Writer) write(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	n, err := w.w.Write(p)
+	w.pos += uint64(n)
+	if err == nil && n != len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = fmt.Errorf("mcap: write at offset %d: %w", w.pos, err)
+	}
+	return w.err
+}
+
+// flushStage hands the staged bytes to w, adding them to the data CRC.
+func (w *Writer) flushStage() error {
+	w.crc = crc32.Update(w.crc, crc32.IEEETable, w.stage)
+	err := w.write(w.stage)
+	w.stage = w.stage[:0]
+	return err
+}
+
+func (w *Writer) usable() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return fmt.Errorf("mcap: writer: %w", os.ErrClosed)
+	}
+	return nil
+}
+
+// AddSchema registers a schema and returns its id; an identical schema
+// registered before returns the earlier id. The Schema record goes into
+// the data section (the open chunk) and the summary.
+func (w *Writer) AddSchema(name, encoding string, data []byte) (uint16, error) {
+	if err := w.usable(); err != nil {
+		return 0, err
+	}
+	for i := range w.schemas {
+		s := &w.schemas[i]
+		if s.Name == name && s.Encoding == encoding && string(s.Data) == string(data) {
+			return s.ID, nil
+		}
+	}
+	if len(w.schemas) >= 0xFFFF {
+		return 0, ErrChannelLimit
+	}
+	s := Schema{ID: uint16(len(w.schemas) + 1), Name: name, Encoding: encoding, Data: slices.Clone(data)}
+	w.schemas = append(w.schemas, s)
+	w.chunk = AppendSchema(w.chunk, &s)
+	return s.ID, nil
+}
+
+// AddChannel registers a channel and returns its id (ids count from 0).
+// schemaID is 0 or an id from AddSchema. The Channel record goes into the
+// data section (the open chunk) and the summary.
+func (w *Writer) AddChannel(schemaID uint16, topic, messageEncoding string, metadata map[string]string) (uint16, error) {
+	if err := w.usable(); err != nil {
+		return 0, err
+	}
+	if int(schemaID) > len(w.schemas) {
+		return 0, fmt.Errorf("mcap: channel %q: schema id %d was never added", topic, schemaID)
+	}
+	if len(w.channels) > 0xFFFF {
+		return 0, ErrChannelLimit
+	}
+	c := Channel{ID: uint16(len(w.channels)), SchemaID: schemaID, Topic: topic,
+		MessageEncoding: messageEncoding, Metadata: maps.Clone(metadata)}
+	if c.Metadata == nil {
+		c.Metadata = map[string]string{}
+	}
+	w.channels = append(w.channels, c)
+	w.idx = append(w.idx, nil)
+	w.counts = append(w.counts, 0)
+	w.chunk = AppendChannel(w.chunk, &c)
+	return c.ID, nil
+}
+
+// AddTopic registers an edr-lite topic and returns its channel id:
+//
+//   - Channel.topic is TopicName(t.Name, t.Channel) ("name#channel").
+//   - With t.Encoding set (a well-known message encoding), the channel uses
+//     it, and a Schema {t.Type, t.SchemaEncoding, t.Schema} when t.Type is set.
+//   - Otherwise the payload is opaque: message_encoding RawMessageEncoding
+//     ("x-edr-raw"), and when t.Type is known a Schema with that name and an
+//     empty encoding (the specification's "no schema available"), so viewers
+//     list the topic with its type name and counts.
+//   - Channel metadata carries edr.name, edr.channel and edr.type.
+func (w *Writer) AddTopic(t Topic) (uint16, error) {
+	var sid uint16
+	var err error
+	enc := t.Encoding
+	switch {
+	case enc != "" && t.Type != "":
+		sid, err = w.AddSchema(t.Type, t.SchemaEncoding, t.Schema)
+	case enc == "":
+		enc = RawMessageEncoding
+		if t.Type != "" {
+			sid, err = w.AddSchema(t.Type, "", nil)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	md := map[string]string{"edr.name": t.Name}
+	if t.Channel != "" {
+		md["edr.channel"] = t.Channel
+	}
+	if t.Type != "" {
+		md["edr.type"] = t.Type
+	}
+	maps.Copy(md, t.Metadata)
+	return w.AddChannel(sid, TopicName(t.Name, t.Channel), enc, md)
+}
+
+// WriteMessage appends a Message record to the open chunk, closing the chunk
+// when it reaches the chunk size. m.Data is copied; m is not retained. It
+// allocates nothing once the writer's buffers have grown to size.
+func (w *Writer) WriteMessage(m *Message) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if int(m.ChannelID) >= len(w.channels) {
+		return fmt.Errorf("%w: message on channel id %d (%d channels added)", ErrUnknownChannel, m.ChannelID, len(w.channels))
+	}
+	ch := m.ChannelID
+	if len(w.idx[ch]) == 0 {
+		w.touched = append(w.touched, ch)
+	}
+	w.idx[ch] = append(w.idx[ch], indexEntry{m.LogTime, uint64(len(w.chunk))})
+	w.chunk = AppendMessage(w.chunk, m)
+	if w.chunkMsgs == 0 || m.LogTime < w.chunkStart {
+		w.chunkStart = m.LogTime
+	}
+	if w.chunkMsgs == 0 || m.LogTime > w.chunkEnd {
+		w.chunkEnd = m.LogTime
+	}
+	w.chunkMsgs++
+	w.counts[ch]++
+	if w.messages == 0 || m.LogTime < w.startTime {
+		w.startTime = m.LogTime
+	}
+	if w.messages == 0 || m.LogTime > w.endTime {
+		w.endTime = m.LogTime
+	}
+	w.messages++
+	if len(w.chunk) >= w.opt.ChunkSize {
+		return w.Flush()
+	}
+	return nil
+}
+
+// AddMetadata writes a Metadata record (name and key/value pairs) to the data
+// section, outside chunks, and indexes it in the summary. edr-lite uses
+// "edr.trigger" and "edr.topic_stats".
+func (w *Writer) AddMetadata(name string, kv map[string]string) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	start := len(w.stage)
+	w.stage = AppendMetadata(w.stage, name, kv)
+	w.metadata = append(w.metadata, metadataIndex{
+		offset: w.pos + uint64(start), length: uint64(len(w.stage) - start), name: name})
+	if len(w.stage) >= stageFlush {
+		return w.flushStage()
+	}
+	return nil
+}
+
+// Flush closes the open chunk (if it holds any record), writes it with its
+// MessageIndex records and hands all buffered bytes to the underlying
+// writer. Calling it often makes small chunks.
+func (w *Writer) Flush() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if len(w.chunk) > 0 {
+		if err := w.writeChunk(); err != nil {
+			return err
+		}
+	}
+	return w.flushStage()
+}
+
+func (w *Writer) writeChunk() error {
+	records := w.chunk
+	payload := records
+	if w.comp != nil {
+		var err error
+		w.compBuf, err = w.comp.compress(w.compBuf[:0], records)
+		if err != nil {
+			w.err = err
+			return err
+		}
+		payload = w.compBuf
+	}
+	start, end := w.chunkStart, w.chunkEnd
+	if w.chunkMsgs == 0 {
+		start, end = 0, 0
+	}
+	// Chunk record header, then the payload straight from its buffer.
+	h := w.head[:0]
+	h = append(h, byte(OpChunk))
+	h = appendU64(h, uint64(chunkFixedLen+4+len(w.opt.Compression)+8+len(payload)))
+	h = appendU64(h, start)
+	h = appendU64(h, end)
+	h = appendU64(h, uint64(len(records)))
+	h = appendU32(h, crc32.ChecksumIEEE(records))
+	h = appendString(h, w.opt.Compression)
+	h = appendU64(h, uint64(len(payload)))
+	w.head = h
+	if err := w.flushStage(); err != nil {
+		return err
+	}
+	ci := chunkIndex{start: start, end: end, offset: w.pos,
+		length:           uint64(len(h) + len(payload)),
+		compressedSize:   uint64(len(payload)),
+		uncompressedSize: uint64(len(records)),
+		miFrom:           len(w.miChan)}
+	w.crc = crc32.Update(w.crc, crc32.IEEETable, h)
+	if err := w.write(h); err != nil {
+		return err
+	}
+	w.crc = crc32.Update(w.crc, crc32.IEEETable, payload)
+	if err := w.write(payload); err != nil {
+		return err
+	}
+	// MessageIndex records, one per channel with messages, by channel id,
+	// entries sorted by log time (stable: equal times keep file order).
+	slices.Sort(w.touched)
+	for _, ch := range w.touched {
+		e := w.idx[ch]
+		if !slices.IsSortedFunc(e, cmpEntry) {
+			slices.SortStableFunc(e, cmpEntry)
+		}
+		w.miChan = append(w.miChan, ch)
+		w.miOff = append(w.miOff, w.pos+uint64(len(w.stage)))
+		w.stage = append(w.stage, byte(OpMessageIndex))
+		w.stage = appendU64(w.stage, uint64(2+4+len(e)*indexEntryLen))
+		w.stage = appendU16(w.stage, ch)
+		w.stage = appendU32(w.stage, uint32(len(e)*indexEntryLen))
+		for _, x := range e {
+			w.stage = appendU64(w.stage, x.logTime)
+			w.stage = appendU64(w.stage, x.offset)
+		}
+		w.idx[ch] = e[:0]
+	}
+	ci.miTo = len(w.miChan)
+	ci.miLength = uint64(len(w.stage))
+	w.chunks = append(w.chunks, ci)
+	w.touched = w.touched[:0]
+	w.chunk = w.chunk[:0]
+	w.chunkMsgs = 0
+	return nil
+}
+
+func cmpEntry(a, b indexEntry) int {
+	switch {
+	case a.logTime < b.logTime:
+		return -1
+	case a.logTime > b.logTime:
+		return 1
+	}
+	return 0
+}
+
+// Close writes the last chunk, DataEnd, the summary and summary-offset
+// sections, the Footer and the closing magic, and flushes. It does not
+// close the underlying writer. After Close the Writer refuses all calls.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.err
+	}
+	if err := w.Flush(); err != nil {
+		w.closed = true
+		return err
+	}
+	w.closed = true
+	w.stage = appendDataEnd(w.stage, w.crc) // crc covers everything before DataEnd
+	if err := w.write(w.stage); err != nil {
+		return err
+	}
+	w.stage = w.stage[:0]
+
+	summaryStart := w.pos
+	b := w.stage
+	type group struct {
+		op           Opcode
+		start, count uint64
+	}
+	var groups []group
+	mark := func(op Opcode, from int) {
+		if len(b) > from {
+			groups = append(groups, group{op, summaryStart + uint64(from), uint64(len(b) - from)})
+		}
+	}
+	from := len(b)
+	for i := range w.schemas {
+		b = AppendSchema(b, &w.schemas[i])
+	}
+	mark(OpSchema, from)
+	from = len(b)
+	for i := range w.channels {
+		b = AppendChannel(b, &w.channels[i])
+	}
+	mark(OpChannel, from)
+	from = len(b)
+	b = w.appendStatistics(b)
+	mark(OpStatistics, from)
+	from = len(b)
+	for i := range w.chunks {
+		b = w.appendChunkIndex(b, &w.chunks[i])
+	}
+	mark(OpChunkIndex, from)
+	from = len(b)
+	for _, m := range w.metadata {
+		var st int
+		b, st = beginRecord(b, OpMetadataIndex)
+		b = appendU64(b, m.offset)
+		b = appendU64(b, m.length)
+		b = appendString(b, m.name)
+		b = endRecord(b, st)
+	}
+	mark(OpMetadataIndex, from)
+	summaryOffsetStart := summaryStart + uint64(len(b))
+	for _, g := range groups {
+		b = appendSummaryOffset(b, g.op, g.start, g.count)
+	}
+	b = appendFooterPrefix(b, summaryStart, summaryOffsetStart)
+	b = appendU32(b, crc32.ChecksumIEEE(b))
+	b = append(b, Magic[:]...)
+	w.stage = b[:0]
+	return w.write(b)
+}
+
+func (w *Writer) appendStatistics(b []byte) []byte {
+	b, st := beginRecord(b, OpStatistics)
+	b = appendU64(b, w.messages)
+	b = appendU16(b, uint16(len(w.schemas)))
+	b = appendU32(b, uint32(len(w.channels)))
+	b = appendU32(b, 0) // attachments
+	b = appendU32(b, uint32(len(w.metadata)))
+	b = appendU32(b, uint32(len(w.chunks)))
+	b = appendU64(b, w.startTime)
+	b = appendU64(b, w.endTime)
+	b = appendU32(b, uint32(len(w.channels)*(2+8)))
+	for i, n := range w.counts {
+		b = appendU16(b, uint16(i))
+		b = appendU64(b, n)
+	}
+	return endRecord(b, st)
+}
+
+func (w *Writer) appendChunkIndex(b []byte, c *chunkIndex) []byte {
+	b, st := beginRecord(b, OpChunkIndex)
+	b = appendU64(b, c.start)
+	b = appendU64(b, c.end)
+	b = appendU64(b, c.offset)
+	b = appendU64(b, c.length)
+	b = appendU16U64Map(b, w.miChan[c.miFrom:c.miTo], w.miOff[c.miFrom:c.miTo])
+	b = appendU64(b, c.miLength)
+	b = appendString(b, w.opt.Compression)
+	b = appendU64(b, c.compressedSize)
+	b = appendU64(b, c.uncompressedSize)
+	return endRecord(b, st)
+}
