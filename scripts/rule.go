@@ -178,6 +178,7 @@ type Rule struct {
 	paramSet   map[string]bool // names declared with param()
 	declFailed bool            // the load error came from rule{} or param()
 	dead       bool
+	closed     bool
 
 	// cooldown and rate limit, in message time
 	fired    bool
@@ -476,9 +477,11 @@ func (r *Rule) Status() RuleStatus {
 	return out
 }
 
-// Close releases the Lua state.
+// Close releases the Lua state. It is idempotent.
 func (r *Rule) Close() {
-	if r.L != nil {
+	if r.L != nil && !r.closed {
+		r.closed = true
+		r.dead = true
 		r.L.Close()
 	}
 }
