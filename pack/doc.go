@@ -4,8 +4,35 @@
 // optional compression, verification, recovery of damaged files and a
 // timeline that merges several files in time order.
 //
-// The normative byte layout is FORMAT.md in this directory.
+// The normative byte layout is FORMAT.md in this directory; the frame meta
+// is FrameV2Proto.Frame of frame.v2.proto.
+//
+// In one paragraph: build a Frame with NewFrame and AddMeta /
+// AddMetaWithData (copied) / AddMetaBorrowed (not copied); write frames with
+// a Writer from Create (mmap, Linux) or NewStreamWriter (any io.Writer; same
+// bytes), attach SetDumpInfo / AddMetadata, Flush for durability, Close to
+// write the index and trailer. Read with Open: ReadInto (with data) or
+// ReadMetaInto (meta only) into a reused Frame until io.EOF, Tell /
+// SeekFrame / SeekTime to move, Summary and DumpInfo for what the file
+// holds without reading frames.
 //
 // It is not for: the recorder (package engine decides what goes into a
-// dump; pack only writes and reads it).
+// dump; pack only writes and reads it), and not for MCAP.
+//
+// # Caveats
+//
+//   - Aliasing: bytes a Reader puts into a Frame (Meta, data blocks) alias a
+//     read-only mapping (writing to them crashes) or the Frame's own
+//     decompression buffer. They are valid until the next read into that
+//     Frame or the Reader's Close. Copy what must live longer.
+//   - AddMetaBorrowed keeps the caller's slices until the frame is written
+//     or Reset; the caller must not change them before.
+//   - Concurrency: Frame, Writer and Reader are not safe for concurrent use;
+//     use one Reader per goroutine (they share the page cache). FrameCache is
+//     safe for concurrent use.
+//   - Create (the mmap writer) is Linux-only; elsewhere it returns
+//     ErrNotSupported and NewStreamWriter over an *os.File does the job.
+//     On other platforms Open reads the file into memory.
+//   - A file is complete only after Close returned nil; the engine writes
+//     NAME.tmp and renames it.
 package pack

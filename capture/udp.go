@@ -1,0 +1,72 @@
+package capture
+
+// UDP source defaults.
+const (
+	// DefaultUDPTopic is the topic template when UDPOptions.Topic is empty.
+	DefaultUDPTopic = "udp/{dport}"
+	// DefaultBatch is how many datagrams one recvmmsg call may return.
+	DefaultBatch = 64
+	// DefaultMaxPacket is the largest datagram kept whole (jumbo frames).
+	DefaultMaxPacket = 9216
+	maxUDPPacket     = 65535
+)
+
+// UDPOptions configure a UDP source.
+type UDPOptions struct {
+	// Addr is the host:port to listen on: "0.0.0.0:30490", "[::]:7400",
+	// ":30490" (IPv4 and IPv6). A multicast host ("239.1.2.3:30490",
+	// "[ff15::1]:7400") binds to the group and joins it.
+	Addr string
+	// Interface names the interface to join a multicast group on ("" lets
+	// the kernel pick by route).
+	Interface string
+	// Topic is the topic template (see Template); "" means
+	// DefaultUDPTopic. {dst} is the datagram's destination address as the
+	// kernel reports it (IP_PKTINFO); {ethertype} and {vlan} name the
+	// address family and 0.
+	Topic string
+	// Type is the TopicInfo.Type of discovered topics ("" = unknown).
+	Type string
+	// Channel is the TopicInfo.Channel of discovered topics. Two sources
+	// that could name the same topic must use different channels: each
+	// source writes its topics from its one Run goroutine.
+	Channel string
+	// RcvBuf is the socket receive buffer in bytes (0 = system default).
+	// SO_RCVBUFFORCE is tried first, so with CAP_NET_ADMIN it may exceed
+	// net.core.rmem_max.
+	RcvBuf int
+	// Batch is how many datagrams one recvmmsg call may return (0 =
+	// DefaultBatch).
+	Batch int
+	// MaxPacket is the largest datagram recorded (0 = DefaultMaxPacket, at
+	// most 65535). Larger ones are counted in Stats.Truncated and skipped.
+	// The source holds Batch*MaxPacket bytes of buffers.
+	MaxPacket int
+	// MaxTopics bounds the topics this source discovers (0 =
+	// DefaultMaxTopics).
+	MaxTopics int
+}
+
+func (o *UDPOptions) withDefaults() (UDPOptions, Template, error) {
+	c := *o
+	if c.Topic == "" {
+		c.Topic = DefaultUDPTopic
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.MaxPacket == 0 {
+		c.MaxPacket = DefaultMaxPacket
+	}
+	if c.Batch < 0 || c.Batch > 1024 {
+		return c, Template{}, errOption("Batch", c.Batch, "want 1..1024")
+	}
+	if c.MaxPacket < 0 || c.MaxPacket > maxUDPPacket {
+		return c, Template{}, errOption("MaxPacket", c.MaxPacket, "want 1..65535")
+	}
+	if c.RcvBuf < 0 {
+		return c, Template{}, errOption("RcvBuf", c.RcvBuf, "want >= 0")
+	}
+	t, err := ParseTemplate(c.Topic)
+	return c, t, err
+}

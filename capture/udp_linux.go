@@ -1,0 +1,363 @@
+package capture
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+
+	"edr-lite/engine"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	sockaddrSize = unix.SizeofSockaddrInet6
+	// udpCtrlSize holds an SO_RXQ_OVFL counter and an IPv6 or IPv4 pktinfo.
+	udpCtrlSize = 64
+)
+
+// UDPSource receives UDP datagrams in batches with recvmmsg and hands each
+// to the sink under the topic its template names. Run, Close and Stats may
+// be called from different goroutines; only one Run at a time.
+type UDPSource struct {
+	opts   UDPOptions
+	sink   engine.Sink
+	conn   *net.UDPConn
+	rc     syscall.RawConn
+	m      *mapper
+	local  netip.AddrPort
+	lc     lifecycle
+	c      counters
+	readFn func(fd uintptr) bool
+
+	// Owned by the Run goroutine.
+	msgs     []unix.Mmsghdr
+	iovs     []unix.Iovec
+	bufs     []byte
+	names    []byte
+	ctrl     []byte
+	n, dirty int
+	errno    syscall.Errno
+	ovfl     uint32
+	pkt      Packet
+	batch    Stats
+}
+
+// NewUDP opens the socket described by opts (binding it, joining a
+// multicast group, sizing its buffer) and returns a source that feeds sink
+// once Run is called. Topics are discovered with Source "udp:<Addr>".
+func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
+	o, tmpl, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ap, err := netip.ParseAddrPort(fixHost(o.Addr))
+	if err != nil {
+		return nil, fmt.Errorf("%w: Addr %q: %v", ErrOptions, o.Addr, err)
+	}
+	network := "udp"
+	switch {
+	case o.Addr != "" && o.Addr[0] == ':':
+		// dual stack
+	case ap.Addr().Is4():
+		network = "udp4"
+	default:
+		network = "udp6"
+	}
+	group := ap.Addr().Unmap()
+	if !group.IsMulticast() {
+		group = netip.Addr{}
+	}
+	wantDst := tmpl.has(fieldDst)
+	var sockErr error
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		err := c.Control(func(fd uintptr) {
+			sockErr = setUDPOptions(int(fd), o.RcvBuf, group.IsValid(), wantDst, network)
+		})
+		return errors.Join(err, sockErr)
+	}}
+	var pc net.PacketConn
+	if group.IsValid() {
+		pc, err = listenGroup(ap, func(fd int) error { return setUDPOptions(fd, o.RcvBuf, true, wantDst, network) })
+	} else {
+		pc, err = lc.ListenPacket(context.Background(), network, o.Addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("capture: listen %s: %w", o.Addr, err)
+	}
+	conn := pc.(*net.UDPConn)
+	s := &UDPSource{opts: o, sink: sink, conn: conn}
+	if group.IsValid() {
+		if err := joinGroup(conn, group, o.Interface); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("capture: join %s on %q: %w", group, o.Interface, err)
+		}
+	}
+	if s.rc, err = conn.SyscallConn(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	s.local = conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	s.m = newMapper(tmpl, sink, engine.TopicInfo{Type: o.Type, Channel: o.Channel, Source: "udp:" + o.Addr}, o.MaxTopics)
+	s.msgs = make([]unix.Mmsghdr, o.Batch)
+	s.iovs = make([]unix.Iovec, o.Batch)
+	s.bufs = make([]byte, o.Batch*o.MaxPacket)
+	s.names = make([]byte, o.Batch*sockaddrSize)
+	s.ctrl = make([]byte, o.Batch*udpCtrlSize)
+	for i := range s.msgs {
+		s.iovs[i].Base = &s.bufs[i*o.MaxPacket]
+		s.iovs[i].SetLen(o.MaxPacket)
+		h := &s.msgs[i].Hdr
+		h.Name = &s.names[i*sockaddrSize]
+		h.Namelen = sockaddrSize
+		h.Iov = &s.iovs[i]
+		h.SetIovlen(1)
+		h.Control = &s.ctrl[i*udpCtrlSize]
+		h.SetControllen(udpCtrlSize)
+	}
+	s.pkt = Packet{IPProto: IPProtoUDP, HasUDP: true, DstPort: s.local.Port(), Dst: s.local.Addr().Unmap()}
+	s.readFn = s.read
+	return s, nil
+}
+
+// fixHost turns ":port" into an address netip parses.
+func fixHost(addr string) string {
+	if addr != "" && addr[0] == ':' {
+		return "[::]" + addr
+	}
+	return addr
+}
+
+// listenGroup binds a UDP socket to the multicast group address itself
+// (net.ListenPacket would bind the wildcard address, which also receives
+// unicast datagrams to the port).
+func listenGroup(ap netip.AddrPort, setopts func(fd int) error) (net.PacketConn, error) {
+	family, sa := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()})
+	if !ap.Addr().Unmap().Is4() {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		return nil, err
+	}
+	if err := setopts(fd); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "udp:"+ap.String())
+	defer f.Close() // FilePacketConn holds a duplicate
+	return net.FilePacketConn(f)
+}
+
+func setUDPOptions(fd, rcvbuf int, multicast, pktinfo bool, network string) error {
+	if multicast {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			return fmt.Errorf("SO_REUSEADDR: %w", err)
+		}
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
+		return fmt.Errorf("SO_RXQ_OVFL: %w", err)
+	}
+	if rcvbuf > 0 {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf); err != nil {
+				return fmt.Errorf("SO_RCVBUF %d: %w", rcvbuf, err)
+			}
+		}
+	}
+	if pktinfo {
+		if network != "udp6" {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
+				return fmt.Errorf("IP_PKTINFO: %w", err)
+			}
+		}
+		if network != "udp4" {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1); err != nil {
+				return fmt.Errorf("IPV6_RECVPKTINFO: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func joinGroup(conn *net.UDPConn, group netip.Addr, ifname string) error {
+	var ifindex int
+	if ifname != "" {
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		ifindex = ifi.Index
+	}
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		if group.Is4() {
+			m := unix.IPMreqn{Multiaddr: group.As4(), Ifindex: int32(ifindex)}
+			serr = unix.SetsockoptIPMreqn(int(fd), unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP, &m)
+			if serr == nil { // only the joined group, not every group any socket joined
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0)
+			}
+			return
+		}
+		m := unix.IPv6Mreq{Multiaddr: group.As16(), Interface: uint32(ifindex)}
+		serr = unix.SetsockoptIPv6Mreq(int(fd), unix.IPPROTO_IPV6, unix.IPV6_JOIN_GROUP, &m)
+	})
+	return errors.Join(err, serr)
+}
+
+// LocalAddr returns the address the socket is bound to (with the port the
+// kernel chose for port 0).
+func (s *UDPSource) LocalAddr() netip.AddrPort { return s.local }
+
+// RcvBuf returns the socket's receive buffer size as the kernel reports it
+// (twice the requested size, for its bookkeeping).
+func (s *UDPSource) RcvBuf() (int, error) {
+	var n int
+	var serr error
+	err := s.rc.Control(func(fd uintptr) { n, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF) })
+	return n, errors.Join(err, serr)
+}
+
+// Stats returns the source's counters. Safe to call at any time.
+func (s *UDPSource) Stats() Stats { return s.c.stats() }
+
+// Run receives until ctx is done (returning ctx.Err()) or Close is called
+// (returning nil). A socket error ends Run with that error.
+func (s *UDPSource) Run(ctx context.Context) error {
+	return s.lc.runLoop(ctx, s.conn, s.rc, s.readFn, "udp "+s.opts.Addr, s.process)
+}
+
+// read is the RawConn.Read callback: one non-blocking recvmmsg. It returns
+// false when nothing is queued, so the runtime poller waits.
+func (s *UDPSource) read(fd uintptr) bool {
+	for i := range s.dirty { // the kernel rewrote these lengths last time
+		h := &s.msgs[i].Hdr
+		h.Namelen = sockaddrSize
+		h.SetControllen(udpCtrlSize)
+		h.Flags = 0
+	}
+	s.dirty = 0
+	for {
+		n, errno := recvmmsg(fd, s.msgs, unix.MSG_DONTWAIT)
+		switch errno {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		s.n, s.errno = n, errno
+		if errno == 0 {
+			s.dirty = n
+		}
+		return true
+	}
+}
+
+// process ingests the datagrams of the last batch, all stamped with one
+// clock reading.
+func (s *UDPSource) process() error {
+	if s.errno != 0 {
+		return fmt.Errorf("recvmmsg: %w", s.errno)
+	}
+	now := s.sink.Now()
+	b := &s.batch
+	maxp := s.opts.MaxPacket
+	for i := range s.n {
+		h := &s.msgs[i]
+		n := int(h.Len)
+		b.Packets++
+		b.Bytes += uint64(n)
+		s.parseControl(s.ctrl[i*udpCtrlSize : i*udpCtrlSize+int(h.Hdr.Controllen)])
+		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			b.Truncated++
+			continue
+		}
+		s.parseName(s.names[i*sockaddrSize : (i+1)*sockaddrSize])
+		payload := s.bufs[i*maxp : i*maxp+n]
+		s.pkt.Payload = payload
+		ingest(s.m, &s.pkt, now, payload, b)
+	}
+	s.pkt.Payload = nil
+	s.c.add(b, s.m)
+	return nil
+}
+
+func (s *UDPSource) parseName(name []byte) {
+	p := &s.pkt
+	p.SrcPort = binary.BigEndian.Uint16(name[2:4])
+	switch binary.NativeEndian.Uint16(name[0:2]) {
+	case unix.AF_INET:
+		p.Src = netip.AddrFrom4([4]byte(name[4:8]))
+	case unix.AF_INET6:
+		p.Src = netip.AddrFrom16([16]byte(name[8:24])).Unmap()
+	}
+	if p.Src.Is4() {
+		p.IPVersion, p.EtherType = 4, EtherTypeIPv4
+	} else {
+		p.IPVersion, p.EtherType = 6, EtherTypeIPv6
+	}
+}
+
+var (
+	cmsgHdrLen  = unix.CmsgLen(0)
+	cmsgAlign   = unix.CmsgSpace(1) - unix.CmsgLen(0)
+	cmsgLenSize = unix.SizeofCmsghdr - 8 // cmsg_len is a size_t
+)
+
+// parseControl reads the control messages of one datagram: the socket's
+// drop counter (SO_RXQ_OVFL, absent while it is zero) and the destination
+// address (IP_PKTINFO / IPV6_PKTINFO).
+func (s *UDPSource) parseControl(c []byte) {
+	for len(c) >= cmsgHdrLen {
+		var l int
+		if cmsgLenSize == 8 {
+			l = int(binary.NativeEndian.Uint64(c))
+		} else {
+			l = int(binary.NativeEndian.Uint32(c))
+		}
+		if l < cmsgHdrLen || l > len(c) {
+			return
+		}
+		level := int32(binary.NativeEndian.Uint32(c[cmsgLenSize:]))
+		typ := int32(binary.NativeEndian.Uint32(c[cmsgLenSize+4:]))
+		data := c[cmsgHdrLen:l]
+		switch {
+		case level == unix.SOL_SOCKET && typ == unix.SO_RXQ_OVFL && len(data) >= 4:
+			v := binary.NativeEndian.Uint32(data)
+			s.batch.Lost += uint64(v - s.ovfl) // cumulative, wraps at 2^32
+			s.ovfl = v
+		case level == unix.IPPROTO_IP && typ == unix.IP_PKTINFO && len(data) >= 12:
+			s.pkt.Dst = netip.AddrFrom4([4]byte(data[8:12]))
+		case level == unix.IPPROTO_IPV6 && typ == unix.IPV6_PKTINFO && len(data) >= 16:
+			s.pkt.Dst = netip.AddrFrom16([16]byte(data[0:16])).Unmap()
+		}
+		next := (l + cmsgAlign - 1) &^ (cmsgAlign - 1)
+		if next >= len(c) {
+			return
+		}
+		c = c[next:]
+	}
+}
+
+// Close stops Run, closes the socket and reports every discovered topic
+// offline. It is safe to call more than once.
+func (s *UDPSource) Close() error {
+	var err error
+	if s.lc.close(func() { err = s.conn.Close() }) {
+		s.m.offline()
+	}
+	return err
+}

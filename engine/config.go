@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"fmt"
+	"path"
+	"time"
+
+	"edr-lite/internal/clock"
+)
+
+// Defaults applied by Config.withDefaults.
+const (
+	DefaultMaxTopics    = 4096
+	DefaultTopicBytes   = 4 << 20
+	DefaultPre          = 15 * time.Second
+	DefaultPost         = 5 * time.Second
+	DefaultGuard        = time.Second
+	DefaultMinRingBytes = 4096
+)
+
+// Config configures a Recorder. The zero value of each field means its
+// default; New validates the whole struct and names the first bad field.
+type Config struct {
+	// CacheSize is the arena size in bytes: the memory every ring lives in.
+	CacheSize int64
+	// LockMemory mlocks the cache so recorded data is never paged out.
+	LockMemory bool
+	// Clock stamps capture times for Ingest (and drives dump scheduling).
+	// nil means a coarse system clock refreshed every millisecond.
+	Clock clock.Clock
+	// MaxTopics bounds the topic table (DefaultMaxTopics when 0).
+	MaxTopics int
+
+	// Pre and Post are the default windows before and after a trigger.
+	Pre, Post time.Duration
+	// Guard pads both window boundaries (DefaultGuard when 0; negative
+	// means no guard).
+	Guard time.Duration
+	// TopicBytes is the default byte cap of one topic's ring. It is
+	// rounded down to a power of two (the ring never holds more).
+	TopicBytes int64
+	// MaxPacket is the default largest message accepted (0 = what fits).
+	MaxPacket int
+	// KeepLast is the default number of a topic's newest messages kept
+	// even when older than the retention.
+	KeepLast int
+
+	// Include and Exclude are globs (path.Match syntax) over the topic name
+	// and over "name#channel". A topic is recorded when it matches an
+	// Include glob (or Include is empty) and no Exclude glob.
+	Include, Exclude []string
+	// Topics are per-topic overrides; the first whose Match glob matches
+	// the topic applies.
+	Topics []TopicOverride
+
+	// Dump configures dump files. Dumps are disabled when Dump.Dir is "".
+	Dump DumpConfig
+}
+
+// TopicOverride overrides defaults for the topics its Match glob selects.
+// Zero fields keep the default.
+type TopicOverride struct {
+	Match     string
+	Pre, Post time.Duration
+	MaxPacket int
+	MaxBytes  int64
+	// OnlyFront records only the pre window of this topic in dumps;
+	// OnlyBack only the post window.
+	OnlyFront, OnlyBack bool
+	KeepLast            int
+	// Disabled leaves matching topics out entirely.
+	Disabled bool
+}
+
+// topicSettings are the resolved settings of one topic.
+type topicSettings struct {
+	pre, post           int64
+	onlyFront, onlyBack bool
+	ring                ringConfig
+	ringBytes           int
+}
+
+// validate checks c, assuming defaults are applied, and returns a
+// *ConfigError naming the first bad field.
+func (c *Config) validate() error {
+	if c.CacheSize <= 0 {
+		return configErr("CacheSize", "must be > 0, got %d", c.CacheSize)
+	}
+	if c.MaxTopics < 0 {
+		return configErr("MaxTopics", "must be >= 0, got %d", c.MaxTopics)
+	}
+	if c.Pre < 0 || c.Post < 0 {
+		return configErr("Pre/Post", "windows must be >= 0, got %v/%v", c.Pre, c.Post)
+	}
+	if c.TopicBytes < DefaultMinRingBytes {
+		return configErr("TopicBytes", "must be >= %d, got %d", DefaultMinRingBytes, c.TopicBytes)
+	}
+	if c.TopicBytes > c.CacheSize {
+		return configErr("TopicBytes", "%d exceeds CacheSize %d", c.TopicBytes, c.CacheSize)
+	}
+	if c.MaxPacket < 0 {
+		return configErr("MaxPacket", "must be >= 0, got %d", c.MaxPacket)
+	}
+	if c.KeepLast < 0 {
+		return configErr("KeepLast", "must be >= 0, got %d", c.KeepLast)
+	}
+	for i, g := range c.Include {
+		if _, err := path.Match(g, ""); err != nil {
+			return configErr(fmt.Sprintf("Include[%d]", i), "bad glob %q: %v", g, err)
+		}
+	}
+	for i, g := range c.Exclude {
+		if _, err := path.Match(g, ""); err != nil {
+			return configErr(fmt.Sprintf("Exclude[%d]", i), "bad glob %q: %v", g, err)
+		}
+	}
+	for i, o := range c.Topics {
+		f := func(name string) string { return fmt.Sprintf("Topics[%d].%s", i, name) }
+		if _, err := path.Match(o.Match, ""); err != nil || o.Match == "" {
+			return configErr(f("Match"), "bad glob %q", o.Match)
+		}
+		if o.Pre < 0 || o.Post < 0 {
+			return configErr(f("Pre/Post"), "windows must be >= 0")
+		}
+		if o.MaxPacket < 0 {
+			return configErr(f("MaxPacket"), "must be >= 0, got %d", o.MaxPacket)
+		}
+		if o.MaxBytes != 0 && (o.MaxBytes < DefaultMinRingBytes || o.MaxBytes > c.CacheSize) {
+			return configErr(f("MaxBytes"), "must be in [%d, CacheSize %d], got %d", DefaultMinRingBytes, c.CacheSize, o.MaxBytes)
+		}
+		if o.KeepLast < 0 {
+			return configErr(f("KeepLast"), "must be >= 0, got %d", o.KeepLast)
+		}
+		if o.OnlyFront && o.OnlyBack {
+			return configErr(f("OnlyFront"), "OnlyFront and OnlyBack exclude each other")
+		}
+	}
+	return c.Dump.validate(c)
+}
+
+// withDefaults returns c with zero fields replaced by defaults.
+func (c Config) withDefaults() Config {
+	if c.MaxTopics == 0 {
+		c.MaxTopics = DefaultMaxTopics
+	}
+	if c.Pre == 0 {
+		c.Pre = DefaultPre
+	}
+	if c.Post == 0 {
+		c.Post = DefaultPost
+	}
+	if c.Guard == 0 {
+		c.Guard = DefaultGuard
+	} else if c.Guard < 0 {
+		c.Guard = 0
+	}
+	if c.TopicBytes == 0 {
+		c.TopicBytes = DefaultTopicBytes
+		if c.TopicBytes > c.CacheSize && c.CacheSize >= DefaultMinRingBytes {
+			c.TopicBytes = c.CacheSize
+		}
+	}
+	c.Dump = c.Dump.withDefaults()
+	return c
+}
+
+// matchTopic reports whether glob g selects the topic.
+func matchTopic(g string, info *TopicInfo) bool {
+	if ok, _ := path.Match(g, info.Name); ok {
+		return true
+	}
+	if info.Channel != "" {
+		ok, _ := path.Match(g, info.Name+"#"+info.Channel)
+		return ok
+	}
+	return false
+}
+
+// maxPost is the largest post window over the defaults and overrides.
+func (c *Config) maxPost() time.Duration {
+	m := c.Post
+	for _, o := range c.Topics {
+		if o.Post > m {
+			m = o.Post
+		}
+	}
+	return m
+}
+
+// settingsFor resolves a topic's settings, or ErrExcluded.
+func (c *Config) settingsFor(info *TopicInfo) (topicSettings, error) {
+	if len(c.Include) > 0 {
+		in := false
+		for _, g := range c.Include {
+			if matchTopic(g, info) {
+				in = true
+				break
+			}
+		}
+		if !in {
+			return topicSettings{}, fmt.Errorf("%w: %q matches no Include glob", ErrExcluded, info.Name)
+		}
+	}
+	for _, g := range c.Exclude {
+		if matchTopic(g, info) {
+			return topicSettings{}, fmt.Errorf("%w: %q matches Exclude glob %q", ErrExcluded, info.Name, g)
+		}
+	}
+	s := topicSettings{
+		pre:       int64(c.Pre),
+		post:      int64(c.Post),
+		ringBytes: floorPow2(c.TopicBytes),
+		ring:      ringConfig{maxPacket: c.MaxPacket, keepLast: uint64(c.KeepLast)},
+	}
+	for _, o := range c.Topics {
+		if !matchTopic(o.Match, info) {
+			continue
+		}
+		if o.Disabled {
+			return topicSettings{}, fmt.Errorf("%w: %q disabled by Topics override %q", ErrExcluded, info.Name, o.Match)
+		}
+		if o.Pre > 0 {
+			s.pre = int64(o.Pre)
+		}
+		if o.Post > 0 {
+			s.post = int64(o.Post)
+		}
+		if o.MaxPacket > 0 {
+			s.ring.maxPacket = o.MaxPacket
+		}
+		if o.MaxBytes > 0 {
+			s.ringBytes = floorPow2(o.MaxBytes)
+		}
+		if o.KeepLast > 0 {
+			s.ring.keepLast = uint64(o.KeepLast)
+		}
+		s.onlyFront, s.onlyBack = o.OnlyFront, o.OnlyBack
+		break
+	}
+	// Constant retention: pre_u + max_post + 2*guard (DESIGN.md §3).
+	s.ring.retentionNs = s.pre + int64(c.maxPost()) + 2*int64(c.Guard)
+	return s, nil
+}
+
+// floorPow2 returns the largest power of two <= n (n >= 1).
+func floorPow2(n int64) int {
+	p := int64(1)
+	for p*2 <= n {
+		p *= 2
+	}
+	return int(p)
+}

@@ -1,0 +1,257 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"edr-lite/arena"
+	"edr-lite/internal/clock"
+)
+
+// Recorder keeps recent history of every discovered topic in per-topic rings
+// and serves readers (rules, status, the dumper). It implements Sink.
+//
+// Discover, Offline, Topics, NewReader and Close are safe for concurrent use.
+// IngestAt and Ingest are safe for concurrent use across topics; for one
+// topic exactly one goroutine at a time may ingest unless the topic was
+// discovered with MultiProducer. Close must not run concurrently with
+// Ingest: stop sources first.
+type Recorder struct {
+	cfg    Config
+	clk    clock.Clock
+	coarse *clock.Coarse // owned clock, closed by Close (nil when cfg.Clock set)
+	arena  *arena.Arena
+
+	// table is indexed by TopicID; slots are written under mu and read
+	// lock-free on the hot path.
+	table []atomic.Pointer[topic]
+
+	mu      sync.Mutex
+	topics  []*topic // in id order, for iteration
+	byName  map[string]TopicID
+	readers int
+	closed  bool
+	unknown atomic.Uint64 // ingests for ids never handed out
+
+	closedFlag atomic.Bool
+}
+
+// topic is one recorded topic.
+type topic struct {
+	id       TopicID
+	info     TopicInfo
+	settings topicSettings
+	ring     *ring
+	block    arena.Block
+	mu       sync.Mutex // serializes writers of a MultiProducer topic
+	multi    bool
+	online   atomic.Bool
+	offline  atomic.Uint64 // messages rejected while offline
+	onlineNs atomic.Int64  // when the topic was (re)discovered
+}
+
+// New validates cfg, maps and touches the cache, and returns a recorder ready
+// to Discover topics. Every fallible resource is acquired here.
+func New(cfg Config) (*Recorder, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	a, err := arena.New(arena.Options{Size: cfg.CacheSize, MinBlock: DefaultMinRingBytes, Lock: cfg.LockMemory})
+	if err != nil {
+		return nil, &ConfigError{Field: "CacheSize", Reason: err.Error()}
+	}
+	r := &Recorder{
+		cfg:    cfg,
+		clk:    cfg.Clock,
+		arena:  a,
+		table:  make([]atomic.Pointer[topic], cfg.MaxTopics),
+		byName: make(map[string]TopicID),
+	}
+	if r.clk == nil {
+		r.coarse = clock.NewCoarse(clock.System{}, time.Millisecond)
+		r.clk = r.coarse
+	}
+	return r, nil
+}
+
+func topicKey(info *TopicInfo) string { return info.Name + "#" + info.Channel }
+
+// Discover registers a topic (see Sink). Rediscovering a known topic (same
+// Name and Channel) returns its id and brings it back online.
+func (r *Recorder) Discover(info TopicInfo) (TopicID, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, ErrClosed
+	}
+	key := topicKey(&info)
+	if id, ok := r.byName[key]; ok {
+		t := r.topics[id]
+		t.onlineNs.Store(r.clk.Now())
+		t.online.Store(true)
+		return id, nil
+	}
+	s, err := r.cfg.settingsFor(&info)
+	if err != nil {
+		return 0, err
+	}
+	if len(r.topics) >= len(r.table) {
+		return 0, fmt.Errorf("%w: %d topics (MaxTopics), cannot add %q", ErrTooManyTopics, len(r.table), info.Name)
+	}
+	blk, err := r.arena.Alloc(s.ringBytes)
+	if err != nil {
+		u := r.arena.Usage()
+		return 0, fmt.Errorf("%w: topic %q needs %d bytes, largest free block %d of %d: %w", ErrNoMemory, info.Name, s.ringBytes, u.LargestFree, u.Total, err)
+	}
+	rg, err := newRing(blk.Bytes(), s.ring)
+	if err != nil {
+		r.arena.Free(blk)
+		return 0, fmt.Errorf("engine: topic %q: %w", info.Name, err)
+	}
+	t := &topic{
+		id:       TopicID(len(r.topics)),
+		info:     info,
+		settings: s,
+		ring:     rg,
+		block:    blk,
+		multi:    info.MultiProducer,
+	}
+	t.onlineNs.Store(r.clk.Now())
+	t.online.Store(true)
+	r.topics = append(r.topics, t)
+	r.byName[key] = t.id
+	r.table[t.id].Store(t)
+	return t.id, nil
+}
+
+// Now reads the recorder's clock.
+func (r *Recorder) Now() int64 { return r.clk.Now() }
+
+// IngestAt copies payload into the topic's ring (see Sink). It never blocks
+// (a MultiProducer topic takes a short mutex), never allocates and never
+// keeps payload.
+func (r *Recorder) IngestAt(id TopicID, captureNs, genNs int64, payload []byte) bool {
+	if uint(id) >= uint(len(r.table)) {
+		r.unknown.Add(1)
+		return false
+	}
+	t := r.table[id].Load()
+	if t == nil {
+		r.unknown.Add(1)
+		return false
+	}
+	if !t.online.Load() {
+		t.offline.Add(1)
+		return false
+	}
+	if t.multi {
+		t.mu.Lock()
+		ok := t.ring.append(captureNs, genNs, payload)
+		t.mu.Unlock()
+		return ok
+	}
+	return t.ring.append(captureNs, genNs, payload)
+}
+
+// Ingest is IngestAt stamped with the recorder's clock (one clock read; with
+// the default coarse clock an atomic load).
+func (r *Recorder) Ingest(id TopicID, genNs int64, payload []byte) bool {
+	return r.IngestAt(id, r.clk.Now(), genNs, payload)
+}
+
+// Offline marks the topic's producer gone: further ingests are rejected and
+// counted until it is discovered again. Its ring is kept.
+func (r *Recorder) Offline(id TopicID) {
+	if t := r.topic(id); t != nil {
+		t.online.Store(false)
+	}
+}
+
+func (r *Recorder) topic(id TopicID) *topic {
+	if uint(id) >= uint(len(r.table)) {
+		return nil
+	}
+	return r.table[id].Load()
+}
+
+// TopicStatus is a snapshot of one topic.
+type TopicStatus struct {
+	ID     TopicID
+	Info   TopicInfo
+	Online bool
+	// RingBytes is the ring's capacity; RetentionNs how much history it
+	// aims to keep (pre + max post + 2*guard).
+	RingBytes   int
+	RetentionNs int64
+	Counters    TopicCounters
+}
+
+// Topics returns a snapshot of every topic, in id order.
+func (r *Recorder) Topics() []TopicStatus {
+	r.mu.Lock()
+	ts := append([]*topic(nil), r.topics...)
+	r.mu.Unlock()
+	out := make([]TopicStatus, len(ts))
+	for i, t := range ts {
+		c := t.ring.counters()
+		c.RejectedOffline = t.offline.Load()
+		out[i] = TopicStatus{
+			ID:          t.id,
+			Info:        t.info,
+			Online:      t.online.Load(),
+			RingBytes:   len(t.block.Bytes()),
+			RetentionNs: t.settings.ring.retentionNs,
+			Counters:    c,
+		}
+	}
+	return out
+}
+
+// ArenaUsage reports the cache's occupancy.
+func (r *Recorder) ArenaUsage() arena.Usage { return r.arena.Usage() }
+
+// Close stops the recorder. Ingest must no longer be called. The cache is
+// unmapped once the last Reader is closed.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.closedFlag.Store(true)
+	for _, t := range r.topics {
+		t.online.Store(false)
+	}
+	release := r.readers == 0
+	r.mu.Unlock()
+	if r.coarse != nil {
+		r.coarse.Close()
+	}
+	if release {
+		return r.arena.Close()
+	}
+	return nil
+}
+
+// releaseReader is called when a Reader closes.
+func (r *Recorder) releaseReader() error {
+	r.mu.Lock()
+	r.readers--
+	release := r.closed && r.readers == 0
+	r.mu.Unlock()
+	if release {
+		return r.arena.Close()
+	}
+	return nil
+}
+
+// errTopic wraps ErrUnknownTopic with the id.
+func errTopic(id TopicID) error {
+	return fmt.Errorf("%w: id %d", ErrUnknownTopic, id)
+}
+
+var _ Sink = (*Recorder)(nil)

@@ -1,0 +1,286 @@
+package engine
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
+
+// Reading a ring without ever blocking its writer (a seqlock-style protocol).
+//
+// The writer publishes two positions:
+//
+//   - last: the start of the newest committed entry, stored (atomically)
+//     after the entry's bytes are written;
+//   - tail: the oldest position whose bytes are still intact, stored
+//     (atomically, with Swap) *before* the writer overwrites any byte at a
+//     position below it. tail only grows.
+//
+// A reader at position pos, with pos <= last, reads the entry's header and
+// copies its payload with plain loads, then checks tail again (validate). If
+// tail <= pos after the copy, no byte of the entry had been overwritten when
+// it was read, because the writer announces every overwrite through tail
+// before doing it. If tail > pos, the copy may be torn: it is discarded,
+// never returned, and the reader resumes at tail, counting the entries it
+// skipped as lost. A header whose length is impossible is treated the same
+// way (it can only be torn); if it validates, the ring is corrupt and we
+// panic with "BUG:".
+//
+// Memory-model reasoning. The Go memory model gives no guarantee to the
+// racy plain loads of the payload, so the protocol rests on two ordering
+// facts, which the integrity stress test (TestRingStressIntegrity) checks:
+//
+//  1. Writer: the Swap that publishes tail is a full read-modify-write
+//     (XCHG on amd64, SWPAL or LDAXR/STLXR on arm64); plain stores after it
+//     are not made visible before it on amd64 (TSO) or arm64 with LSE.
+//  2. Reader: the payload loads must complete before the validating load
+//     of tail. On amd64 loads are not reordered with older loads. On
+//     weakly ordered CPUs an acquire load alone does not order *earlier*
+//     loads, so before the validating load the reader performs an atomic
+//     read-modify-write on a reader-private word (fence): its release half
+//     orders the payload loads before it, its acquire half orders the
+//     validating load after it.
+//
+// The reader's bookkeeping (tail, seq of the entry at tail) comes from a
+// second, ordinary seqlock made only of atomics (tailVer, odd while the
+// writer updates), so lost counts are exact: for every reader, delivered +
+// lost == the entries written between its start and its position.
+//
+// The race detector does not see ring bytes (they live in an mmap'd arena
+// outside the Go heap), so -race checks the atomics only; the checksummed
+// stress test checks the bytes.
+
+// cursor reads one ring. It is not safe for concurrent use; each reader owns
+// its cursor. It never blocks the writer.
+type cursor struct {
+	_     noCopy
+	r     *ring
+	pos   uint64 // position of the next entry to read
+	next  uint64 // seq of the entry at pos
+	lost  uint64 // entries skipped because they were overwritten first
+	fence atomic.Uint64
+}
+
+// entryHeader is the decoded fixed part of an entry.
+type entryHeader struct {
+	n     uint64
+	seq   uint64
+	capNs int64
+	genNs int64
+	cum   uint64
+}
+
+// tailState reads (tail, seq at tail, bytes before tail) consistently.
+func (r *ring) tailState() (pos, seq, cum uint64) {
+	for {
+		v := r.tailVer.Load()
+		if v&1 != 0 {
+			continue
+		}
+		pos, seq, cum = r.tail.Load(), r.pubTailSeq.Load(), r.pubTailCum.Load()
+		if r.tailVer.Load() == v {
+			return pos, seq, cum
+		}
+	}
+}
+
+// valid reports whether the entry at pos was intact when it was read (see
+// the file comment for the fence).
+func (c *cursor) valid(pos uint64) bool {
+	c.fence.Add(1)
+	return c.r.tail.Load() <= pos
+}
+
+// readHeader reads the header at pos (pos <= last, not a wrap marker check
+// done by the caller). ok is false when the bytes cannot be a header; the
+// caller validates before trusting either result.
+func (r *ring) readHeader(phys uint64) (h entryHeader, ok bool) {
+	b := r.buf[phys : phys+entryHeaderSize]
+	h.n = binary.LittleEndian.Uint64(b[0:])
+	if h.n > r.size-entryHeaderSize || phys+entrySize(h.n) > r.size {
+		return h, false
+	}
+	h.seq = binary.LittleEndian.Uint64(b[8:])
+	h.capNs = int64(binary.LittleEndian.Uint64(b[16:]))
+	h.genNs = int64(binary.LittleEndian.Uint64(b[24:]))
+	h.cum = binary.LittleEndian.Uint64(b[32:])
+	return h, true
+}
+
+// seekOldest positions c at the oldest entry held.
+func (c *cursor) seekOldest() {
+	c.pos, c.next, _ = c.r.tailState()
+}
+
+// seekNewest positions c just after the newest entry, so it returns only
+// messages written from now on.
+func (c *cursor) seekNewest() {
+	r := c.r
+	for {
+		l := r.last.Load()
+		if l == noEntry {
+			c.pos, c.next = 0, 0
+			return
+		}
+		t, ts, _ := r.tailState()
+		if t > l {
+			// Everything evicted: the next entry starts at or after t.
+			c.pos, c.next = t, ts
+			return
+		}
+		phys := l & r.mask
+		if binary.LittleEndian.Uint64(r.buf[phys:]) == wrapMark {
+			panic("BUG: engine: ring.last points at a wrap marker")
+		}
+		h, ok := r.readHeader(phys)
+		if !c.valid(l) {
+			continue
+		}
+		if !ok {
+			panic("BUG: engine: corrupt entry header at the ring's newest position")
+		}
+		c.pos, c.next = l+entrySize(h.n), h.seq+1
+		return
+	}
+}
+
+// peek returns the header of the entry at c.pos without consuming it.
+// It returns false when c is caught up. Skipped and overwritten entries are
+// counted as lost on the way.
+func (c *cursor) peek() (entryHeader, bool) {
+	r := c.r
+	for {
+		l := r.last.Load()
+		if l == noEntry || c.pos > l {
+			return entryHeader{}, false
+		}
+		if c.pos < r.tail.Load() {
+			c.resync()
+			continue
+		}
+		phys := c.pos & r.mask
+		if binary.LittleEndian.Uint64(r.buf[phys:]) == wrapMark {
+			if c.valid(c.pos) {
+				c.pos += r.size - phys
+			}
+			continue
+		}
+		h, ok := r.readHeader(phys)
+		if !c.valid(c.pos) {
+			continue
+		}
+		if !ok {
+			panic("BUG: engine: corrupt entry header in a ring")
+		}
+		return h, true
+	}
+}
+
+// readInto copies the entry at c.pos into m (m.Data grown or reused) and
+// advances. It returns false when c is caught up or the entry was captured
+// after toNs (then it is not consumed). An entry overwritten while
+// it was copied is never returned: it is counted as lost and skipped.
+func (c *cursor) readInto(m *Message, toNs int64) bool {
+	r := c.r
+	for {
+		h, ok := c.peek()
+		if !ok || h.capNs > toNs {
+			return false
+		}
+		pos := c.pos
+		phys := pos & r.mask
+		n := int(h.n)
+		if cap(m.Data) < n {
+			m.Data = make([]byte, n)
+		}
+		m.Data = m.Data[:n]
+		copy(m.Data, r.buf[phys+entryHeaderSize:phys+entryHeaderSize+h.n])
+		if !c.valid(pos) {
+			continue // torn: peek resyncs and counts the loss
+		}
+		c.deliver(h)
+		m.Seq, m.CaptureNs, m.GenNs = h.seq, h.capNs, h.genNs
+		return true
+	}
+}
+
+// skip consumes the entry at c.pos (whose header peek returned) without
+// copying it.
+func (c *cursor) skip(h entryHeader) {
+	c.deliver(h)
+}
+
+// deliver advances past a validated entry.
+func (c *cursor) deliver(h entryHeader) {
+	if h.seq != c.next {
+		// Cannot happen with exact bookkeeping; count rather than hide it.
+		if h.seq > c.next {
+			c.addLost(h.seq - c.next)
+		}
+	}
+	c.next = h.seq + 1
+	c.pos += entrySize(h.n)
+}
+
+// resync moves a cursor that fell behind the tail to the tail, counting the
+// entries it skipped.
+func (c *cursor) resync() {
+	t, ts, _ := c.r.tailState()
+	if c.pos >= t {
+		return
+	}
+	if ts > c.next {
+		c.addLost(ts - c.next)
+	}
+	c.pos, c.next = t, ts
+}
+
+func (c *cursor) addLost(n uint64) {
+	c.lost += n
+	c.r.lost.Add(n)
+}
+
+// seekTime positions c at the first entry whose capture time is >= ns (or
+// caught up when there is none). It scans headers from the oldest entry.
+func (c *cursor) seekTime(ns int64) {
+	c.seekOldest()
+	for {
+		h, ok := c.peek()
+		if !ok || h.capNs >= ns {
+			return
+		}
+		c.skip(h)
+	}
+}
+
+// counters returns a snapshot of the ring's counters. Held figures are
+// consistent with each other only approximately while the writer runs.
+func (r *ring) counters() TopicCounters {
+	var c TopicCounters
+	c.EvictedAge = r.pubEvAge.Load()
+	c.EvictedSize = r.pubEvSize.Load()
+	c.RejectedOversize = r.pubOversize.Load()
+	c.LostToReaders = r.lost.Load()
+	cur := cursor{r: r}
+	for {
+		l := r.last.Load()
+		t, ts, tcum := r.tailState()
+		if l == noEntry || t > l {
+			c.Written, c.Bytes = ts, tcum
+			return c
+		}
+		h, ok := r.readHeader(l & r.mask)
+		phys := t & r.mask
+		if binary.LittleEndian.Uint64(r.buf[phys:]) == wrapMark {
+			phys = 0
+		}
+		oldest, okOld := r.readHeader(phys)
+		if !cur.valid(t) || !ok || !okOld {
+			continue
+		}
+		c.Written, c.Bytes = h.seq+1, h.cum
+		c.HeldMessages = h.seq + 1 - ts
+		c.HeldBytes = l + entrySize(h.n) - t
+		c.OldestNs, c.NewestNs = oldest.capNs, h.capNs
+		return c
+	}
+}

@@ -1,0 +1,271 @@
+// Package dumpfile gives the offline verbs one view of a dump, whatever its
+// format (pack or MCAP): a summary (topics, counts, time range, triggers,
+// per-topic losses) and a walk over its messages in file order.
+//
+// It is not for: writing dumps, or anything format-specific beyond what
+// "info" and "cat" show; use packages pack and pack/mcap for that.
+//
+// # Caveats
+//
+// Msg.Data passed to a Walk callback is valid only until the callback
+// returns. Nothing here is safe for concurrent use.
+package dumpfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"edr-lite/pack"
+	"edr-lite/pack/mcap"
+)
+
+// Format names.
+const (
+	FormatPack = "pack"
+	FormatMCAP = "mcap"
+)
+
+// ErrUnknownFormat is returned for a file that is neither pack nor MCAP.
+var ErrUnknownFormat = errors.New("dumpfile: not a pack or MCAP file")
+
+// Topic is one topic's figures.
+type Topic struct {
+	Name        string `json:"name"`
+	Type        string `json:"type,omitempty"`
+	Messages    uint64 `json:"messages"`
+	Bytes       uint64 `json:"bytes"`
+	FirstNs     int64  `json:"first_ns,omitempty"`
+	LastNs      int64  `json:"last_ns,omitempty"`
+	Overwritten uint64 `json:"overwritten"`
+	Oversize    uint64 `json:"oversize"`
+	SkippedBusy uint64 `json:"skipped_busy"`
+}
+
+// Trigger is one trigger recorded in a dump.
+type Trigger struct {
+	Reason   string            `json:"reason"`
+	TimeNs   int64             `json:"time_ns"`
+	Source   string            `json:"source"`
+	Rule     string            `json:"rule,omitempty"`
+	Tag      string            `json:"tag,omitempty"`
+	Severity int               `json:"severity,omitempty"`
+	PreNs    int64             `json:"pre_ns"`
+	PostNs   int64             `json:"post_ns"`
+	Params   map[string]string `json:"params,omitempty"`
+}
+
+// Info summarises one dump.
+type Info struct {
+	Path        string    `json:"path"`
+	Format      string    `json:"format"`
+	Size        int64     `json:"size"`
+	Messages    uint64    `json:"messages"`
+	Bytes       uint64    `json:"bytes"`
+	StartNs     int64     `json:"start_ns"`
+	EndNs       int64     `json:"end_ns"`
+	Indexed     bool      `json:"indexed"`
+	Frames      int       `json:"frames,omitempty"`
+	Chunks      int       `json:"chunks,omitempty"`
+	Compression []string  `json:"compression,omitempty"`
+	Writer      string    `json:"writer,omitempty"`
+	Topics      []Topic   `json:"topics"`
+	Triggers    []Trigger `json:"triggers"`
+	Metadata    []string  `json:"metadata,omitempty"`
+}
+
+// Msg is one message of a walk.
+type Msg struct {
+	Topic  string
+	TimeNs int64 // capture time (pack done_ts, MCAP log_time)
+	GenNs  int64 // producer time, 0 when unknown
+	Data   []byte
+}
+
+// Detect reads the first bytes of path and returns its format.
+func Detect(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var b [8]byte
+	n, _ := io.ReadFull(f, b[:])
+	switch {
+	case n == 8 && bytes.Equal(b[:], pack.FileMagic[:]):
+		return FormatPack, nil
+	case n >= 5 && bytes.Equal(b[:5], []byte("\x89MCAP")):
+		return FormatMCAP, nil
+	}
+	return "", fmt.Errorf("%s: %w", path, ErrUnknownFormat)
+}
+
+// ReadInfo summarises the dump at path.
+func ReadInfo(path string) (*Info, error) {
+	format, err := Detect(path)
+	if err != nil {
+		return nil, err
+	}
+	if format == FormatMCAP {
+		return mcapInfo(path)
+	}
+	return packInfo(path)
+}
+
+// MessageTime is the time edr-lite orders a pack message by: its capture
+// time (done_ts), else its producer time (gen_ts), else the frame time.
+func MessageTime(m *pack.Message, frameNs int64) int64 {
+	switch {
+	case m.DoneTs != 0:
+		return m.DoneTs
+	case m.GenTs != 0:
+		return m.GenTs
+	}
+	return frameNs
+}
+
+func packInfo(path string) (*Info, error) {
+	r, err := pack.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	s := r.Summary()
+	in := &Info{Path: path, Format: FormatPack, Size: s.Size, Messages: s.Messages, StartNs: s.FirstNs,
+		EndNs: s.LastNs, Indexed: s.Indexed, Frames: s.Frames, Writer: s.Header.Writer, Metadata: s.Metadata,
+		Topics: []Topic{}, Triggers: []Trigger{}}
+	byName := map[string]int{}
+	for _, t := range s.Topics {
+		byName[topicName(t.Topic)] = len(in.Topics)
+		in.Topics = append(in.Topics, Topic{Name: topicName(t.Topic), Messages: t.Messages, Bytes: t.Bytes, FirstNs: t.FirstNs, LastNs: t.LastNs})
+		in.Bytes += t.Bytes
+	}
+	if d, ok := r.DumpInfo(); ok {
+		if d.StartNs != 0 {
+			in.StartNs, in.EndNs = d.StartNs, d.EndNs
+		}
+		if d.Writer != "" {
+			in.Writer = d.Writer
+		}
+		for _, a := range d.Topics {
+			i, ok := byName[topicName(a.Topic)]
+			if !ok {
+				// a topic with nothing in the window still has its accounting
+				byName[topicName(a.Topic)] = len(in.Topics)
+				i = len(in.Topics)
+				in.Topics = append(in.Topics, Topic{Name: topicName(a.Topic)})
+			}
+			t := &in.Topics[i]
+			t.Type, t.Overwritten, t.Oversize, t.SkippedBusy = a.Type, a.Overwritten, a.Oversize, a.SkippedBusy
+			if a.FirstNs != 0 {
+				t.FirstNs, t.LastNs = a.FirstNs, a.LastNs
+			}
+		}
+		for _, tr := range d.Triggers {
+			in.Triggers = append(in.Triggers, Trigger{Reason: tr.Reason, TimeNs: tr.TimeNs, Source: tr.Source, Rule: tr.Rule,
+				Tag: tr.Tag, Severity: tr.Severity, PreNs: tr.PreNs, PostNs: tr.PostNs, Params: tr.Params})
+		}
+	}
+	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
+	return in, nil
+}
+
+func mcapInfo(path string) (*Info, error) {
+	r, err := mcap.Open(path, mcap.ReaderOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	mi, err := r.Scan()
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	in := &Info{Path: path, Format: FormatMCAP, Size: st.Size(), Messages: mi.Messages, StartNs: int64(mi.StartTime),
+		EndNs: int64(mi.EndTime), Indexed: !mi.Scanned, Chunks: mi.Chunks, Writer: mi.Library,
+		Topics: []Topic{}, Triggers: []Trigger{}}
+	for name := range mi.Compression {
+		if name == "" {
+			name = "none"
+		}
+		in.Compression = append(in.Compression, name)
+	}
+	sort.Strings(in.Compression)
+	for _, c := range mi.Channels {
+		t := Topic{Name: c.Topic, Messages: c.Messages, Bytes: c.Bytes}
+		if c.Schema != nil {
+			t.Type = c.Schema.Name
+		}
+		in.Topics = append(in.Topics, t)
+		in.Bytes += c.Bytes
+	}
+	for _, md := range mi.Metadata {
+		in.Metadata = append(in.Metadata, md.Name)
+		if md.Name == "edr.trigger" {
+			in.Triggers = append(in.Triggers, Trigger{Reason: md.KV["reason"], TimeNs: atoi(md.KV["time_ns"]),
+				Source: md.KV["source"], Rule: md.KV["rule"], Tag: md.KV["tag"], Severity: int(atoi(md.KV["severity"])),
+				PreNs: atoi(md.KV["pre_ns"]), PostNs: atoi(md.KV["post_ns"])})
+		}
+	}
+	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
+	return in, nil
+}
+
+// topicName renders a pack topic for display: "name" when the channel is
+// empty, else "name#channel".
+func topicName(t string) string { return strings.TrimSuffix(t, "#") }
+
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// Walk calls fn for every message of the dump at path, in file order. An
+// error from fn stops the walk and is returned.
+func Walk(path string, fn func(m *Msg) error) error {
+	format, err := Detect(path)
+	if err != nil {
+		return err
+	}
+	var m Msg
+	if format == FormatMCAP {
+		r, err := mcap.Open(path, mcap.ReaderOptions{})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return r.Messages(func(c *mcap.Channel, mm *mcap.Message) error {
+			m = Msg{Topic: c.Topic, TimeNs: int64(mm.LogTime), GenNs: int64(mm.PublishTime), Data: mm.Data}
+			return fn(&m)
+		})
+	}
+	r, err := pack.Open(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var f pack.Frame
+	for {
+		if err := r.ReadInto(&f); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		for i := 0; i < f.Len(); i++ {
+			pm := f.Message(i)
+			m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: MessageTime(&pm, f.Time()), GenNs: pm.GenTs, Data: f.Data(i)}
+			if err := fn(&m); err != nil {
+				return err
+			}
+		}
+	}
+}

@@ -1,0 +1,127 @@
+//go:build !race
+
+package pack
+
+import (
+	"io"
+	"path/filepath"
+	"testing"
+)
+
+// readLoop reads the next frame, rewinding at the end.
+func readLoop(t *testing.T, r *Reader, f *Frame, meta bool) {
+	read := r.ReadInto
+	if meta {
+		read = r.ReadMetaInto
+	}
+	err := read(f)
+	if err == io.EOF {
+		r.Rewind()
+		err = read(f)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadIntoAllocs(t *testing.T) {
+	frames := sampleFrames(64)
+	for _, c := range []Compression{CompressNone, CompressLZ4, CompressZstd} {
+		for _, meta := range []bool{false, true} {
+			path := filepath.Join(t.TempDir(), "a.pack")
+			writeFile(t, path, frames, WriterOptions{Compression: c})
+			r, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f Frame
+			for range 2 * len(frames) { // warm buffers, intern table, decoders
+				readLoop(t, r, &f, meta)
+			}
+			if n := testing.AllocsPerRun(500, func() { readLoop(t, r, &f, meta) }); n != 0 {
+				t.Errorf("codec %v meta-only %v: %v allocs per frame, want 0", c, meta, n)
+			}
+			r.Close()
+		}
+	}
+}
+
+func TestSeekTimeAllocs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.pack")
+	frames := sampleFrames(100)
+	writeFile(t, path, frames, WriterOptions{})
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	i := 0
+	if n := testing.AllocsPerRun(500, func() {
+		i++
+		if err := r.SeekTime(frames[i%100].Time()); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("SeekTime: %v allocs, want 0", n)
+	}
+}
+
+func TestWriteFrameAllocs(t *testing.T) {
+	frames := sampleFrames(16)
+	for _, c := range []Compression{CompressNone, CompressLZ4, CompressZstd} {
+		w, err := NewStreamWriter(io.Discard, WriterOptions{Compression: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range frames {
+			w.WriteFrame(f)
+		}
+		i := 0
+		if n := testing.AllocsPerRun(1000, func() {
+			i++
+			if err := w.WriteFrame(frames[i%len(frames)]); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("codec %v: WriteFrame %v allocs, want 0", c, n)
+		}
+		w.Close()
+	}
+}
+
+func TestMetaCodecAllocs(t *testing.T) {
+	f := sampleFrames(3)[2]
+	buf := f.AppendMeta(nil)
+	var g Frame
+	g.UnmarshalMeta(buf)
+	if n := testing.AllocsPerRun(1000, func() {
+		buf = f.AppendMeta(buf[:0])
+		if err := g.UnmarshalMeta(buf); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("meta encode+decode: %v allocs, want 0", n)
+	}
+}
+
+func TestTimelineAllocs(t *testing.T) {
+	times := make([]int64, 200)
+	for i := range times {
+		times[i] = int64(i)
+	}
+	readers := []*Reader{memFile(t, times, "a"), memFile(t, times, "b"), memFile(t, times, "c")}
+	tl := NewTimeline(readers...)
+	step := func() {
+		if _, _, err := tl.Next(); err == io.EOF {
+			tl.SeekTime(0)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 700 {
+		step()
+	}
+	if n := testing.AllocsPerRun(1000, step); n != 0 {
+		t.Errorf("Timeline.Next: %v allocs, want 0", n)
+	}
+}

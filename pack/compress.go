@@ -1,0 +1,90 @@
+package pack
+
+import (
+	"fmt"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// codecs holds reusable compressors and decompressors. Not safe for
+// concurrent use; each Writer and Reader has its own.
+type codecs struct {
+	lz   lz4.Compressor
+	zenc *zstd.Encoder
+	zdec *zstd.Decoder
+}
+
+func newCodecs() *codecs { return &codecs{} }
+
+// compress appends the compressed form of src to dst.
+func (c *codecs) compress(codec Compression, dst, src []byte) ([]byte, error) {
+	switch codec {
+	case CompressLZ4:
+		need := lz4.CompressBlockBound(len(src))
+		if cap(dst) < need {
+			dst = make([]byte, 0, need)
+		}
+		n, err := c.lz.CompressBlock(src, dst[:need])
+		if err != nil {
+			return dst[:0], fmt.Errorf("pack: lz4: %w", err)
+		}
+		if n == 0 { // incompressible
+			return dst[:0], nil
+		}
+		return dst[:n], nil
+	case CompressZstd:
+		if c.zenc == nil {
+			var err error
+			c.zenc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1),
+				zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true))
+			if err != nil {
+				return dst, fmt.Errorf("pack: zstd: %w", err)
+			}
+		}
+		return c.zenc.EncodeAll(src, dst), nil
+	}
+	return dst, fmt.Errorf("%w: %d", ErrUnsupportedCodec, codec)
+}
+
+// decompress decodes src into dst[:rawLen] (dst must have that capacity) and
+// returns a static reason on failure.
+func (c *codecs) decompress(codec Compression, dst, src []byte, rawLen int) ([]byte, string) {
+	switch codec {
+	case CompressLZ4:
+		n, err := lz4.UncompressBlock(src, dst[:rawLen])
+		if err != nil || n != rawLen {
+			return nil, "lz4 data does not decode to the stated length"
+		}
+		return dst[:rawLen], ""
+	case CompressZstd:
+		if c.zdec == nil {
+			var err error
+			c.zdec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderMaxMemory(MaxFrameSize), zstd.WithDecoderLowmem(true),
+				zstd.WithDecodeAllCapLimit(true))
+			if err != nil {
+				return nil, "zstd decoder unavailable"
+			}
+		}
+		var hdr zstd.Header
+		if err := hdr.Decode(src); err != nil || !hdr.HasFCS || hdr.FrameContentSize != uint64(rawLen) {
+			return nil, "zstd frame content size differs from the stated length"
+		}
+		out, err := c.zdec.DecodeAll(src, dst[:0:rawLen])
+		if err != nil || len(out) != rawLen {
+			return nil, "zstd data does not decode to the stated length"
+		}
+		return out, ""
+	}
+	return nil, "unknown compression codec"
+}
+
+func (c *codecs) close() {
+	if c.zdec != nil {
+		c.zdec.Close()
+	}
+	if c.zenc != nil {
+		_ = c.zenc.Close()
+	}
+}

@@ -1,0 +1,197 @@
+//go:build linux
+
+package pack
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Create creates (truncating) the file at path and returns a Writer that
+// writes it through a shared mmap window: the file is preallocated with
+// fallocate ahead of the window, each window is populated before it is
+// written (MADV_POPULATE_WRITE) so page faults are taken in bulk, the
+// window is unmapped once full after starting its writeback
+// (sync_file_range), and Close truncates the file to its size and fsyncs.
+func Create(path string, opts WriterOptions) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	page := int64(os.Getpagesize())
+	win := int64(opts.Window)
+	if win <= 0 {
+		win = 64 << 20
+		if math.MaxInt == math.MaxInt32 {
+			win = 16 << 20
+		}
+	}
+	win = (win + page - 1) &^ (page - 1)
+	pre := opts.Prealloc
+	if pre <= 0 {
+		pre = win
+	}
+	s := &mmapSink{f: f, fd: int(f.Fd()), path: path, page: page, window: win, prealloc: pre,
+		prefault: !opts.NoPrefault, writeback: !opts.NoAsyncWriteback}
+	return newWriter(s, path, opts)
+}
+
+// mmapSink writes records into a shared mapping of a window of the file.
+type mmapSink struct {
+	f         *os.File
+	fd        int
+	path      string
+	page      int64
+	window    int64
+	prealloc  int64
+	prefault  bool
+	writeback bool
+
+	win       []byte // current mapping
+	winOff    int64  // file offset of win[0]
+	pos       int64  // committed bytes
+	allocated int64  // bytes fallocated
+	reserved  int
+}
+
+func (s *mmapSink) reserve(n int) ([]byte, error) {
+	rel := s.pos - s.winOff
+	if s.win == nil || rel+int64(n) > int64(len(s.win)) {
+		if err := s.remap(int64(n)); err != nil {
+			return nil, err
+		}
+		rel = s.pos - s.winOff
+	}
+	s.reserved = n
+	return s.win[rel : rel+int64(n) : rel+int64(n)], nil
+}
+
+func (s *mmapSink) commit(n int) error {
+	if n != s.reserved {
+		panic("BUG: pack: commit of a size not reserved")
+	}
+	s.pos += int64(n)
+	s.reserved = 0
+	return nil
+}
+
+// remap moves the window so that it starts at the page holding pos and
+// holds at least n more bytes.
+func (s *mmapSink) remap(n int64) error {
+	if err := s.unmap(); err != nil {
+		return err
+	}
+	off := s.pos &^ (s.page - 1)
+	size := max(s.window, (s.pos-off+n+s.page-1)&^(s.page-1))
+	if end := off + size; end > s.allocated {
+		grow := max(end-s.allocated, s.prealloc)
+		if err := unix.Fallocate(s.fd, 0, s.allocated, grow); err != nil {
+			if !errors.Is(err, unix.EOPNOTSUPP) {
+				return &os.PathError{Op: "fallocate", Path: s.path, Err: err}
+			}
+			if err := s.f.Truncate(s.allocated + grow); err != nil {
+				return err
+			}
+		}
+		s.allocated += grow
+	}
+	b, err := unix.Mmap(s.fd, off, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return &os.PathError{Op: "mmap", Path: s.path, Err: err}
+	}
+	s.win, s.winOff = b, off
+	if s.prefault {
+		// Populate the window's pages in one call instead of one fault per
+		// page. Kernels before 5.14 say EINVAL: then pages fault on first write.
+		_ = unix.Madvise(b, unix.MADV_POPULATE_WRITE)
+	}
+	return nil
+}
+
+// unmap releases the current window after starting writeback of what was
+// written into it.
+func (s *mmapSink) unmap() error {
+	if s.win == nil {
+		return nil
+	}
+	if s.writeback && s.pos > s.winOff {
+		// Start writeback now so that the final fsync finds little to do.
+		_ = unix.SyncFileRange(s.fd, s.winOff, s.pos-s.winOff, unix.SYNC_FILE_RANGE_WRITE)
+	}
+	err := unix.Munmap(s.win)
+	s.win = nil
+	if err != nil {
+		return &os.PathError{Op: "munmap", Path: s.path, Err: err}
+	}
+	return nil
+}
+
+// flush: on Linux fdatasync also writes back pages dirtied through shared
+// mappings, so one call covers the current window and earlier ones.
+func (s *mmapSink) flush() error {
+	if err := unix.Fdatasync(s.fd); err != nil {
+		return &os.PathError{Op: "fdatasync", Path: s.path, Err: err}
+	}
+	return nil
+}
+
+func (s *mmapSink) finish(size int64) error {
+	err := s.unmap()
+	if err == nil {
+		err = s.f.Truncate(size)
+	}
+	if err == nil {
+		err = s.f.Sync()
+	}
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pack: finishing %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *mmapSink) abort() error {
+	err := s.unmap()
+	if tErr := s.f.Truncate(s.pos); err == nil {
+		err = tErr
+	}
+	return errors.Join(err, s.f.Close())
+}
+
+// mapFile maps path read-only. The returned release unmaps it.
+func mapFile(path string) ([]byte, func() error, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	size := st.Size()
+	if size == 0 {
+		return nil, func() error { return nil }, nil
+	}
+	if size > math.MaxInt {
+		return nil, nil, fmt.Errorf("pack: %s: %d bytes do not fit the address space", path, size)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, &os.PathError{Op: "mmap", Path: path, Err: err}
+	}
+	return b, func() error { return unix.Munmap(b) }, nil
+}
+
+// adviseSequential hints that b will be read in order.
+func adviseSequential(b []byte) {
+	if len(b) > 0 {
+		_ = unix.Madvise(b, unix.MADV_SEQUENTIAL)
+	}
+}

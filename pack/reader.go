@@ -1,0 +1,420 @@
+package pack
+
+import (
+	"errors"
+	"io"
+	"sync/atomic"
+)
+
+// ReaderOptions configure a Reader.
+type ReaderOptions struct {
+	// Cache, when set, keeps decompressed data sections of compressed
+	// frames for random access (repeated seeks, looped replay). It may be
+	// shared by several Readers.
+	Cache *FrameCache
+}
+
+// Reader reads a pack file through a read-only mmap: frames in order with
+// or without their data, tell / seek, seek by time through the index, the
+// summary and the metadata sections.
+//
+// A Reader is not safe for concurrent use; open one per goroutine (they
+// share the page cache). Bytes a Reader hands out alias its mapping and are
+// valid until Close (see Frame for the exact lifetime).
+type Reader struct {
+	path    string
+	data    []byte
+	release func() error
+	hdr     FileHeader
+	pos     int64
+	end     int64 // end of the record region
+	trailer bool  // the file has a valid trailer
+	idx     *index
+	indexed bool  // idx came from the file
+	scanErr error // why a scan for the index stopped early
+	codec   *codecs
+	cache   *FrameCache
+	id      uint64 // cache key space of this reader
+	closed  bool
+	meta    Frame // scratch for scans
+}
+
+var readerIDs atomic.Uint64
+
+// Open maps the file at path read-only and checks its header. A file
+// with a valid trailer is indexed; one without (still being written,
+// truncated, never closed) is read sequentially and its index is built by a
+// scan when first needed.
+func Open(path string) (*Reader, error) {
+	return OpenWith(path, ReaderOptions{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, opts ReaderOptions) (*Reader, error) {
+	b, release, err := mapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newReader(path, b, opts)
+	if err != nil {
+		return nil, errors.Join(err, release())
+	}
+	r.release = release
+	adviseSequential(b)
+	return r, nil
+}
+
+// NewBytesReader reads a pack file held in memory; name is used in errors.
+// b must not change while the Reader is in use.
+func NewBytesReader(name string, b []byte, opts ReaderOptions) (*Reader, error) {
+	r, err := newReader(name, b, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.release = func() error { return nil }
+	return r, nil
+}
+
+func newReader(path string, b []byte, opts ReaderOptions) (*Reader, error) {
+	h, err := parseFileHeader(path, b)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{path: path, data: b, hdr: h, pos: HeaderSize, end: int64(len(b)),
+		codec: newCodecs(), cache: opts.Cache, id: readerIDs.Add(1)}
+	if off, ok := parseTrailer(b); ok {
+		r.trailer = true
+		r.end = off
+		if kind, payload, _, _, err := parseSection(b[off : int64(len(b))-TrailerSize]); err == nil && kind == SectionIndex {
+			if x, reason := parseIndex(payload); reason == "" && x.valid(off) {
+				r.idx, r.indexed = x, true
+			}
+		}
+	}
+	return r, nil
+}
+
+// valid checks that frame offsets increase and lie in the record region.
+func (x *index) valid(end int64) bool {
+	prev := int64(HeaderSize - 1)
+	for i := 0; i < x.n; i++ {
+		off, _, _ := x.entry(i)
+		if off <= prev || off > end-FrameHeaderSize {
+			return false
+		}
+		prev = off
+	}
+	for _, off := range x.metaOffs {
+		if off < HeaderSize || off > end-SectionHeaderSize {
+			return false
+		}
+	}
+	return true
+}
+
+// Path returns the path the Reader was opened with.
+func (r *Reader) Path() string { return r.path }
+
+// Header returns the file header.
+func (r *Reader) Header() FileHeader { return r.hdr }
+
+// Size returns the file size in bytes.
+func (r *Reader) Size() int64 { return int64(len(r.data)) }
+
+// Indexed reports whether the file has a valid index (written by Close).
+func (r *Reader) Indexed() bool { return r.indexed }
+
+// ReadInto reads the next frame with its data into f, reusing f's buffers:
+// steady state does not allocate. It returns io.EOF after the last frame
+// and a *CorruptError when the frame is damaged (f is then empty). Both CRCs
+// are checked and compressed data is decompressed into f.
+func (r *Reader) ReadInto(f *Frame) error { return r.next(f, true) }
+
+// ReadMetaInto reads the next frame's meta into f without touching its data
+// pages: f's messages keep their DataIndex but f has no blocks (Data returns
+// nil). Only the head CRC (header, meta, block table) is checked.
+func (r *Reader) ReadMetaInto(f *Frame) error { return r.next(f, false) }
+
+func (r *Reader) next(f *Frame, withData bool) error {
+	if r.closed {
+		return ErrClosed
+	}
+	for {
+		if r.pos >= r.end {
+			return io.EOF
+		}
+		b := r.data[r.pos:r.end]
+		if len(b) >= 4 && le.Uint32(b) == sectionMagic {
+			_, _, rec, reason, err := parseSection(b)
+			if err != nil {
+				f.Reset(0, 0)
+				return corrupt(r.path, r.pos, err, "%s", reason)
+			}
+			r.pos += rec
+			continue
+		}
+		if !r.trailer && len(b) == TrailerSize && le.Uint32(b) == trailerMagic {
+			return io.EOF // a trailer whose index is unusable
+		}
+		n, err := r.decodeFrame(b, r.pos, f, withData)
+		if err != nil {
+			return err
+		}
+		r.pos += n
+		return nil
+	}
+}
+
+// decodeFrame decodes the frame record at b (file offset off) into f and
+// returns the record length.
+func (r *Reader) decodeFrame(b []byte, off int64, f *Frame, withData bool) (int64, error) {
+	var h frameHeader
+	if reason, err := parseFrameHeader(b, &h); err != nil {
+		f.Reset(0, 0)
+		return 0, corrupt(r.path, off, err, "%s", reason)
+	}
+	rec := b[:h.recLen]
+	if got := headCRCOf(rec, &h); got != h.headCRC {
+		f.Reset(0, 0)
+		return 0, corrupt(r.path, off+4, ErrChecksum, "frame head CRC32C %#08x, computed %#08x", h.headCRC, got)
+	}
+	if err := f.UnmarshalMeta(rec[FrameHeaderSize:h.tableOff]); err != nil {
+		return 0, corrupt(r.path, off+FrameHeaderSize, err, "frame meta does not decode: %v", err)
+	}
+	table := rec[h.tableOff:h.dataOff]
+	if !checkBlockTable(table, h.rawLen) {
+		f.Reset(0, 0)
+		return 0, corrupt(r.path, off+h.tableOff, ErrCorrupt, "block lengths do not sum to data length %d", h.rawLen)
+	}
+	for i := range f.msgs {
+		if di := f.msgs[i].DataIndex; di < NoData || di >= int32(h.nblocks) {
+			f.Reset(0, 0)
+			return 0, corrupt(r.path, off+FrameHeaderSize, ErrBadMeta,
+				"message %d: data_index %d, frame has %d blocks", i, di, h.nblocks)
+		}
+	}
+	if !withData {
+		return h.recLen, nil
+	}
+	data := rec[h.dataOff:]
+	if got := crc(data); got != h.dataCRC {
+		f.Reset(0, 0)
+		return 0, corrupt(r.path, off+8, ErrChecksum, "frame data CRC32C %#08x, computed %#08x", h.dataCRC, got)
+	}
+	if h.codec != CompressNone {
+		var reason string
+		data, reason = r.decompress(f, &h, off, data)
+		if reason != "" {
+			f.Reset(0, 0)
+			return 0, corrupt(r.path, off+h.dataOff, ErrCorrupt, "%s", reason)
+		}
+	}
+	p := uint32(0)
+	for i := 0; i < int(h.nblocks); i++ {
+		n := le.Uint32(table[4*i:])
+		f.blocks = append(f.blocks, data[p:p+n:p+n])
+		p += n
+	}
+	return h.recLen, nil
+}
+
+func (r *Reader) decompress(f *Frame, h *frameHeader, off int64, src []byte) ([]byte, string) {
+	if r.cache != nil {
+		if b, ok := r.cache.get(r.id, off); ok && len(b) == int(h.rawLen) {
+			return b, ""
+		}
+	}
+	raw := int(h.rawLen)
+	dst := f.scratch
+	if r.cache != nil || cap(dst) < raw {
+		// Cached buffers are shared and immutable: never decode into one.
+		dst = make([]byte, raw)
+	}
+	out, reason := r.codec.decompress(h.codec, dst, src, raw)
+	if reason != "" {
+		return nil, reason
+	}
+	if r.cache != nil {
+		r.cache.put(r.id, off, out)
+	} else {
+		f.scratch = dst
+	}
+	return out, ""
+}
+
+// Tell returns the offset of the next record to be read.
+func (r *Reader) Tell() int64 { return r.pos }
+
+// SeekFrame moves to off, which must be the offset of a frame (as returned by
+// Tell before a read, or found in the index) or the end of the frames.
+func (r *Reader) SeekFrame(off int64) error {
+	if r.closed {
+		return ErrClosed
+	}
+	if off == r.end {
+		r.pos = off
+		return nil
+	}
+	if off < HeaderSize || off > r.end-4 {
+		return ErrBadOffset
+	}
+	if m := le.Uint32(r.data[off:]); m != frameMagic && m != sectionMagic {
+		return ErrBadOffset
+	}
+	r.pos = off
+	return nil
+}
+
+// Rewind moves to the first frame.
+func (r *Reader) Rewind() { r.pos = HeaderSize }
+
+// SeekTime moves to the first frame, in file order, whose time is >= ns,
+// or to the end when there is none. With an index and non-decreasing frame
+// times (what the writer records) this is a binary search, O(log n); a file
+// without an index is scanned once (headers and metas only) to build one.
+func (r *Reader) SeekTime(ns int64) error {
+	if r.closed {
+		return ErrClosed
+	}
+	x := r.index()
+	i := x.search(ns)
+	if i == x.n {
+		r.pos = r.end
+		return nil
+	}
+	r.pos, _, _ = x.entry(i)
+	return nil
+}
+
+// index returns the file's index, scanning to build one if needed.
+func (r *Reader) index() *index {
+	if r.idx == nil {
+		r.idx = r.scan()
+	}
+	return r.idx
+}
+
+// ScanError returns why the scan that built the index of a file without a
+// valid index stopped before the end (nil when it reached the end or the
+// file has an index).
+func (r *Reader) ScanError() error {
+	r.index()
+	return r.scanErr
+}
+
+// scan walks records from the first frame, checking head CRCs, until the
+// end or the first damaged record.
+func (r *Reader) scan() *index {
+	acct := newAccounting()
+	var md []namedBlob
+	var mdOffs []int64
+	pos := int64(HeaderSize)
+	for pos < r.end {
+		b := r.data[pos:r.end]
+		if len(b) >= 4 && le.Uint32(b) == sectionMagic {
+			kind, payload, rec, reason, err := parseSection(b)
+			if err != nil {
+				r.scanErr = corrupt(r.path, pos, err, "%s", reason)
+				break
+			}
+			if kind == SectionMetadata {
+				if name, _, ok := parseMetadataPayload(payload); ok {
+					md = append(md, namedBlob{name: name})
+					mdOffs = append(mdOffs, pos)
+				}
+			}
+			pos += rec
+			continue
+		}
+		if len(b) == TrailerSize && le.Uint32(b) == trailerMagic {
+			break
+		}
+		n, err := r.decodeFrame(b, pos, &r.meta, false)
+		if err != nil {
+			r.scanErr = err
+			break
+		}
+		var h frameHeader
+		parseFrameHeader(b, &h)
+		acct.add(&r.meta, pos, &h, b[h.tableOff:h.dataOff])
+		pos += n
+	}
+	r.meta.Reset(0, 0)
+	x, reason := parseIndex(buildIndex(acct.entries, acct.timeSorted, acct.topics, md, mdOffs))
+	if reason != "" {
+		panic("BUG: pack: scanned index does not parse: " + reason)
+	}
+	return x
+}
+
+// Summary returns frames, messages, time range, topics and metadata names
+// from the index (built by a header-only scan when the file has none).
+func (r *Reader) Summary() Summary {
+	x := r.index()
+	s := Summary{Header: r.hdr, Frames: x.n, Indexed: r.indexed, TimeSorted: x.timeSorted,
+		Size: int64(len(r.data)), Topics: append([]TopicSummary(nil), x.topics...),
+		Metadata: append([]string(nil), x.metaNames...)}
+	for i := 0; i < x.n; i++ {
+		_, t, e := x.entry(i)
+		if i == 0 || t < s.FirstNs {
+			s.FirstNs = t
+		}
+		if i == 0 || e > s.LastNs {
+			s.LastNs = e
+		}
+	}
+	for _, t := range x.topics {
+		s.Messages += t.Messages
+	}
+	return s
+}
+
+// FrameOffsets returns the offsets of all frames, from the index.
+func (r *Reader) FrameOffsets() []int64 {
+	x := r.index()
+	out := make([]int64, x.n)
+	for i := range out {
+		out[i], _, _ = x.entry(i)
+	}
+	return out
+}
+
+// Metadata returns the metadata blob stored under name. The bytes alias the
+// mapping: valid until Close, read-only.
+func (r *Reader) Metadata(name string) ([]byte, bool) {
+	x := r.index()
+	for i, n := range x.metaNames {
+		if n != name {
+			continue
+		}
+		off := x.metaOffs[i]
+		kind, payload, _, _, err := parseSection(r.data[off:r.end])
+		if err != nil || kind != SectionMetadata {
+			return nil, false
+		}
+		if nm, data, ok := parseMetadataPayload(payload); ok && nm == name {
+			return data, true
+		}
+	}
+	return nil, false
+}
+
+// MetadataNames returns the names of the metadata sections.
+func (r *Reader) MetadataNames() []string {
+	return append([]string(nil), r.index().metaNames...)
+}
+
+// Close unmaps the file. Bytes handed out by the Reader become invalid.
+func (r *Reader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.codec.close()
+	r.data = nil
+	err := r.release()
+	if err != nil {
+		return err
+	}
+	return nil
+}

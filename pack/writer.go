@@ -1,0 +1,425 @@
+package pack
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+)
+
+// WriterOptions configure a Writer. The zero value is valid: no
+// compression, default windows, the current time in the header.
+type WriterOptions struct {
+	// Writer names the producing program in the file header (at most
+	// WriterNameSize bytes are kept).
+	Writer string
+	// CreatedNs is the creation time in the file header, ns since the UNIX
+	// epoch; 0 means time.Now().
+	CreatedNs int64
+	// Compression is the codec tried on each frame's data section. A frame
+	// whose data does not shrink is stored uncompressed.
+	Compression Compression
+	// TargetFrameSize is the data size at which Add closes its pending frame;
+	// 0 means 1 MiB.
+	TargetFrameSize int
+
+	// Window is the size of the mmap writer's mapping window (rounded up to
+	// the page size); 0 means 64 MiB (16 MiB on 32-bit platforms). A frame
+	// larger than the window gets a window of its own size.
+	Window int
+	// Prealloc is how far ahead the mmap writer fallocates; 0 means Window.
+	Prealloc int64
+	// NoPrefault disables populating each window before it is written
+	// (MADV_POPULATE_WRITE). For benchmarks.
+	NoPrefault bool
+	// NoAsyncWriteback disables starting writeback of a finished window
+	// (sync_file_range) when the writer moves to the next. For benchmarks.
+	NoAsyncWriteback bool
+}
+
+// sink is where a Writer puts records: an mmap window or a stream buffer.
+type sink interface {
+	// reserve returns n writable bytes at the current end of the file.
+	reserve(n int) ([]byte, error)
+	// commit appends the n bytes last reserved.
+	commit(n int) error
+	// flush makes committed bytes durable (mmap) or hands them to the
+	// underlying writer (stream).
+	flush() error
+	// finish completes the file at size bytes and releases resources.
+	finish(size int64) error
+	// abort releases resources after a failure.
+	abort() error
+}
+
+type topicStat struct {
+	name, channel string
+	messages      uint64
+	bytes         uint64
+	firstNs       int64
+	lastNs        int64
+}
+
+type indexEntry struct {
+	off    int64
+	timeNs int64
+	endNs  int64
+}
+
+type namedBlob struct {
+	name string
+	data []byte
+}
+
+// Writer writes a pack file: header, frames, metadata sections, index and
+// trailer. Create makes one over an mmap'd file, NewStreamWriter over any
+// io.Writer; both produce the same bytes for the same calls and options.
+//
+// A Writer is not safe for concurrent use. After an error every later call
+// returns that error; Close still releases resources.
+type Writer struct {
+	opts WriterOptions
+	sink sink
+	path string
+	off  int64 // bytes committed
+	err  error
+
+	meta  []byte // encoded meta scratch
+	raw   []byte // concatenated data scratch (compression)
+	comp  []byte // compressed scratch
+	codec *codecs
+
+	acct     accounting
+	metadata []namedBlob
+	pending  *Frame // Add's frame
+	nextID   uint64
+	closed   bool
+}
+
+func newWriter(s sink, path string, opts WriterOptions) (*Writer, error) {
+	if opts.Compression > CompressZstd {
+		_ = s.abort()
+		return nil, fmt.Errorf("%w: %d", ErrUnsupportedCodec, opts.Compression)
+	}
+	if opts.CreatedNs == 0 {
+		opts.CreatedNs = time.Now().UnixNano()
+	}
+	if opts.TargetFrameSize <= 0 {
+		opts.TargetFrameSize = 1 << 20
+	}
+	w := &Writer{opts: opts, sink: s, path: path, acct: newAccounting(), codec: newCodecs()}
+	b, err := s.reserve(HeaderSize)
+	if err == nil {
+		putFileHeader(b, FileHeader{Major: FormatMajor, Minor: FormatMinor,
+			CreatedNs: opts.CreatedNs, Writer: opts.Writer})
+		err = s.commit(HeaderSize)
+	}
+	if err != nil {
+		return nil, errors.Join(err, s.abort())
+	}
+	w.off = HeaderSize
+	return w, nil
+}
+
+// NewStreamWriter returns a Writer that streams the file to w (a pipe,
+// stdout, a socket, a file). Bytes are buffered; Flush hands them to w.
+// Close writes the index and trailer and flushes but does not close w.
+func NewStreamWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
+	return newWriter(&streamSink{w: w}, "", opts)
+}
+
+// Offset returns the number of bytes written so far (the offset at which the
+// next frame will start).
+func (w *Writer) Offset() int64 { return w.off }
+
+// Frames returns how many frames have been written.
+func (w *Writer) Frames() int { return len(w.acct.entries) }
+
+// WriteFrame appends f as one frame. The frame's data section is compressed
+// per WriterOptions.Compression. f is not retained: borrowed slices may be
+// reused once WriteFrame returns. Steady state does not allocate.
+func (w *Writer) WriteFrame(f *Frame) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	if w.pending != nil && w.pending.Len() > 0 {
+		if err := w.writePending(); err != nil {
+			return err
+		}
+	}
+	return w.writeFrame(f)
+}
+
+func (w *Writer) writeFrame(f *Frame) error {
+	w.meta = f.AppendMeta(w.meta[:0])
+	raw := 0
+	for _, b := range f.blocks {
+		raw += len(b)
+	}
+	nb := len(f.blocks)
+	if len(w.meta) > MaxFrameSize || raw > MaxFrameSize || nb > MaxFrameSize/BlockLenSize {
+		return fmt.Errorf("%w: meta %d, data %d bytes, %d blocks", ErrFrameTooLarge, len(w.meta), raw, nb)
+	}
+	h := frameHeader{metaLen: uint32(len(w.meta)), nblocks: uint32(nb), rawLen: uint32(raw),
+		stored: uint32(raw), codec: CompressNone, timeNs: f.timeNs, endNs: max(f.timeNs, f.doneNs)}
+	var stored []byte
+	if w.opts.Compression != CompressNone && raw > 0 {
+		w.raw = w.raw[:0]
+		for _, b := range f.blocks {
+			w.raw = append(w.raw, b...)
+		}
+		var err error
+		w.comp, err = w.codec.compress(w.opts.Compression, w.comp[:0], w.raw)
+		if err != nil {
+			return w.fail(err)
+		}
+		if len(w.comp) < raw && uint64(raw) <= uint64(len(w.comp))*MaxCompressionRatio {
+			stored = w.comp
+			h.codec = w.opts.Compression
+			h.stored = uint32(len(stored))
+		}
+	}
+	rec := int64(FrameHeaderSize) + int64(len(w.meta)) + int64(nb)*BlockLenSize + int64(h.stored)
+	if rec > MaxFrameSize {
+		return fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, rec)
+	}
+	dst, err := w.sink.reserve(int(rec))
+	if err != nil {
+		return w.fail(err)
+	}
+	p := FrameHeaderSize
+	p += copy(dst[p:], w.meta)
+	for _, b := range f.blocks {
+		le.PutUint32(dst[p:], uint32(len(b)))
+		p += BlockLenSize
+	}
+	dataStart := p
+	if stored != nil {
+		p += copy(dst[p:], stored)
+	} else {
+		for _, b := range f.blocks {
+			p += copy(dst[p:], b)
+		}
+	}
+	h.dataCRC = crc(dst[dataStart:p])
+	putFrameHeader(dst, &h)
+	le.PutUint32(dst[4:], crc(dst[8:dataStart]))
+	w.acct.add(f, w.off, &h, dst[FrameHeaderSize+len(w.meta):dataStart])
+	if err := w.sink.commit(int(rec)); err != nil {
+		return w.fail(err)
+	}
+	w.off += rec
+	return nil
+}
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+// Add appends one message to the Writer's pending FreeSync frame, copying
+// meta and data, and writes that frame once its data reaches
+// TargetFrameSize. Frame ids count up from 0; a frame's time is its first
+// message's genTs and its done time the largest genTs. Flush and Close write
+// a pending frame. Mixing Add and WriteFrame is allowed; a pending frame is
+// written before WriteFrame's.
+func (w *Writer) Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	p := w.pending
+	if p == nil {
+		p = &Frame{}
+		p.Reset(0, 0)
+		w.pending = p
+	}
+	if p.Len() == 0 {
+		p.Reset(w.nextID, genTs)
+		p.SetType(FreeSync)
+	}
+	p.AddMetaWithData(name, channel, meta, genTs, doneTs, data)
+	p.doneNs = max(p.doneNs, genTs)
+	if len(p.own) >= w.opts.TargetFrameSize {
+		return w.writePending()
+	}
+	return nil
+}
+
+func (w *Writer) writePending() error {
+	if w.pending == nil || w.pending.Len() == 0 {
+		return nil
+	}
+	err := w.writeFrame(w.pending)
+	w.nextID++
+	w.pending.Reset(0, 0)
+	return err
+}
+
+// AddMetadata stores a named metadata blob (copied) in the file; it is
+// written as a metadata section by Close. A later call with the same name
+// replaces the earlier blob.
+func (w *Writer) AddMetadata(name string, data []byte) error {
+	if w.closed {
+		return ErrClosed
+	}
+	if len(name)+len(data)+10 > MaxSectionSize {
+		return fmt.Errorf("%w: metadata %q is %d bytes", ErrFrameTooLarge, name, len(data))
+	}
+	d := append([]byte(nil), data...)
+	for i := range w.metadata {
+		if w.metadata[i].name == name {
+			w.metadata[i].data = d
+			return nil
+		}
+	}
+	w.metadata = append(w.metadata, namedBlob{name: name, data: d})
+	return nil
+}
+
+// Flush writes any pending Add frame and makes everything written so far
+// durable (mmap writer: fdatasync) or hands it to the io.Writer (stream).
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	if err := w.writePending(); err != nil {
+		return err
+	}
+	if err := w.sink.flush(); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// Close writes any pending frame, the metadata sections, the index and the
+// trailer, and completes the file (mmap writer: truncate to size, fsync,
+// close). It returns the first error of the Writer's life, if any. Close is
+// idempotent.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.err == nil {
+		if err := w.writePending(); err != nil {
+			w.fail(err)
+		}
+	}
+	if w.err != nil {
+		return errors.Join(w.err, w.sink.abort())
+	}
+	if err := w.writeTail(); err != nil {
+		w.fail(err)
+		return errors.Join(err, w.sink.abort())
+	}
+	if err := w.sink.finish(w.off); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+func (w *Writer) writeSection(kind uint32, payload []byte) (int64, error) {
+	off := w.off
+	n := SectionHeaderSize + len(payload)
+	dst, err := w.sink.reserve(n)
+	if err != nil {
+		return 0, err
+	}
+	copy(dst[SectionHeaderSize:], payload)
+	putSectionHeader(dst, kind, payload)
+	if err := w.sink.commit(n); err != nil {
+		return 0, err
+	}
+	w.off += int64(n)
+	return off, nil
+}
+
+func (w *Writer) writeTail() error {
+	metaOffs := make([]int64, len(w.metadata))
+	for i, m := range w.metadata {
+		off, err := w.writeSection(SectionMetadata, appendMetadataPayload(nil, m.name, m.data))
+		if err != nil {
+			return err
+		}
+		metaOffs[i] = off
+	}
+	idx := buildIndex(w.acct.entries, w.acct.timeSorted, w.acct.topics, w.metadata, metaOffs)
+	indexOff, err := w.writeSection(SectionIndex, idx)
+	if err != nil {
+		return err
+	}
+	dst, err := w.sink.reserve(TrailerSize)
+	if err != nil {
+		return err
+	}
+	putTrailer(dst, indexOff, w.off+TrailerSize)
+	if err := w.sink.commit(TrailerSize); err != nil {
+		return err
+	}
+	w.off += TrailerSize
+	return nil
+}
+
+// sortedTopics returns topic stats in (name, channel) order.
+func sortedTopics(ts []topicStat) []topicStat {
+	out := append([]topicStat(nil), ts...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].name != out[j].name {
+			return out[i].name < out[j].name
+		}
+		return out[i].channel < out[j].channel
+	})
+	return out
+}
+
+// streamSink buffers records and writes them to an io.Writer.
+type streamSink struct {
+	w   io.Writer
+	buf []byte
+}
+
+const streamChunk = 1 << 20
+
+func (s *streamSink) reserve(n int) ([]byte, error) {
+	if cap(s.buf)-len(s.buf) < n {
+		if err := s.flush(); err != nil {
+			return nil, err
+		}
+		if cap(s.buf) < n {
+			s.buf = make([]byte, 0, max(n, streamChunk))
+		}
+	}
+	return s.buf[len(s.buf) : len(s.buf)+n], nil
+}
+
+func (s *streamSink) commit(n int) error {
+	s.buf = s.buf[:len(s.buf)+n]
+	if len(s.buf) >= streamChunk {
+		return s.flush()
+	}
+	return nil
+}
+
+func (s *streamSink) flush() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	_, err := s.w.Write(s.buf)
+	s.buf = s.buf[:0]
+	return err
+}
+
+func (s *streamSink) finish(int64) error { return s.flush() }
+func (s *streamSink) abort() error       { return nil }

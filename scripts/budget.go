@@ -1,0 +1,153 @@
+package scripts
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Budget bounds what one rule may spend. Zero fields take the defaults.
+type Budget struct {
+	// Instructions is the number of Lua VM instructions one callback
+	// (on_message, on_tick, on_dump_finished) may execute. Loading the file
+	// gets LoadFactor times as many. Default 100000.
+	Instructions int64
+	// MaxString is the largest string a rule may build (by "..",
+	// string.rep, string.format, string.gsub, table.concat, m:str, m:bytes).
+	// Default 1 MiB.
+	MaxString int
+	// Memory bounds the estimated size of everything the rule keeps
+	// (globals, upvalues and what they reach), checked between callbacks
+	// whenever enough has been executed or built since the last check.
+	// Default 16 MiB.
+	Memory int64
+	// CallStack is the Lua call depth. Default 200.
+	CallStack int
+	// Registry is the largest Lua value stack, in values. Default 65536.
+	Registry int
+	// LogPerSecond is how many log(...) lines a rule may emit per second of
+	// message time (with the same burst); the rest are counted as dropped.
+	// Default 10.
+	LogPerSecond int
+}
+
+// LoadFactor multiplies Budget.Instructions for running the rule file's
+// top level.
+const LoadFactor = 10
+
+// MaxSourceBytes is the largest rule file accepted.
+const MaxSourceBytes = 256 << 10
+
+func (b Budget) withDefaults() Budget {
+	if b.Instructions <= 0 {
+		b.Instructions = 100_000
+	}
+	if b.MaxString <= 0 {
+		b.MaxString = 1 << 20
+	}
+	if b.Memory <= 0 {
+		b.Memory = 16 << 20
+	}
+	if b.CallStack <= 0 {
+		b.CallStack = 200
+	}
+	if b.Registry <= 0 {
+		b.Registry = 1 << 16
+	}
+	if b.LogPerSecond <= 0 {
+		b.LogPerSecond = 10
+	}
+	return b
+}
+
+// meter is installed as the Lua state's context. gopher-lua calls Done
+// before every VM instruction; meter uses that as an instruction-counting
+// hook (a nil channel never fires, a closed one makes the VM raise Err()).
+// It also looks at the instruction about to run and refuses a
+// concatenation that would build a string over the limit, before the
+// allocation happens. Instruction counting makes budgets deterministic: a
+// rule blows its budget at the same instruction on every machine.
+//
+// Not safe for concurrent use: it belongs to one Lua state.
+type meter struct {
+	L         *lua.LState
+	left      int64 // instructions left in this callback
+	used      int64 // instructions since the last memory walk
+	strBytes  int64 // bytes of strings built since the last memory walk
+	maxString int
+	tripped   string // why the budget blew; sticky until start
+}
+
+var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Deadline reports no deadline: the budget is counted, not timed.
+func (m *meter) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Value returns nil.
+func (m *meter) Value(any) any { return nil }
+
+// Err returns why the budget blew, or nil.
+func (m *meter) Err() error {
+	if m.tripped == "" {
+		return nil
+	}
+	return errors.New(m.tripped)
+}
+
+// Done is the per-instruction hook.
+func (m *meter) Done() <-chan struct{} {
+	m.left--
+	if m.left < 0 {
+		if m.tripped == "" {
+			m.tripped = "instruction budget exhausted (runaway loop?)"
+		}
+		return closedDone
+	}
+	if m.tripped != "" {
+		// a script caught the budget error with pcall: keep failing
+		return closedDone
+	}
+	inst, ok := currentInst(m.L)
+	if ok && int(inst>>26) == lua.OP_CONCAT {
+		b, c := int(inst&0x1ff), int(inst>>9)&0x1ff
+		n := 0
+		for i := b; i <= c; i++ {
+			if s, ok := m.L.Get(i + 1).(lua.LString); ok {
+				n += len(s)
+			} else {
+				n += 32 // numbers format short; other operands fail or use __concat
+			}
+		}
+		if n > m.maxString {
+			m.tripped = fmt.Sprintf("concatenation would build %d bytes (limit %d)", n, m.maxString)
+			return closedDone
+		}
+		m.strBytes += int64(n)
+		m.left -= int64(n >> 6) // copying costs like instructions
+	}
+	return nil
+}
+
+// charge accounts for a string of n bytes built by a Go function and raises
+// a Lua error naming what when it is over the limit.
+func (m *meter) charge(L *lua.LState, what string, n int) {
+	if n > m.maxString || n < 0 {
+		m.tripped = fmt.Sprintf("%s would build %d bytes (limit %d)", what, n, m.maxString)
+		L.RaiseError("%s", m.tripped)
+	}
+	m.strBytes += int64(n)
+	m.left -= int64(n >> 6) // copying costs like instructions
+}
+
+// start arms the meter for one callback of n instructions.
+func (m *meter) start(n int64) { m.left, m.tripped = n, "" }
+
+// spent returns the instructions executed since start(n).
+func (m *meter) spent(n int64) int64 {
+	if m.left < 0 {
+		return n
+	}
+	return n - m.left
+}

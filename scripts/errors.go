@@ -1,0 +1,22 @@
+package scripts
+
+import "errors"
+
+// Sentinel errors. Errors returned by Load and Reload wrap one of these and
+// name the rule file and, where there is one, the line.
+var (
+	// ErrSyntax: the rule file does not parse or compile.
+	ErrSyntax = errors.New("scripts: syntax error")
+	// ErrDeclaration: the rule{...} declaration is missing or invalid, or a
+	// param(...) cannot be satisfied.
+	ErrDeclaration = errors.New("scripts: bad rule declaration")
+	// ErrRuntime: a Lua error was raised while the rule ran.
+	ErrRuntime = errors.New("scripts: runtime error")
+	// ErrBudget: a callback exceeded its instruction, string or memory
+	// budget.
+	ErrBudget = errors.New("scripts: budget exceeded")
+	// ErrTooLarge: the rule source is larger than MaxSourceBytes.
+	ErrTooLarge = errors.New("scripts: rule source too large")
+	// ErrNoRule: Reload was asked for a rule the host does not hold.
+	ErrNoRule = errors.New("scripts: no such rule")
+)

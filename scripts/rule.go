@@ -1,0 +1,575 @@
+package scripts
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"edr-lite/internal/units"
+)
+
+// Message is one message as a rule sees it.
+type Message struct {
+	// Topic is the topic name, e.g. "vehicle/speed".
+	Topic string
+	// TS is the capture time in UNIX ns; it is the message time rules see
+	// as m.ts and now().
+	TS int64
+	// GenTS is the generation time the source reported (0 when unknown).
+	GenTS int64
+	// Seq is the per-topic sequence number.
+	Seq uint64
+	// Data is the payload. Rules never keep it past the callback.
+	Data []byte
+}
+
+// Trigger is what a rule's trigger{...} hands to Options.OnTrigger.
+type Trigger struct {
+	// Rule is the declaring rule's name.
+	Rule string
+	// Reason defaults to the rule name.
+	Reason string
+	// Tag is free text from the rule ("" when none).
+	Tag string
+	// Severity defaults to 1.
+	Severity int
+	// TimeNs is the message time the trigger fired at.
+	TimeNs int64
+	// Pre and Post are the history to keep before and the time to keep
+	// recording after TimeNs; 0 means the recorder's default.
+	Pre, Post time.Duration
+	// Topics restricts the dump to these topic globs; nil means all.
+	Topics []string
+	// Params are the rule's effective parameters; shared between the
+	// triggers of one rule: do not modify.
+	Params map[string]string
+}
+
+// DumpResult tells rules that a dump finished (on_dump_finished).
+type DumpResult struct {
+	Path     string
+	Reason   string
+	Bytes    int64
+	Messages int64
+	// TimeNs is when the dump finished; 0 keeps the rules' current time.
+	TimeNs int64
+	// Err is non-nil when the dump failed.
+	Err error
+}
+
+// Options configure a rule at load.
+type Options struct {
+	// Params are configuration values for the rule, read by the script
+	// through param(name, default) or the read-only params table.
+	Params map[string]string
+	// Budget bounds the rule; zero fields take defaults.
+	Budget Budget
+	// OnTrigger receives every trigger that passes the rule's cooldown and
+	// rate limit. It runs on the rule's goroutine, inside the callback.
+	OnTrigger func(Trigger)
+	// Logger receives log(...) lines and rule failures; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Decl is a rule's declaration: rule{...} plus its parameters.
+type Decl struct {
+	Name         string
+	Topics       []string
+	Pre, Post    time.Duration
+	Cooldown     time.Duration
+	MaxPerMinute int
+	// Tick is the on_tick period (1s when on_tick is defined and tick is
+	// not declared; 0 when there is no on_tick).
+	Tick time.Duration
+	// Params are the effective parameters: declared defaults overridden by
+	// configuration, as strings.
+	Params map[string]string
+}
+
+// RuleStatus is a snapshot of one rule's counters.
+type RuleStatus struct {
+	Name string
+	// File is the path or chunk name the rule was loaded from.
+	File     string
+	Topics   []string
+	Messages uint64 // on_message calls
+	Ticks    uint64 // on_tick calls
+	// TicksSkipped counts ticks not delivered because message time jumped
+	// further than MaxCatchUpTicks ticks.
+	TicksSkipped       uint64
+	Errors             uint64
+	TriggersFired      uint64
+	TriggersSuppressed uint64 // by cooldown or max_per_minute
+	LogsDropped        uint64
+	Instructions       uint64
+	// Skipped counts messages a live reader skipped because the rule fell
+	// behind the ring; LagNs is how far behind the newest message the rule
+	// was at its last read.
+	Skipped  uint64
+	LagNs    int64
+	Disabled bool
+	// Why says why the rule is disabled, naming file and line.
+	Why         string
+	Reloads     uint64
+	ReloadError string
+}
+
+// MaxCatchUpTicks bounds how many due ticks one Feed or Tick delivers when
+// message time jumps; older ones are counted as skipped.
+const MaxCatchUpTicks = 1000
+
+// walkEvery is how many instructions may run between two walks of a
+// rule's state for the memory budget.
+const walkEvery = 256 << 10
+
+// stats are a rule's counters, kept across reloads. Safe for concurrent use.
+type stats struct {
+	messages, ticks, ticksSkipped, errors  atomic.Uint64
+	fired, suppressed, logsDropped, instrs atomic.Uint64
+	skipped, reloads                       atomic.Uint64
+	lag                                    atomic.Int64
+
+	mu        sync.Mutex
+	disabled  bool
+	why       string
+	reloadErr string
+}
+
+// Rule is one loaded rule: a sandboxed Lua state with its declaration.
+//
+// A Rule is not safe for concurrent use, except Status which may be called
+// from any goroutine. Feed, Tick, DumpFinished and Close must come from one
+// goroutine at a time.
+type Rule struct {
+	decl   Decl
+	file   string
+	src    string
+	opts   Options
+	budget Budget
+	logger *slog.Logger
+
+	L         *lua.LState
+	meter     *meter
+	nums      numBox
+	view      *lua.LUserData
+	onMessage *lua.LFunction
+	onTick    *lua.LFunction
+	onDump    *lua.LFunction
+
+	cur      *Message
+	now      int64
+	topicStr string
+	topicVal lua.LValue
+
+	loading    bool
+	declared   bool
+	paramSet   map[string]bool // names declared with param()
+	declFailed bool            // the load error came from rule{} or param()
+	dead       bool
+
+	// cooldown and rate limit, in message time
+	fired    bool
+	lastFire int64
+	window   []int64 // ring of the last MaxPerMinute fire times
+	wpos     int
+
+	logTokens float64
+	logAt     int64
+
+	nextTick int64 // 0 until the first event
+
+	lastTopic string
+	lastMatch bool
+	match     map[string]bool
+
+	st *stats
+}
+
+// Load reads a rule file and loads it; see LoadSource.
+func Load(path string, opts Options) (*Rule, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scripts: %w", err)
+	}
+	return LoadSource(path, string(b), opts)
+}
+
+// LoadSource compiles and runs a rule's top level in a fresh sandbox. name
+// is used in error messages ("name:line: ...") and should be the file path.
+// Errors wrap ErrTooLarge, ErrSyntax, ErrDeclaration, ErrRuntime or
+// ErrBudget.
+func LoadSource(name, src string, opts Options) (*Rule, error) {
+	if len(src) > MaxSourceBytes {
+		return nil, fmt.Errorf("%w: %s is %d bytes (limit %d)", ErrTooLarge, name, len(src), MaxSourceBytes)
+	}
+	r := &Rule{file: name, src: src, opts: opts, budget: opts.Budget.withDefaults(), st: &stats{}}
+	r.logger = opts.Logger
+	if r.logger == nil {
+		r.logger = slog.Default()
+	}
+	r.meter = &meter{maxString: r.budget.MaxString}
+	r.L = newSandbox(r.budget, r.meter)
+	r.meter.L = r.L
+	r.L.SetContext(r.meter)
+	r.logTokens = float64(r.budget.LogPerSecond)
+	r.paramSet = map[string]bool{}
+	r.decl.Params = map[string]string{}
+	r.installAPI()
+	if err := r.load(); err != nil {
+		r.L.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Rule) load() error {
+	L := r.L
+	fn, err := L.Load(strings.NewReader(r.src), r.file)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrSyntax, strings.Join(strings.Fields(luaMessage(err)), " "))
+	}
+	r.loading = true
+	err = r.call(fn, r.budget.Instructions*LoadFactor, nil)
+	r.loading = false
+	if err != nil && r.declFailed {
+		return fmt.Errorf("%w: %s", ErrDeclaration, strings.TrimPrefix(err.Error(), ErrRuntime.Error()+": "))
+	}
+	if err != nil {
+		return err
+	}
+	if !r.declared {
+		return fmt.Errorf("%w: %s: no rule{ name = ..., ... } declaration", ErrDeclaration, r.file)
+	}
+	handler := func(name string) (*lua.LFunction, error) {
+		switch v := L.GetGlobal(name).(type) {
+		case *lua.LNilType:
+			return nil, nil
+		case *lua.LFunction:
+			return v, nil
+		default:
+			return nil, fmt.Errorf("%w: %s: %s is a %s, want a function", ErrDeclaration, r.file, name, v.Type())
+		}
+	}
+	if r.onMessage, err = handler("on_message"); err != nil {
+		return err
+	}
+	if r.onTick, err = handler("on_tick"); err != nil {
+		return err
+	}
+	if r.onDump, err = handler("on_dump_finished"); err != nil {
+		return err
+	}
+	d := &r.decl
+	switch {
+	case r.onMessage == nil && r.onTick == nil && r.onDump == nil:
+		return fmt.Errorf("%w: %s: defines none of on_message, on_tick, on_dump_finished", ErrDeclaration, r.file)
+	case r.onMessage != nil && len(d.Topics) == 0:
+		return fmt.Errorf("%w: %s: on_message without topics in rule{}", ErrDeclaration, r.file)
+	case r.onTick == nil && d.Tick > 0:
+		return fmt.Errorf("%w: %s: tick declared but no on_tick", ErrDeclaration, r.file)
+	case r.onTick != nil && d.Tick == 0:
+		d.Tick = time.Second
+	}
+	if len(r.paramSet) > 0 {
+		var unknown []string
+		for k := range r.opts.Params {
+			if !r.paramSet[k] {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			sort.Strings(unknown)
+			return fmt.Errorf("%w: %s: unknown params %s", ErrDeclaration, r.file, strings.Join(unknown, ", "))
+		}
+	}
+	for k, v := range r.opts.Params {
+		d.Params[k] = v
+	}
+	if d.MaxPerMinute > 0 {
+		r.window = make([]int64, 0, d.MaxPerMinute)
+	}
+	return r.checkMemory()
+}
+
+// Decl returns the rule's declaration. Do not modify its slices or map.
+func (r *Rule) Decl() Decl { return r.decl }
+
+// Name returns the declared name.
+func (r *Rule) Name() string { return r.decl.Name }
+
+// File returns the path or chunk name the rule was loaded from.
+func (r *Rule) File() string { return r.file }
+
+// Matches reports whether the rule's on_message wants topic.
+func (r *Rule) Matches(topic string) bool {
+	if r.onMessage == nil {
+		return false
+	}
+	if topic == r.lastTopic && r.match != nil {
+		return r.lastMatch
+	}
+	if r.match == nil || len(r.match) > 4096 {
+		r.match = make(map[string]bool)
+	}
+	ok, seen := r.match[topic]
+	if !seen {
+		ok = matchAny(r.decl.Topics, topic)
+		r.match[topic] = ok
+	}
+	r.lastTopic, r.lastMatch = topic, ok
+	return ok
+}
+
+// Disabled reports whether the rule has been disabled by an error.
+func (r *Rule) Disabled() bool { return r.dead }
+
+// Feed delivers the ticks due up to m.TS, then m to on_message when the
+// topic matches. m and m.Data are not kept.
+func (r *Rule) Feed(m *Message) {
+	if r.dead {
+		return
+	}
+	r.advance(m.TS)
+	if r.dead || !r.Matches(m.Topic) {
+		return
+	}
+	r.cur, r.now = m, m.TS
+	err := r.call(r.onMessage, r.budget.Instructions, r.view)
+	r.cur = nil
+	r.st.messages.Add(1)
+	if err != nil {
+		r.fail(err)
+	}
+}
+
+// Tick delivers the ticks due up to now (message time), for when no
+// message arrives to carry time forward.
+func (r *Rule) Tick(now int64) {
+	if !r.dead {
+		r.advance(now)
+	}
+}
+
+// DumpFinished calls on_dump_finished(d) with a table {path, reason,
+// bytes, messages, error}.
+func (r *Rule) DumpFinished(d DumpResult) {
+	if r.dead || r.onDump == nil {
+		return
+	}
+	if d.TimeNs != 0 {
+		r.now = d.TimeNs
+	}
+	t := r.L.NewTable()
+	t.RawSetString("path", lua.LString(d.Path))
+	t.RawSetString("reason", lua.LString(d.Reason))
+	t.RawSetString("bytes", lua.LNumber(d.Bytes))
+	t.RawSetString("messages", lua.LNumber(d.Messages))
+	if d.Err != nil {
+		t.RawSetString("error", lua.LString(d.Err.Error()))
+	}
+	if err := r.call(r.onDump, r.budget.Instructions, t); err != nil {
+		r.fail(err)
+	}
+}
+
+// advance fires on_tick for every tick boundary up to t.
+func (r *Rule) advance(t int64) {
+	if r.onTick == nil {
+		return
+	}
+	tick := int64(r.decl.Tick)
+	if r.nextTick == 0 {
+		r.nextTick = (t/tick + 1) * tick
+		return
+	}
+	if due := (t-r.nextTick)/tick + 1; due > MaxCatchUpTicks {
+		skip := due - MaxCatchUpTicks
+		r.nextTick += skip * tick
+		r.st.ticksSkipped.Add(uint64(skip))
+	}
+	for r.nextTick <= t && !r.dead {
+		r.now = r.nextTick
+		r.nextTick += tick
+		err := r.call(r.onTick, r.budget.Instructions, r.nums.box(float64(r.now)))
+		r.st.ticks.Add(1)
+		if err != nil {
+			r.fail(err)
+		}
+	}
+}
+
+// call runs fn(arg) under a budget of n instructions.
+func (r *Rule) call(fn *lua.LFunction, n int64, arg lua.LValue) error {
+	m, L := r.meter, r.L
+	m.start(n)
+	L.Push(fn)
+	nargs := 0
+	if arg != nil {
+		L.Push(arg)
+		nargs = 1
+	}
+	err := L.PCall(nargs, 0, nil)
+	spent := m.spent(n)
+	m.used += spent
+	r.st.instrs.Add(uint64(spent))
+	switch {
+	case m.tripped != "" && err != nil:
+		return fmt.Errorf("%w: %s", ErrBudget, luaMessage(err))
+	case m.tripped != "":
+		return fmt.Errorf("%w: %s: %s (the script caught the error)", ErrBudget, r.file, m.tripped)
+	case err != nil:
+		return fmt.Errorf("%w: %s", ErrRuntime, luaMessage(err))
+	}
+	if m.used >= walkEvery || m.strBytes >= r.budget.Memory/4 {
+		return r.checkMemory()
+	}
+	return nil
+}
+
+// checkMemory walks the rule's state and fails when it is over budget.
+func (r *Rule) checkMemory() error {
+	r.meter.used, r.meter.strBytes = 0, 0
+	if n := stateBytes(r.L, r.budget.Memory); n > r.budget.Memory {
+		return fmt.Errorf("%w: %s: rule state is over %d bytes (limit %d)", ErrBudget, r.file, n, r.budget.Memory)
+	}
+	return nil
+}
+
+// fail disables the rule.
+func (r *Rule) fail(err error) {
+	r.dead = true
+	r.st.errors.Add(1)
+	r.st.mu.Lock()
+	r.st.disabled, r.st.why = true, err.Error()
+	r.st.mu.Unlock()
+	r.logger.Error("rule disabled", "rule", r.decl.Name, "file", r.file, "err", err)
+}
+
+// Status returns a snapshot of the rule's counters. Safe for concurrent
+// use.
+func (r *Rule) Status() RuleStatus {
+	s := r.st
+	out := RuleStatus{
+		Name: r.decl.Name, File: r.file, Topics: r.decl.Topics,
+		Messages: s.messages.Load(), Ticks: s.ticks.Load(), TicksSkipped: s.ticksSkipped.Load(),
+		Errors: s.errors.Load(), TriggersFired: s.fired.Load(), TriggersSuppressed: s.suppressed.Load(),
+		LogsDropped: s.logsDropped.Load(), Instructions: s.instrs.Load(),
+		Skipped: s.skipped.Load(), LagNs: s.lag.Load(), Reloads: s.reloads.Load(),
+	}
+	s.mu.Lock()
+	out.Disabled, out.Why, out.ReloadError = s.disabled, s.why, s.reloadErr
+	s.mu.Unlock()
+	return out
+}
+
+// Close releases the Lua state.
+func (r *Rule) Close() {
+	if r.L != nil {
+		r.L.Close()
+	}
+}
+
+// admit applies cooldown and max_per_minute at message time now.
+func (r *Rule) admit(now int64) bool {
+	d := &r.decl
+	if r.fired && d.Cooldown > 0 && now < r.lastFire+int64(d.Cooldown) {
+		return false
+	}
+	if d.MaxPerMinute > 0 {
+		if len(r.window) == d.MaxPerMinute {
+			if oldest := r.window[r.wpos]; now-oldest < int64(time.Minute) {
+				return false
+			}
+			r.window[r.wpos] = now
+			r.wpos = (r.wpos + 1) % d.MaxPerMinute
+		} else {
+			r.window = append(r.window, now)
+		}
+	}
+	r.fired, r.lastFire = true, now
+	return true
+}
+
+// allowLog is a token bucket in message time.
+func (r *Rule) allowLog() bool {
+	rate := float64(r.budget.LogPerSecond)
+	if r.now > r.logAt {
+		r.logTokens = min(rate, r.logTokens+float64(r.now-r.logAt)/1e9*rate)
+		r.logAt = r.now
+	}
+	if r.logTokens >= 1 {
+		r.logTokens--
+		return true
+	}
+	return false
+}
+
+// luaMessage is the Lua error text ("file:line: message") without the
+// stack trace.
+func luaMessage(err error) string {
+	var ae *lua.ApiError
+	if errors.As(err, &ae) {
+		if ae.Object != nil && ae.Object != lua.LNil {
+			return ae.Object.String()
+		}
+		if ae.Cause != nil {
+			return ae.Cause.Error()
+		}
+	}
+	return err.Error()
+}
+
+// durationArg converts a Lua duration: a string ("15s", "500ms") or a
+// number of seconds.
+func durationArg(v lua.LValue) (time.Duration, error) {
+	switch x := v.(type) {
+	case lua.LString:
+		d, err := units.ParseDuration(string(x))
+		if err == nil && d < 0 {
+			err = fmt.Errorf("negative duration %q", string(x))
+		}
+		return d, err
+	case lua.LNumber:
+		if x < 0 || x > 1e9 || x != x {
+			return 0, fmt.Errorf("duration %v seconds out of range", float64(x))
+		}
+		return time.Duration(float64(x) * 1e9), nil
+	}
+	return 0, fmt.Errorf("want a duration like \"15s\" or a number of seconds, got a %s", v.Type())
+}
+
+// globsArg converts a topic list: a string or an array of strings.
+func globsArg(v lua.LValue) ([]string, error) {
+	switch x := v.(type) {
+	case lua.LString:
+		return []string{string(x)}, nil
+	case *lua.LTable:
+		var out []string
+		for i := 1; i <= x.Len(); i++ {
+			s, ok := x.RawGetInt(i).(lua.LString)
+			if !ok || s == "" {
+				return nil, fmt.Errorf("topic %d is not a non-empty string", i)
+			}
+			out = append(out, string(s))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a topic glob or a list of them, got a %s", v.Type())
+}
+
+func formatParam(v lua.LValue) string {
+	if n, ok := v.(lua.LNumber); ok {
+		return strconv.FormatFloat(float64(n), 'g', -1, 64)
+	}
+	return v.String()
+}

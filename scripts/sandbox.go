@@ -1,0 +1,214 @@
+package scripts
+
+import (
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// removedGlobals are base functions a rule may not use: they reach files,
+// load code, touch the collector, or change other functions' environments.
+var removedGlobals = []string{
+	"load", "loadstring", "dofile", "loadfile", "require", "module",
+	"collectgarbage", "getfenv", "setfenv", "newproxy", "_printregs", "print",
+	"_GOPHER_LUA_VERSION",
+}
+
+// newSandbox returns a Lua state with only base (minus removedGlobals),
+// string, table and math, with size-producing string functions bounded by
+// the meter and math.random made deterministic.
+func newSandbox(b Budget, m *meter) *lua.LState {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:     true,
+		CallStackSize:    b.CallStack,
+		RegistrySize:     1024,
+		RegistryMaxSize:  b.Registry,
+		RegistryGrowStep: max(1024, b.Registry/8), // few copies on the way to the cap
+	})
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath},
+	} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	for _, name := range removedGlobals {
+		L.SetGlobal(name, lua.LNil)
+	}
+	// the loaded-modules table would hand out the originals again
+	if loaded, ok := L.GetField(L.Get(lua.RegistryIndex), "_LOADED").(*lua.LTable); ok {
+		loaded.RawSetString(lua.BaseLibName, lua.LNil)
+	}
+
+	str := L.GetGlobal("string").(*lua.LTable)
+	str.RawSetString("dump", lua.LNil)
+	wrap(L, str, "rep", func(L *lua.LState, orig lua.LGFunction) int {
+		s := L.CheckString(1)
+		n := L.CheckInt(2)
+		if n > 0 && len(s) > 0 {
+			if n > m.maxString/len(s) {
+				m.charge(L, "string.rep", m.maxString+1)
+			}
+			m.charge(L, "string.rep", n*len(s))
+		}
+		return orig(L)
+	})
+	wrap(L, str, "format", func(L *lua.LState, orig lua.LGFunction) int {
+		f := L.CheckString(1)
+		if w := longFormatWidth(f); w != "" {
+			L.RaiseError("string.format: width or precision too long in %q", w)
+		}
+		n := len(f)
+		for i := 2; i <= L.GetTop(); i++ {
+			n += 512
+			if s, ok := L.Get(i).(lua.LString); ok {
+				n += len(s)
+			}
+		}
+		m.charge(L, "string.format", n)
+		return orig(L)
+	})
+	wrap(L, str, "gsub", func(L *lua.LState, orig lua.LGFunction) int {
+		s := L.CheckString(1)
+		L.CheckString(2)
+		matches := len(s) + 1
+		if L.GetTop() >= 4 {
+			if k := L.CheckInt(4); k >= 0 && k < matches {
+				matches = k
+			}
+		}
+		switch repl := L.Get(3).(type) {
+		case lua.LString, lua.LNumber:
+			r := lua.LVAsString(repl)
+			// each %n expands to at most the whole subject
+			est := len(s) + matches*len(r) + strings.Count(r, "%")*len(s)
+			if matches > 0 && len(r) > 0 && matches > m.maxString/len(r) {
+				est = m.maxString + 1
+			}
+			m.charge(L, "string.gsub", est)
+		case *lua.LTable, *lua.LFunction:
+			total := len(s)
+			L.Replace(3, L.NewFunction(func(L *lua.LState) int {
+				key := L.Get(1)
+				var v lua.LValue
+				if fn, ok := repl.(*lua.LFunction); ok {
+					n := L.GetTop()
+					L.Push(fn)
+					for i := 1; i <= n; i++ {
+						L.Push(L.Get(i))
+					}
+					L.Call(n, 1)
+					v = L.Get(-1)
+					L.Pop(1)
+				} else {
+					v = L.GetTable(repl, key)
+				}
+				if s, ok := v.(lua.LString); ok {
+					total += len(s)
+					if total > m.maxString {
+						m.charge(L, "string.gsub", total)
+					}
+				}
+				L.Push(v)
+				return 1
+			}))
+		}
+		return orig(L)
+	})
+	tab := L.GetGlobal("table").(*lua.LTable)
+	wrap(L, tab, "concat", func(L *lua.LState, orig lua.LGFunction) int {
+		t := L.CheckTable(1)
+		sep := L.OptString(2, "")
+		i := L.OptInt(3, 1)
+		j := L.OptInt(4, t.Len())
+		n := 0
+		for k := i; k <= j; k++ {
+			v := t.RawGetInt(k)
+			if !lua.LVCanConvToString(v) {
+				break // the original raises the error
+			}
+			n += len(lua.LVAsString(v)) + len(sep)
+			if n > m.maxString {
+				break
+			}
+		}
+		m.charge(L, "table.concat", n)
+		return orig(L)
+	})
+	var rng uint64 = 0x9E3779B97F4A7C15
+	next := func() uint64 { // xorshift64*: deterministic per rule
+		rng ^= rng >> 12
+		rng ^= rng << 25
+		rng ^= rng >> 27
+		return rng * 2685821657736338717
+	}
+	math := L.GetGlobal("math").(*lua.LTable)
+	math.RawSetString("random", L.NewFunction(func(L *lua.LState) int {
+		f := float64(next()>>11) / (1 << 53)
+		switch L.GetTop() {
+		case 0:
+			L.Push(lua.LNumber(f))
+		case 1:
+			hi := L.CheckInt(1)
+			if hi < 1 {
+				L.ArgError(1, "interval is empty")
+			}
+			L.Push(lua.LNumber(1 + int(f*float64(hi))))
+		default:
+			lo, hi := L.CheckInt(1), L.CheckInt(2)
+			if lo > hi {
+				L.ArgError(2, "interval is empty")
+			}
+			L.Push(lua.LNumber(lo + int(f*float64(hi-lo+1))))
+		}
+		return 1
+	}))
+	math.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
+		rng = uint64(L.CheckInt64(1)) | 1
+		return 0
+	}))
+	return L
+}
+
+// wrap replaces tbl[name] by fn, which gets the original to call.
+func wrap(L *lua.LState, tbl *lua.LTable, name string, fn func(*lua.LState, lua.LGFunction) int) {
+	orig := tbl.RawGetString(name).(*lua.LFunction).GFunction
+	tbl.RawSetString(name, L.NewFunction(func(L *lua.LState) int { return fn(L, orig) }))
+}
+
+// longFormatWidth returns the first directive of a string.format format
+// whose width or precision has more than two digits (Lua 5.1 refuses
+// those too), or "".
+func longFormatWidth(f string) string {
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		j := i + 1
+		if j < len(f) && f[j] == '%' {
+			i = j
+			continue
+		}
+		for j < len(f) && strings.IndexByte("-+ #0", f[j]) >= 0 {
+			j++
+		}
+		d := 0
+		for j < len(f) && (f[j] >= '0' && f[j] <= '9' || f[j] == '.') {
+			if f[j] == '.' {
+				d = 0
+			} else if d++; d > 2 {
+				end := min(j+2, len(f))
+				return f[i:end]
+			}
+			j++
+		}
+		i = j - 1
+	}
+	return ""
+}

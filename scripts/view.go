@@ -1,0 +1,161 @@
+package scripts
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// accessor reads one fixed-size number at an offset.
+type accessor struct {
+	name string
+	size int
+	get  func([]byte) float64
+}
+
+var (
+	le = binary.LittleEndian
+	be = binary.BigEndian
+)
+
+var accessors = []accessor{
+	{"u8", 1, func(b []byte) float64 { return float64(b[0]) }},
+	{"i8", 1, func(b []byte) float64 { return float64(int8(b[0])) }},
+	{"u16le", 2, func(b []byte) float64 { return float64(le.Uint16(b)) }},
+	{"u16be", 2, func(b []byte) float64 { return float64(be.Uint16(b)) }},
+	{"i16le", 2, func(b []byte) float64 { return float64(int16(le.Uint16(b))) }},
+	{"i16be", 2, func(b []byte) float64 { return float64(int16(be.Uint16(b))) }},
+	{"u32le", 4, func(b []byte) float64 { return float64(le.Uint32(b)) }},
+	{"u32be", 4, func(b []byte) float64 { return float64(be.Uint32(b)) }},
+	{"i32le", 4, func(b []byte) float64 { return float64(int32(le.Uint32(b))) }},
+	{"i32be", 4, func(b []byte) float64 { return float64(int32(be.Uint32(b))) }},
+	{"u64le", 8, func(b []byte) float64 { return float64(le.Uint64(b)) }},
+	{"u64be", 8, func(b []byte) float64 { return float64(be.Uint64(b)) }},
+	{"i64le", 8, func(b []byte) float64 { return float64(int64(le.Uint64(b))) }},
+	{"i64be", 8, func(b []byte) float64 { return float64(int64(be.Uint64(b))) }},
+	{"f32le", 4, func(b []byte) float64 { return float64(math.Float32frombits(le.Uint32(b))) }},
+	{"f32be", 4, func(b []byte) float64 { return float64(math.Float32frombits(be.Uint32(b))) }},
+	{"f64le", 8, func(b []byte) float64 { return math.Float64frombits(le.Uint64(b)) }},
+	{"f64be", 8, func(b []byte) float64 { return math.Float64frombits(be.Uint64(b)) }},
+}
+
+// aliases: the unsuffixed integer names are little-endian.
+var accessorAliases = map[string]string{"u16": "u16le", "i16": "i16le", "u32": "u32le", "i32": "i32le", "u64": "u64le", "i64": "i64le", "f32": "f32le", "f64": "f64le"}
+
+// newView builds the message view: one userdata reused for every message.
+// Methods live in a table that is the userdata's __index, so m:f32le(0)
+// finds its function with one table lookup; the fields (topic, ts, gen_ts,
+// seq, size) are computed on access by that table's own __index.
+func (r *Rule) newView() *lua.LUserData {
+	L := r.L
+	ud := L.NewUserData()
+	methods := L.NewTable()
+	for _, a := range accessors {
+		methods.RawSetString(a.name, L.NewFunction(func(L *lua.LState) int {
+			b := r.at(L, a.name, 2, a.size)
+			L.Push(r.nums.box(a.get(b)))
+			return 1
+		}))
+	}
+	for alias, name := range accessorAliases {
+		methods.RawSetString(alias, methods.RawGetString(name))
+	}
+	methods.RawSetString("str", L.NewFunction(func(L *lua.LState) int {
+		b := r.span(L, "str")
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
+		}
+		L.Push(lua.LString(b))
+		return 1
+	}))
+	methods.RawSetString("bytes", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LString(r.span(L, "bytes")))
+		return 1
+	}))
+	fields := L.NewTable()
+	fields.RawSetString("__index", L.NewFunction(r.viewField))
+	L.SetMetatable(methods, fields)
+
+	mt := L.NewTable()
+	mt.RawSetString("__index", methods)
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("the message view is read-only")
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LString("message view"))
+	L.SetMetatable(ud, mt)
+	return ud
+}
+
+// message returns the current message or raises: the view is only valid
+// inside on_message.
+func (r *Rule) message(L *lua.LState) *Message {
+	if r.cur == nil {
+		L.RaiseError("the message view is only valid inside on_message (do not keep it)")
+	}
+	return r.cur
+}
+
+// viewField is __index for m.topic, m.ts, m.gen_ts, m.seq, m.size.
+func (r *Rule) viewField(L *lua.LState) int {
+	key, _ := L.Get(2).(lua.LString)
+	m := r.message(L)
+	switch key {
+	case "topic":
+		if m.Topic != r.topicStr || r.topicVal == nil {
+			r.topicStr, r.topicVal = m.Topic, lua.LString(m.Topic)
+		}
+		L.Push(r.topicVal)
+	case "ts":
+		L.Push(r.nums.box(float64(m.TS)))
+	case "gen_ts":
+		L.Push(r.nums.box(float64(m.GenTS)))
+	case "seq":
+		L.Push(r.nums.box(float64(m.Seq)))
+	case "size":
+		L.Push(r.nums.box(float64(len(m.Data))))
+	default:
+		L.RaiseError("message view has no field %s (want topic, ts, gen_ts, seq, size or a method)", L.Get(2).String())
+	}
+	return 1
+}
+
+// offset reads argument n as a byte offset.
+func (r *Rule) offset(L *lua.LState, name string, n int) int {
+	v, ok := L.Get(n).(lua.LNumber)
+	if !ok || v != v || v < -1<<40 || v > 1<<40 || v != lua.LNumber(int64(v)) {
+		L.RaiseError("m:%s: argument %d must be an integer, got %s", name, n-1, L.Get(n).String())
+	}
+	return int(v)
+}
+
+// at returns size bytes at the offset in argument n, or raises an error
+// naming the offset and the message size.
+func (r *Rule) at(L *lua.LState, name string, n, size int) []byte {
+	if L.Get(1) != lua.LValue(r.view) {
+		L.RaiseError("call it as m:%s(offset)", name)
+	}
+	off := r.offset(L, name, n)
+	data := r.message(L).Data
+	if off < 0 || off > len(data)-size {
+		L.RaiseError("m:%s(%d): offset out of range: %d bytes at offset %d, message size %d", name, off, size, off, len(data))
+	}
+	return data[off : off+size]
+}
+
+// span is (off, len) for str and bytes, charged to the string budget.
+func (r *Rule) span(L *lua.LState, name string) []byte {
+	if L.Get(1) != lua.LValue(r.view) {
+		L.RaiseError("call it as m:%s(offset, length)", name)
+	}
+	off := r.offset(L, name, 2)
+	n := r.offset(L, name, 3)
+	data := r.message(L).Data
+	if n < 0 || off < 0 || off > len(data) || n > len(data)-off {
+		L.RaiseError("m:%s(%d, %d): out of range, message size %d", name, off, n, len(data))
+	}
+	r.meter.charge(L, "m:"+name, n)
+	return data[off : off+n]
+}

@@ -1,0 +1,322 @@
+package shm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"edr-lite/internal/clock"
+)
+
+// DefaultCapacity is the ring size of a producer that does not choose one.
+const DefaultCapacity = 1 << 20
+
+// ProducerOptions configure a segment. Name is required.
+type ProducerOptions struct {
+	// Name, Type and Channel identify the topic (see engine.TopicInfo).
+	// Name is 1..256 bytes, Type 0..128, Channel 0..64; UTF-8 without
+	// control characters.
+	Name, Type, Channel string
+
+	// Capacity is the ring size in bytes, rounded up to a power of two in
+	// [MinCapacity, MaxCapacity]; DefaultCapacity when 0.
+	Capacity int
+
+	// MaxPayload is the largest payload Publish accepts; when 0 it is the
+	// largest the ring allows (Capacity/2 - RecordHeaderSize).
+	MaxPayload int
+
+	// Mode is the segment file's permission bits (the umask is not
+	// applied); 0600 when 0.
+	Mode os.FileMode
+
+	// Group, when > 0, is the gid the segment file is given (so that a
+	// recorder in that group may read it).
+	Group int
+
+	// HeartbeatPeriod promises a Heartbeat call at least this often; the
+	// consumer treats a heartbeat older than two periods as a dead
+	// producer. 0 promises none (liveness is then judged by pid only).
+	HeartbeatPeriod time.Duration
+
+	// UnlinkOnClose removes the file in Close. By default the file stays,
+	// marked closed, and the consumer removes it once it has read it all.
+	UnlinkOnClose bool
+
+	// NoPrefault skips touching every ring page at creation. Prefaulting
+	// (the default) keeps first-lap page faults out of Publish.
+	NoPrefault bool
+
+	// Clock stamps start and heartbeat times; the system clock when nil.
+	Clock clock.Clock
+}
+
+// Producer publishes one topic's messages into a shared-memory segment. It
+// never blocks and never waits for a consumer: when the consumer lags, the
+// oldest records are overwritten (the consumer counts them as lost).
+//
+// Publish, Stats and Close must be called from one goroutine at a time;
+// Heartbeat may also be called concurrently with Publish.
+type Producer struct {
+	path   string
+	fd     int
+	mem    []byte
+	hdr    []byte
+	ring   []byte
+	c      cursors
+	mask   uint64
+	capa   uint64
+	maxPay int
+	w      uint64 // local copies of the cursors (single writer)
+	tail   uint64
+	seq    uint64
+	id     fileID
+	unlink bool
+	clk    clock.Clock
+	closed bool
+}
+
+// NewProducer creates the segment for opts.Name/opts.Channel in dir
+// (created with mode 0755 when missing). An existing segment for the same
+// topic is replaced when its producer closed it or is gone; ErrInUse is
+// returned when its producer is alive.
+func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
+	if err := platformSupported(); err != nil {
+		return nil, err
+	}
+	if err := checkTopic(opts.Name, opts.Type, opts.Channel); err != nil {
+		return nil, err
+	}
+	capa, err := roundCapacity(opts.Capacity)
+	if err != nil {
+		return nil, err
+	}
+	maxPay := opts.MaxPayload
+	switch {
+	case maxPay == 0:
+		maxPay = maxPayloadFor(capa)
+	case maxPay < 0 || maxPay > maxPayloadFor(capa):
+		return nil, fmt.Errorf("%w: MaxPayload %d not in [1, %d] for capacity %d", ErrBadOption, maxPay, maxPayloadFor(capa), capa)
+	}
+	mode := opts.Mode
+	if mode == 0 {
+		mode = 0o600
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.System{}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("shm: segment directory: %w", err)
+	}
+	base := SegmentFileName(opts.Name, opts.Channel)
+	final := filepath.Join(dir, base)
+	if err := checkReplaceable(final); err != nil {
+		return nil, err
+	}
+	tmp := filepath.Join(dir, "."+base+"."+strconv.Itoa(os.Getpid())+".tmp")
+	fd, err := createSegmentFile(tmp, mode, opts.Group)
+	if errors.Is(err, fs.ErrExist) { // left over by a crashed create of ours
+		os.Remove(tmp)
+		fd, err = createSegmentFile(tmp, mode, opts.Group)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shm: %w", err)
+	}
+	p := &Producer{path: final, fd: fd, capa: capa, mask: capa - 1, maxPay: maxPay, unlink: opts.UnlinkOnClose, clk: clk}
+	fail := func(err error) (*Producer, error) {
+		return nil, errors.Join(err, p.release(), os.Remove(tmp))
+	}
+	total := int64(HeaderSize + capa)
+	if err := truncateFile(fd, total); err != nil {
+		return fail(fmt.Errorf("shm: size %s: %w", tmp, err))
+	}
+	if p.mem, err = mapFile(fd, 0, int(total), true); err != nil {
+		return fail(fmt.Errorf("shm: map %s: %w", tmp, err))
+	}
+	p.hdr, p.ring = p.mem[:HeaderSize], p.mem[HeaderSize:]
+	encodeHeader(p.hdr, &header{
+		totalSize:       uint64(total),
+		capacity:        capa,
+		maxPayload:      uint32(maxPay),
+		pid:             getpid(),
+		uid:             geteuid(),
+		startNs:         clk.Now(),
+		heartbeatPeriod: int64(opts.HeartbeatPeriod),
+		name:            opts.Name,
+		typ:             opts.Type,
+		chn:             opts.Channel,
+	})
+	p.c = mapCursors(p.hdr, true)
+	if !opts.NoPrefault {
+		clear(p.ring) // allocates the tmpfs pages now, not in Publish
+	}
+	if fi, err := fstat(fd); err == nil {
+		p.id = fi.id
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fail(fmt.Errorf("shm: publish segment: %w", err))
+	}
+	return p, nil
+}
+
+func roundCapacity(n int) (uint64, error) {
+	if n == 0 {
+		return DefaultCapacity, nil
+	}
+	if n < 0 || n > MaxCapacity {
+		return 0, fmt.Errorf("%w: Capacity %d not in [0, %d]", ErrBadOption, n, MaxCapacity)
+	}
+	c := uint64(MinCapacity)
+	for c < uint64(n) {
+		c <<= 1
+	}
+	return c, nil
+}
+
+// checkReplaceable refuses to replace the segment at path when its producer
+// is alive and has not closed it. Anything unreadable there is replaced.
+func checkReplaceable(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var b [HeaderSize]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil || [8]byte(b[:8]) != Magic {
+		return nil
+	}
+	le := binary.LittleEndian
+	state := le.Uint32(b[offState:])
+	pid := le.Uint32(b[offPID:])
+	if state == StateLive && !pidGone(pid) {
+		return fmt.Errorf("%w: %s (pid %d)", ErrInUse, path, pid)
+	}
+	return nil
+}
+
+// Path is the segment file's path.
+func (p *Producer) Path() string { return p.path }
+
+// Publish appends one message with producer time genNs (0 = unknown). It
+// copies payload, never blocks and never allocates. It returns ErrTooLarge
+// (counted in the segment's oversize counter) for a payload longer than
+// MaxPayload and ErrClosed after Close.
+func (p *Producer) Publish(genNs int64, payload []byte) error {
+	if p.closed {
+		return ErrClosed
+	}
+	n := len(payload)
+	if n > p.maxPay {
+		p.c.oversize.Store(p.c.oversize.Load() + 1)
+		return ErrTooLarge
+	}
+	rec := recordSize(n)
+	w := p.w
+	off := w & p.mask
+	pad := uint64(0)
+	if room := p.capa - off; rec > room {
+		pad = room
+	}
+	end := w + pad + rec
+	// Make room: move tail past every record the new bytes will cover, and
+	// publish the new tail with a full fence before touching those bytes.
+	if t := p.tail; end-t > p.capa {
+		for end-t > p.capa {
+			toff := t & p.mask
+			size := p.capa - toff // padding runs to the ring end
+			if binary.LittleEndian.Uint32(p.ring[toff+4:]) != KindPadding {
+				size = recordSize(int(binary.LittleEndian.Uint32(p.ring[toff:])))
+			}
+			if size > p.capa-toff || size > end-t {
+				// Someone scribbled on our ring: drop everything before
+				// the record being written rather than trust it.
+				t = end - rec
+				break
+			}
+			t += size
+		}
+		p.tail = t
+		p.c.tail.Swap(t)
+	}
+	if pad > 0 {
+		binary.LittleEndian.PutUint32(p.ring[off:], uint32(pad))
+		binary.LittleEndian.PutUint32(p.ring[off+4:], KindPadding)
+		off = 0
+	}
+	r := p.ring[off : off+rec]
+	binary.LittleEndian.PutUint32(r[0:], uint32(n))
+	binary.LittleEndian.PutUint32(r[4:], KindMessage)
+	binary.LittleEndian.PutUint64(r[8:], p.seq)
+	binary.LittleEndian.PutUint64(r[16:], uint64(genNs))
+	copy(r[RecordHeaderSize:], payload)
+	p.seq++
+	p.w = end
+	p.c.nextSeq.Store(p.seq)
+	p.c.write.Store(end)
+	if p.c.waiters.Load() != 0 && p.c.waiters.Swap(0) != 0 {
+		futexWake(p.c.futex)
+	}
+	return nil
+}
+
+// Heartbeat stamps the segment's heartbeat time. It may be called
+// concurrently with Publish (not with Close); a no-op after Close.
+func (p *Producer) Heartbeat() {
+	if hb := p.c.hbNs; hb != nil && !p.closed {
+		hb.Store(p.clk.Now())
+	}
+}
+
+// ProducerStats are a producer's counters.
+type ProducerStats struct {
+	Published uint64 // messages published
+	Bytes     uint64 // ring bytes written (records and padding)
+	Oversize  uint64 // payloads refused by Publish as too large
+}
+
+// Stats returns the producer's counters. Call it from the publishing
+// goroutine (or when it is idle).
+func (p *Producer) Stats() ProducerStats {
+	if p.closed {
+		return ProducerStats{Published: p.seq, Bytes: p.w}
+	}
+	return ProducerStats{Published: p.seq, Bytes: p.w, Oversize: p.c.oversize.Load()}
+}
+
+// Close marks the segment closed, wakes sleeping consumers and unmaps it.
+// The file stays for the consumer to drain and remove, unless the producer
+// was created with UnlinkOnClose. Close is idempotent.
+func (p *Producer) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.c.state.Store(StateClosed)
+	p.c.waiters.Store(0)
+	futexWake(p.c.futex)
+	p.closed = true
+	var err error
+	if p.unlink {
+		// Only remove the file if it is still ours (not replaced).
+		if fi, e := lstat(p.path); e == nil && fi.id == p.id {
+			err = os.Remove(p.path)
+		}
+	}
+	return errors.Join(err, p.release())
+}
+
+func (p *Producer) release() error {
+	err := unmap(p.mem)
+	p.mem, p.hdr, p.ring = nil, nil, nil
+	p.c = cursors{}
+	if p.fd >= 0 {
+		err = errors.Join(err, closeFD(p.fd))
+		p.fd = -1
+	}
+	return err
+}

@@ -1,0 +1,301 @@
+package shm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	"edr-lite/engine"
+)
+
+// segment is the consumer's view of one mapped segment file. Its methods are
+// called from one goroutine (the segment's follower); its counters are
+// atomics so that Stats may read them from anywhere.
+type segment struct {
+	path     string
+	fd       int
+	hdrMem   []byte // HeaderSize bytes; read-write when writable
+	ring     []byte // capacity bytes, read-only
+	writable bool
+	h        header
+	frozen   []byte // copy of the immutable header bytes taken at open
+	c        cursors
+	id       fileID
+	mask     uint64
+	info     engine.TopicInfo
+
+	rpos    uint64 // next record position to read
+	nextSeq uint64 // sequence number expected next
+	lastW   uint64 // write cursor seen last (it must never go back)
+	scratch []byte // private copy of a chunk; allocated on first data
+	batch   int
+
+	fenceWord atomic.Uint64
+
+	received, bytes, lost, rejected atomic.Uint64
+}
+
+// frozenLen covers every immutable header field (through the channel).
+const frozenLen = offChannel + MaxChannelLen
+
+// openSegment opens, checks and maps the segment file at path.
+func openSegment(path string, opts *ConsumerOptions) (*segment, error) {
+	fd, writable, err := openSegmentFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &segment{path: path, fd: fd, writable: writable, batch: opts.BatchBytes}
+	if err := s.init(opts); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *segment) fail(field string, off int64, err error) *SegmentError {
+	return &SegmentError{Segment: s.path, Field: field, Offset: off, Err: err}
+}
+
+func (s *segment) init(opts *ConsumerOptions) error {
+	fi, err := fstat(s.fd)
+	if err != nil {
+		return err
+	}
+	s.id = fi.id
+	if !fi.reg {
+		return s.fail("file", 0, fmt.Errorf("%w: not a regular file", ErrCorrupt))
+	}
+	if !opts.ownerAllowed(fi.uid) {
+		return s.fail("owner", 0, fmt.Errorf("%w: uid %d", ErrOwner, fi.uid))
+	}
+	if fi.size < HeaderSize || fi.size > HeaderSize+MaxCapacity {
+		return s.fail("total_size", offTotalSize, corruptf(ErrTruncated, "file is %d bytes, want %d..%d", fi.size, HeaderSize+MinCapacity, HeaderSize+MaxCapacity))
+	}
+	if s.hdrMem, err = mapFile(s.fd, 0, HeaderSize, s.writable); err != nil {
+		return err
+	}
+	h, fe := decodeHeader(s.hdrMem, fi.size, opts.MaxPayload)
+	if fe != nil {
+		return s.fail(fe.field, fe.offset, fe.err)
+	}
+	s.h = h
+	s.frozen = bytes.Clone(s.hdrMem[:frozenLen])
+	if want := SegmentFileName(h.name, h.chn); want != baseName(s.path) {
+		return s.fail("name", offName, corruptf(ErrBadName, "topic %q channel %q belongs in file %q", h.name, h.chn, want))
+	}
+	if s.ring, err = mapFile(s.fd, HeaderSize, int(h.capacity), false); err != nil {
+		return err
+	}
+	s.mask = h.capacity - 1
+	s.c = mapCursors(s.hdrMem, s.writable)
+	if s.batch < 1<<16 {
+		s.batch = 1 << 16
+	}
+	if need := int(recordSize(int(h.maxPayload))); s.batch < need {
+		s.batch = need
+	}
+	if s.batch > int(h.capacity) {
+		s.batch = int(h.capacity)
+	}
+	s.info = engine.TopicInfo{Name: h.name, Channel: h.chn, Type: h.typ, Source: "shm:" + s.path}
+	w, t, err := s.cursors()
+	if err != nil {
+		return err
+	}
+	s.lastW, s.rpos = w, t
+	return nil
+}
+
+// cursors loads and checks write_cursor and tail_cursor.
+func (s *segment) cursors() (w, t uint64, err error) {
+	w = s.c.write.Load()
+	if w&(RecordAlign-1) != 0 || w < s.lastW {
+		return 0, 0, s.fail("write_cursor", offWriteCursor, corruptf(nil, "%d (last seen %d, must be a non-decreasing multiple of 8)", w, s.lastW))
+	}
+	t = s.c.tail.Load()
+	if t&(RecordAlign-1) != 0 || t > w || w-t > s.h.capacity {
+		return 0, 0, s.fail("tail_cursor", offTailCursor, corruptf(nil, "%d with write_cursor %d and capacity %d", t, w, s.h.capacity))
+	}
+	s.lastW = w
+	return w, t, nil
+}
+
+// fence orders the plain loads of the chunk copy before the following
+// atomic load of tail_cursor: an atomic read-modify-write is a full barrier
+// on every architecture Go supports (LOCK XADD, LDADDAL, LDREX/STREX+DMB).
+func (s *segment) fence() { s.fenceWord.Add(1) }
+
+// drain ingests every record up to the write cursor, at most budget chunks,
+// and returns how many records it ingested and whether the segment was
+// fully read. Records overwritten before or while they were read are
+// counted as lost through the sequence gap.
+func (s *segment) drain(sink engine.Sink, id engine.TopicID, budget int) (n int, done bool, err error) {
+	for ; budget > 0; budget-- {
+		w, t, err := s.cursors()
+		if err != nil {
+			return n, false, err
+		}
+		if s.rpos < t {
+			s.rpos = t // lapped: the sequence gap counts what was skipped
+		}
+		if s.rpos == w {
+			return n, true, nil
+		}
+		start := s.rpos & s.mask
+		length := min(w-s.rpos, s.h.capacity-start, uint64(s.batch))
+		if s.scratch == nil {
+			s.scratch = make([]byte, s.batch)
+		}
+		chunk := s.scratch[:length]
+		copy(chunk, s.ring[start:start+length])
+		s.fence()
+		t2 := s.c.tail.Load()
+		k, err := s.parse(chunk, w, t2, sink, id)
+		n += k
+		if err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, nil
+}
+
+// parse walks the private copy chunk of the records starting at s.rpos and
+// ingests the intact ones. Every field is checked against the chunk, the
+// write cursor and the segment's limits before use.
+func (s *segment) parse(chunk []byte, w, t2 uint64, sink engine.Sink, id engine.TopicID) (int, error) {
+	le := binary.LittleEndian
+	now := sink.Now()
+	n, bytes, rejected := 0, uint64(0), uint64(0)
+	defer func() {
+		s.received.Add(uint64(n) - rejected)
+		s.bytes.Add(bytes)
+		s.rejected.Add(rejected)
+	}()
+	pos := s.rpos
+	off := uint64(0)
+	atRingEnd := (s.rpos&s.mask)+uint64(len(chunk)) == s.h.capacity
+walk:
+	for off < uint64(len(chunk)) {
+		if pos < t2 {
+			// Overwritten while we copied: resume at the new tail.
+			s.rpos = t2
+			return n, nil
+		}
+		rest := uint64(len(chunk)) - off
+		fileOff := int64(HeaderSize + (pos & s.mask))
+		if rest < 8 {
+			return n, s.fail("record.kind", fileOff+4, corruptf(nil, "record header cut by the ring end or write cursor %d", w))
+		}
+		length := le.Uint32(chunk[off:])
+		kind := le.Uint32(chunk[off+4:])
+		switch kind {
+		case KindPadding:
+			skip := s.h.capacity - (pos & s.mask)
+			if skip > w-pos {
+				return n, s.fail("record.length", fileOff, corruptf(nil, "padding to the ring end passes write_cursor %d", w))
+			}
+			pos += skip
+			s.rpos = pos
+			return n, nil // the chunk never extends past the ring end
+		case KindMessage:
+		default:
+			return n, s.fail("record.kind", fileOff+4, corruptf(nil, "%d at position %d", kind, pos))
+		}
+		if length > s.h.maxPayload {
+			return n, s.fail("record.length", fileOff, corruptf(nil, "%d exceeds max_payload %d", length, s.h.maxPayload))
+		}
+		size := recordSize(int(length))
+		if size > rest {
+			switch {
+			case size > w-pos:
+				return n, s.fail("record.length", fileOff, corruptf(nil, "record of %d bytes at %d passes write_cursor %d", size, pos, w))
+			case atRingEnd:
+				return n, s.fail("record.length", fileOff, corruptf(nil, "record of %d bytes at %d straddles the ring end", size, pos))
+			}
+			break walk // cut by the batch size: read it with the next chunk
+		}
+		seq := le.Uint64(chunk[off+8:])
+		if seq < s.nextSeq {
+			return n, s.fail("record.seq", fileOff+8, corruptf(nil, "%d after %d", seq, s.nextSeq-1))
+		}
+		if gap := seq - s.nextSeq; gap > 0 {
+			s.lost.Add(gap)
+		}
+		s.nextSeq = seq + 1
+		gen := int64(le.Uint64(chunk[off+16:]))
+		payload := chunk[off+RecordHeaderSize : off+RecordHeaderSize+uint64(length)]
+		if sink.IngestAt(id, now, gen, payload) {
+			bytes += uint64(length)
+		} else {
+			rejected++
+		}
+		n++
+		pos += size
+		off += size
+	}
+	s.rpos = pos
+	return n, nil
+}
+
+// verify re-checks the immutable header bytes against the copy taken at
+// open and returns a SegmentError naming the first field that changed.
+func (s *segment) verify() error {
+	cur := s.hdrMem[:frozenLen]
+	if bytes.Equal(cur, s.frozen) {
+		return nil
+	}
+	i := 0
+	for cur[i] == s.frozen[i] {
+		i++
+	}
+	name, start := fieldAt(i)
+	return s.fail(name, int64(start), corruptf(nil, "immutable header byte %d changed from %#x to %#x while live", i, s.frozen[i], cur[i]))
+}
+
+// fieldAt names the header field holding byte offset off and returns the
+// field's own offset.
+func fieldAt(off int) (string, int) {
+	fields := [...]struct {
+		start int
+		name  string
+	}{
+		{offMagic, "magic"}, {offVersion, "version"}, {offHeaderSize, "header_size"},
+		{offTotalSize, "total_size"}, {offCapacity, "capacity"}, {offMaxPayload, "max_payload"},
+		{offFlags, "flags"}, {offPID, "producer_pid"}, {offUID, "producer_uid"},
+		{offStartNs, "start_ns"}, {offHeartbeatPeriod, "heartbeat_period_ns"}, {offNameLen, "name_len"},
+		{offTypeLen, "type_len"}, {offChannelLen, "channel_len"}, {offChannelLen + 2, "reserved"},
+		{offName, "name"}, {offType, "type"}, {offChannel, "channel"},
+	}
+	for i := len(fields) - 1; i >= 0; i-- {
+		if off >= fields[i].start {
+			return fields[i].name, fields[i].start
+		}
+	}
+	return "header", 0
+}
+
+// closed reports whether the producer marked the segment closed.
+func (s *segment) closed() bool { return s.c.state.Load() == StateClosed }
+
+// close unmaps the segment and closes its file.
+func (s *segment) close() {
+	unmap(s.ring)
+	unmap(s.hdrMem)
+	s.ring, s.hdrMem = nil, nil // s.c stays: a late futexWake on it is harmless
+	if s.fd >= 0 {
+		closeFD(s.fd)
+		s.fd = -1
+	}
+	runtime.KeepAlive(s)
+}
+
+func baseName(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' {
+			return path[i+1:]
+		}
+	}
+	return path
+}

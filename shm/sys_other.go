@@ -1,0 +1,42 @@
+//go:build !linux
+
+package shm
+
+import (
+	"os"
+	"time"
+)
+
+func mapFile(fd int, offset int64, length int, writable bool) ([]byte, error) {
+	return nil, ErrNotSupported
+}
+func unmap(b []byte) error    { return nil }
+func pidGone(pid uint32) bool { return true }
+
+type fileID struct{ dev, ino uint64 }
+
+type fileInfo struct {
+	id   fileID
+	uid  uint32
+	size int64
+	reg  bool
+}
+
+func fstat(fd int) (fileInfo, error)                 { return fileInfo{}, ErrNotSupported }
+func lstat(path string) (fileInfo, error)            { return fileInfo{}, ErrNotSupported }
+func openSegmentFile(path string) (int, bool, error) { return -1, false, ErrNotSupported }
+func createSegmentFile(path string, mode os.FileMode, gid int) (int, error) {
+	return -1, ErrNotSupported
+}
+func truncateFile(fd int, size int64) error               { return ErrNotSupported }
+func closeFD(fd int) error                                { return nil }
+func getpid() uint32                                      { return uint32(os.Getpid()) }
+func geteuid() uint32                                     { return uint32(os.Geteuid()) }
+func futexWait(addr *uint32, val uint32, d time.Duration) {}
+func futexWake(addr *uint32)                              {}
+func platformSupported() error                            { return ErrNotSupported }
+
+const oNoFollow = 0
+
+func watchDir(dir string) (*os.File, error)                          { return nil, ErrNotSupported }
+func readEvents(f *os.File, out chan<- string, stop <-chan struct{}) {}
