@@ -273,9 +273,9 @@ func freeDisk(dir string) (int64, error) {
 func (r *Recorder) writeDump(j *dumpJob) DumpResult {
 	res := DumpResult{StartNs: j.from, EndNs: j.to}
 	dc := &r.cfg.Dump
-	var estimate int64
+	var estimate int64 = 64 << 10 // header, index, dump info
 	for _, id := range j.order {
-		estimate += int64(j.topics[id].t.ring.counters().HeldBytes)
+		estimate += j.topics[id].estimate()
 	}
 	if dc.MinFreeDisk > 0 {
 		free, err := freeDisk(dc.Dir)
@@ -293,7 +293,7 @@ func (r *Recorder) writeDump(j *dumpJob) DumpResult {
 	final := filepath.Join(dc.Dir, dumpName(j.t0, j.reason, j.seq))
 	tmp := final + tmpExt
 	w, err := dc.NewWriter(tmp, DumpWriterOptions{Compression: dc.Compression, FrameSize: dc.FrameSize,
-		WriterName: dc.WriterName, CreatedNs: r.clk.Now()})
+		WriterName: dc.WriterName, CreatedNs: r.clk.Now(), SizeHint: estimate})
 	if err != nil {
 		os.Remove(tmp)
 		res.Err = err
@@ -381,6 +381,26 @@ func (s *mergeSrc) position() {
 		s.c.skip(h)
 	}
 }
+
+// estimate returns an upper bound of the bytes dt's window takes in a dump
+// (payloads plus per-message framing), scanning headers only.
+func (dt *dumpTopic) estimate() int64 {
+	s := mergeSrc{dt: dt}
+	s.c.r = dt.t.ring
+	s.position()
+	var n int64
+	for {
+		h, ok := s.c.peek()
+		if !ok || h.capNs > dt.to {
+			return n
+		}
+		n += int64(h.n) + perMessageOverhead + int64(len(dt.t.info.Name)+len(dt.t.info.Channel))
+		s.c.skip(h)
+	}
+}
+
+// perMessageOverhead bounds a message's framing in a pack frame meta.
+const perMessageOverhead = 48
 
 // advance reads the next message of the window into s.m.
 func (s *mergeSrc) advance() bool { return s.c.readInto(&s.m, s.dt.to) }

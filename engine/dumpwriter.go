@@ -28,6 +28,9 @@ type DumpWriterOptions struct {
 	FrameSize   int    // data bytes per frame
 	WriterName  string
 	CreatedNs   int64
+	// SizeHint is an upper bound of the file size (0 = unknown); the pack
+	// writer preallocates and maps no more than this.
+	SizeHint int64
 }
 
 // NewDumpWriter creates the file at path and returns its writer.
@@ -51,7 +54,12 @@ func newPackWriter(path string, opts DumpWriterOptions) (DumpWriter, error) {
 	case "zstd":
 		c = pack.CompressZstd
 	}
-	w, err := pack.Create(path, pack.WriterOptions{Writer: opts.WriterName, CreatedNs: opts.CreatedNs, Compression: c})
+	po := pack.WriterOptions{Writer: opts.WriterName, CreatedNs: opts.CreatedNs, Compression: c}
+	if h := opts.SizeHint; h > 0 && h < 64<<20 {
+		// Map and preallocate about what the dump needs, not 64 MiB.
+		po.Window = int(h) + opts.FrameSize
+	}
+	w, err := pack.Create(path, po)
 	if err != nil {
 		return nil, fmt.Errorf("engine: creating dump %s: %w", path, err)
 	}
