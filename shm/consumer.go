@@ -367,6 +367,8 @@ type follower struct {
 	state atomic.Pointer[SegmentStats] // topic, online, err for Stats
 
 	changed   atomic.Bool
+	mu        sync.Mutex   // guards cur changes against stats
+	done      SegmentStats // counters of segments released so far
 	seg       *segment
 	id        engine.TopicID
 	recording bool
@@ -382,9 +384,14 @@ func (f *follower) stats() SegmentStats {
 		s = *p
 	}
 	s.Path = f.path
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.Messages, s.Bytes, s.Lost, s.Rejected = f.done.Messages, f.done.Bytes, f.done.Lost, f.done.Rejected
 	if seg := f.cur.Load(); seg != nil {
-		s.Messages, s.Bytes = seg.received.Load(), seg.bytes.Load()
-		s.Lost, s.Rejected = seg.lost.Load(), seg.rejected.Load()
+		s.Messages += seg.received.Load()
+		s.Bytes += seg.bytes.Load()
+		s.Lost += seg.lost.Load()
+		s.Rejected += seg.rejected.Load()
 	}
 	return s
 }
@@ -411,7 +418,7 @@ func (f *follower) wake() {
 func (f *follower) run() {
 	c := f.c
 	defer c.wg.Done()
-	debug.SetPanicOnFault(true) // a segment truncated under us faults: recover, quarantine
+	debug.SetPanicOnFault(true) // see follow
 	f.timer = time.NewTimer(time.Hour)
 	defer f.timer.Stop()
 	for !c.stop.Load() {
@@ -428,7 +435,14 @@ func (f *follower) run() {
 		f.follow()
 	}
 	if f.seg != nil {
-		f.finalDrain()
+		func() {
+			defer func() {
+				if r := recover(); r != nil && !isFault(r) {
+					panic(r)
+				}
+			}()
+			f.finalDrain()
+		}()
 		f.release()
 	}
 	c.mu.Lock()
@@ -489,23 +503,22 @@ func (f *follower) quarantine(id fileID, err error) {
 }
 
 func (f *follower) release() {
+	f.mu.Lock()
+	s := f.seg
+	f.done.Messages += s.received.Load()
+	f.done.Bytes += s.bytes.Load()
+	f.done.Lost += s.lost.Load()
+	f.done.Rejected += s.rejected.Load()
 	f.cur.Store(nil)
+	f.mu.Unlock()
 	f.seg.close()
 	f.seg = nil
 }
 
-// drain reads what is there, turning a fault on a truncated mapping into a
-// quarantine error.
+// drain reads what is there (only skipping it when the topic is not
+// recorded).
 func (f *follower) drain(budget int) (n int, done bool, err error) {
 	s := f.seg
-	defer func() {
-		if r := recover(); r != nil {
-			if re, ok := r.(runtime.Error); !ok || !strings.Contains(re.Error(), "fault") {
-				panic(r)
-			}
-			err = s.fail("file", 0, corruptf(ErrTruncated, "fault reading the mapping (file truncated while mapped?): %v", r))
-		}
-	}()
 	if !f.recording {
 		w, _, err := s.cursors()
 		s.rpos = w
@@ -528,8 +541,19 @@ const drainBudget = 16
 
 // follow reads the current segment until it ends (closed, dead, replaced,
 // quarantined) or the consumer stops.
+//
+// A fault on the mapping (the file was truncated under us) is recovered
+// and quarantines the segment: run sets debug.SetPanicOnFault.
 func (f *follower) follow() {
 	c, s := f.c, f.seg
+	defer func() {
+		if r := recover(); r != nil {
+			if !isFault(r) {
+				panic(r)
+			}
+			f.quarantine(s.id, s.fail("file", 0, corruptf(ErrTruncated, "fault on the mapping (file truncated while mapped?): %v", r)))
+		}
+	}()
 	interval := c.opts.CheckInterval
 	if hb := time.Duration(s.h.heartbeatPeriod); hb > 0 && hb/2 < interval {
 		interval = max(hb/2, time.Millisecond)

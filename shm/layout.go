@@ -198,6 +198,11 @@ func decodeString(b []byte, field string, offLen, off, max, min int) (string, *f
 	if err := checkText(s); err != nil {
 		return "", &fieldError{field, int64(off), corruptf(nil, "%v", err)}
 	}
+	for i, c := range b[off+n : off+max] {
+		if c != 0 {
+			return "", &fieldError{field, int64(off + n + i), corruptf(nil, "unused byte %d is %#x, not zero", n+i, c)}
+		}
+	}
 	return string(s), nil
 }
 

@@ -250,28 +250,30 @@ func (s *segment) verify() error {
 	for cur[i] == s.frozen[i] {
 		i++
 	}
-	return s.fail(fieldAt(i), int64(i), corruptf(nil, "immutable header byte changed from %#x to %#x while live", s.frozen[i], cur[i]))
+	name, start := fieldAt(i)
+	return s.fail(name, int64(start), corruptf(nil, "immutable header byte %d changed from %#x to %#x while live", i, s.frozen[i], cur[i]))
 }
 
-// fieldAt names the header field holding byte offset off.
-func fieldAt(off int) string {
+// fieldAt names the header field holding byte offset off and returns the
+// field's own offset.
+func fieldAt(off int) (string, int) {
 	fields := [...]struct {
-		end  int
-		name string
+		start int
+		name  string
 	}{
-		{offVersion, "magic"}, {offHeaderSize, "version"}, {offTotalSize, "header_size"},
-		{offCapacity, "total_size"}, {offMaxPayload, "capacity"}, {offFlags, "max_payload"},
-		{offPID, "flags"}, {offUID, "producer_pid"}, {offStartNs, "producer_uid"},
-		{offHeartbeatPeriod, "start_ns"}, {offNameLen, "heartbeat_period_ns"}, {offTypeLen, "name_len"},
-		{offChannelLen, "type_len"}, {offChannelLen + 2, "channel_len"}, {offName, "reserved"},
-		{offType, "name"}, {offChannel, "type"}, {frozenLen, "channel"},
+		{offMagic, "magic"}, {offVersion, "version"}, {offHeaderSize, "header_size"},
+		{offTotalSize, "total_size"}, {offCapacity, "capacity"}, {offMaxPayload, "max_payload"},
+		{offFlags, "flags"}, {offPID, "producer_pid"}, {offUID, "producer_uid"},
+		{offStartNs, "start_ns"}, {offHeartbeatPeriod, "heartbeat_period_ns"}, {offNameLen, "name_len"},
+		{offTypeLen, "type_len"}, {offChannelLen, "channel_len"}, {offChannelLen + 2, "reserved"},
+		{offName, "name"}, {offType, "type"}, {offChannel, "channel"},
 	}
-	for _, f := range fields {
-		if off < f.end {
-			return f.name
+	for i := len(fields) - 1; i >= 0; i-- {
+		if off >= fields[i].start {
+			return fields[i].name, fields[i].start
 		}
 	}
-	return "header"
+	return "header", 0
 }
 
 // closed reports whether the producer marked the segment closed.

@@ -1,0 +1,195 @@
+package shm
+
+import (
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// validSegment makes a segment with three messages in dir and returns its
+// path; the producer stays open (live) until the test ends.
+func validSegment(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := newProducer(t, dir, ProducerOptions{Name: name, Capacity: MinCapacity, MaxPayload: 1000})
+	for i := range 3 {
+		if err := p.Publish(int64(i), []byte("hello, recorder")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p.Path()
+}
+
+func writeAt(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func u16(v uint16) []byte { return binary.LittleEndian.AppendUint16(nil, v) }
+func u32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+
+// TestHostileSegmentsQuarantined corrupts one field of a valid segment at a
+// time: each must give a SegmentError naming that field and its offset,
+// never a panic and never a partial read past the corruption.
+func TestHostileSegmentsQuarantined(t *testing.T) {
+	rec := int64(recordSize(len("hello, recorder")))
+	ring := int64(HeaderSize)
+	for _, tc := range []struct {
+		name  string
+		off   int64
+		bytes []byte
+		field string
+		at    int64
+		is    error
+		cutTo int64 // truncate the file to this size instead (when > 0)
+	}{
+		{name: "magic", off: 0, bytes: []byte("NOTEDR!!"), field: "magic", at: 0, is: ErrBadMagic},
+		{name: "version", off: offVersion, bytes: u32(99), field: "version", at: offVersion, is: ErrBadVersion},
+		{name: "header size", off: offHeaderSize, bytes: u32(8192), field: "header_size", at: offHeaderSize},
+		{name: "total size", off: offTotalSize, bytes: u64(1 << 40), field: "total_size", at: offTotalSize},
+		{name: "capacity not power of two", off: offCapacity, bytes: u64(5000), field: "capacity", at: offCapacity},
+		{name: "capacity huge", off: offCapacity, bytes: u64(1 << 62), field: "capacity", at: offCapacity},
+		{name: "max payload beyond ring", off: offMaxPayload, bytes: u32(1 << 30), field: "max_payload", at: offMaxPayload},
+		{name: "flags", off: offFlags, bytes: u32(1), field: "flags", at: offFlags},
+		{name: "negative heartbeat", off: offHeartbeatPeriod, bytes: u64(1 << 63), field: "heartbeat_period_ns", at: offHeartbeatPeriod},
+		{name: "name too long", off: offNameLen, bytes: u16(300), field: "name_len", at: offNameLen},
+		{name: "name empty", off: offNameLen, bytes: u16(0), field: "name_len", at: offNameLen},
+		{name: "name control byte", off: offName, bytes: []byte{'\n'}, field: "name", at: offName},
+		{name: "name padding not zero", off: offName + 7, bytes: []byte{'x'}, field: "name", at: offName + 7},
+		{name: "name impersonates another topic", off: offName, bytes: []byte("b"), field: "name", at: offName, is: ErrBadName},
+		{name: "type not UTF-8", off: offTypeLen, bytes: u16(1), field: "type", at: offType},
+		{name: "truncated file", cutTo: HeaderSize + 100, field: "total_size", at: offTotalSize, is: ErrTruncated},
+		{name: "truncated header", cutTo: 100, field: "total_size", at: offTotalSize, is: ErrTruncated},
+		{name: "write cursor unaligned", off: offWriteCursor, bytes: u64(13), field: "write_cursor", at: offWriteCursor},
+		{name: "tail after write", off: offTailCursor, bytes: u64(1 << 20), field: "tail_cursor", at: offTailCursor},
+		{name: "write cursor a lap ahead", off: offWriteCursor, bytes: u64(MinCapacity * 3), field: "tail_cursor", at: offTailCursor},
+		{name: "record longer than max payload", off: ring, bytes: u32(5000), field: "record.length", at: ring},
+		{name: "record past write cursor", off: ring + 2*rec, bytes: u32(900), field: "record.length", at: ring + 2*rec},
+		{name: "record kind", off: ring + rec + 4, bytes: u32(9), field: "record.kind", at: ring + rec + 4},
+		{name: "sequence backwards", off: ring + 2*rec + 8, bytes: u64(0), field: "record.seq", at: ring + 2*rec + 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := validSegment(t, dir, "a")
+			if tc.name == "type not UTF-8" {
+				writeAt(t, path, offType, []byte{0xff})
+			}
+			if tc.cutTo > 0 {
+				if err := os.Truncate(path, tc.cutTo); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				writeAt(t, path, tc.off, tc.bytes)
+			}
+			sink := newRecSink()
+			st, err := DrainFile(path, sink, ConsumerOptions{})
+			var se *SegmentError
+			if !errors.As(err, &se) {
+				t.Fatalf("got %v (%T), want a *SegmentError", err, err)
+			}
+			if se.Segment != path || se.Field != tc.field || se.Offset != tc.at {
+				t.Errorf("got segment %s field %s offset %d, want %s %s %d (%v)", se.Segment, se.Field, se.Offset, path, tc.field, tc.at, err)
+			}
+			if !errors.Is(err, ErrCorrupt) || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Errorf("%v: does not wrap ErrCorrupt / %v", err, tc.is)
+			}
+			for _, s := range []string{path, tc.field} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not name %q", err, s)
+				}
+			}
+			// Records before the corruption may be ingested, never after it.
+			if int64(st.Messages)*rec+ring > max(tc.at, ring) && tc.at >= ring {
+				t.Errorf("%d messages ingested past the corruption at %d", st.Messages, tc.at)
+			}
+		})
+	}
+}
+
+func TestValidSegmentDrains(t *testing.T) {
+	path := validSegment(t, t.TempDir(), "a")
+	sink := newRecSink()
+	st, err := DrainFile(path, sink, ConsumerOptions{})
+	if err != nil || st.Messages != 3 || st.Lost != 0 {
+		t.Fatalf("got %+v, %v; want 3 messages", st, err)
+	}
+}
+
+func TestSegmentOwnerChecked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another user")
+	}
+	dir := t.TempDir()
+	path := validSegment(t, dir, "a")
+	if err := os.Chown(path, 12345, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DrainFile(path, newRecSink(), ConsumerOptions{}); !errors.Is(err, ErrOwner) {
+		t.Fatalf("foreign owner: %v, want ErrOwner", err)
+	}
+	if _, err := DrainFile(path, newRecSink(), ConsumerOptions{AllowUIDs: []uint32{12345}}); err != nil {
+		t.Fatalf("allowed owner: %v", err)
+	}
+}
+
+func TestSymlinkSegmentRefused(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	target := validSegment(t, elsewhere, "a")
+	link := filepath.Join(dir, filepath.Base(target))
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DrainFile(link, newRecSink(), ConsumerOptions{}); !errors.Is(err, syscall.ELOOP) {
+		t.Fatalf("symlink: %v, want ELOOP", err)
+	}
+	fifo := filepath.Join(dir, "fifo~.seg")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DrainFile(fifo, newRecSink(), ConsumerOptions{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("fifo: %v, want a not-a-regular-file error", err)
+	}
+	if _, err := DrainFile(filepath.Join(dir, "missing~.seg"), newRecSink(), ConsumerOptions{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing: %v", err)
+	}
+}
+
+func TestSegmentFileNameIsSafe(t *testing.T) {
+	f := func(name, channel, want string) {
+		t.Helper()
+		got := SegmentFileName(name, channel)
+		if want != "" && got != want {
+			t.Errorf("SegmentFileName(%q, %q) = %q, want %q", name, channel, got, want)
+		}
+		if strings.ContainsAny(got, "/\x00") || got[0] == '.' || len(got) > 255 || !isSegmentName(got) {
+			t.Errorf("SegmentFileName(%q, %q) = %q is not a safe file name", name, channel, got)
+		}
+	}
+	f("vehicle/speed", "", "vehicle%2Fspeed~.seg")
+	f("vehicle/speed", "front", "vehicle%2Fspeed~front.seg")
+	f("../../etc/passwd", "", "%2E.%2F..%2Fetc%2Fpasswd~.seg")
+	f(".hidden", "x", "%2Ehidden~x.seg")
+	f("a~b", "", "a%7Eb~.seg")
+	f(strings.Repeat("é", 128), strings.Repeat("/", 64), "")
+	long1 := SegmentFileName(strings.Repeat("x", 250)+"1", "")
+	long2 := SegmentFileName(strings.Repeat("x", 250)+"2", "")
+	if long1 == long2 {
+		t.Errorf("long names collide: %q", long1)
+	}
+	// Distinct (name, channel) pairs never share a file.
+	if SegmentFileName("a~b", "") == SegmentFileName("a", "b") {
+		t.Error("a~b# and a#b share a file")
+	}
+}
