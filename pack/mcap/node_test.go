@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"edr-lite/pack"
 )
 
 // nodeResult mirrors what testdata/node/validate.mjs prints per file.
@@ -184,5 +186,62 @@ func TestNodeReader(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNodeReadsExport: a pack dump exported to MCAP (each compression) and a
+// dump written directly as MCAP read back in @mcap/core with identical
+// messages per topic, and the trigger in the metadata.
+func TestNodeReadsExport(t *testing.T) {
+	dir := nodeValidator(t)
+	msgs := packMessages(600)
+	want := wantTopics(wantExport(msgs))
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "in.pack")
+	writePack(t, in, msgs, pack.CompressLZ4)
+	var files []string
+	for _, comp := range compressions {
+		out := filepath.Join(tmp, fmt.Sprintf("export-%s.mcap", comp))
+		exportFile(t, in, out, Options{Compression: comp, ChunkSize: 32 << 10})
+		files = append(files, out)
+	}
+	direct := filepath.Join(tmp, "direct.mcap")
+	pw, err := CreatePackWriter(direct, FileOptions{Options: Options{Compression: CompressionZstd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if err := pw.Add(m.name, m.channel, m.meta, m.gen, m.done, m.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = pw.SetDumpInfo(testDumpInfo)
+	if err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, direct)
+	res := runNode(t, dir, files...)
+	for _, f := range files {
+		r := res[f]
+		if r.Error != "" {
+			t.Fatalf("%s: @mcap/core failed: %s", filepath.Base(f), r.Error)
+		}
+		for name, got := range map[string]map[string]topicStat{"indexed": r.Indexed.Topics, "stream": r.Stream.Topics} {
+			if len(got) != len(want) {
+				t.Errorf("%s %s: %d topics, want %d", filepath.Base(f), name, len(got), len(want))
+			}
+			for k, w := range want {
+				if got[k] != w {
+					t.Errorf("%s %s: topic %q: got %+v, want %+v", filepath.Base(f), name, k, got[k], w)
+				}
+			}
+		}
+		found := false
+		for _, md := range r.Indexed.Metadata {
+			found = found || (md.Name == MetadataTrigger && md.KV["reason"] == "hard-brake")
+		}
+		if !found || !r.Indexed.DataSectionCrcOk {
+			t.Errorf("%s: trigger metadata found %v, data CRC ok %v", filepath.Base(f), found, r.Indexed.DataSectionCrcOk)
+		}
 	}
 }
