@@ -327,4 +327,3 @@ func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, e
 	st.Written = pw.w.Written()
 	return st, nil
 }
-
