@@ -81,6 +81,7 @@ var packCompression = map[string]pack.Compression{
 // BenchmarkWrite measures writing the same messages as MCAP and as pack, per
 // compression, to io.Discard (encoding cost) and to a durable dump file
 // through each format's mmap file writer (fsync'd and renamed by Close),
+// and for MCAP also through buffered write(2) (sink=file-write, NoMmap),
 // beside a same-run baseline: the payload bytes written to a file with
 // write(2) and fsync. MB/s counts payload bytes; size-ratio is file bytes
 // per payload byte.
@@ -108,7 +109,7 @@ func BenchmarkWrite(b *testing.B) {
 				f.Close()
 			}
 		})
-		for _, sink := range []string{"discard", "file"} {
+		for _, sink := range []string{"discard", "file", "file-write"} {
 			for _, comp := range compressions {
 				name := comp
 				if name == "" {
@@ -132,7 +133,7 @@ func BenchmarkWrite(b *testing.B) {
 							size = w.Written()
 							continue
 						}
-						fw, err := Create(path, FileOptions{Options: Options{Compression: comp}})
+						fw, err := Create(path, FileOptions{Options: Options{Compression: comp}, NoMmap: sink == "file-write"})
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -145,6 +146,9 @@ func BenchmarkWrite(b *testing.B) {
 					benchSink += size
 					b.ReportMetric(float64(size)/float64(payload), "size-ratio")
 				})
+				if sink == "file-write" {
+					continue // pack has no write(2) file writer
+				}
 				b.Run(fmt.Sprintf("data=%s/sink=%s/format=pack/compression=%s", wl, sink, name), func(b *testing.B) {
 					path := filepath.Join(b.TempDir(), "dump.pack")
 					opts := pack.WriterOptions{Compression: packCompression[comp]}

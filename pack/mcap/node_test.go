@@ -245,3 +245,51 @@ func TestNodeReadsExport(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeReadsDemoExport: two simulated seconds of the demo vehicle
+// (speed, brake, IMU, 200 KB camera frames) recorded as a pack dump,
+// exported to MCAP with each compression, read by @mcap/core with the
+// same messages per topic.
+func TestNodeReadsDemoExport(t *testing.T) {
+	dir := nodeValidator(t)
+	topics, msgs, _ := benchWorkload(false)
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "demo.pack")
+	w, err := pack.Create(in, pack.WriterOptions{Writer: "demo", Compression: pack.CompressLZ4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []sent
+	for _, m := range msgs {
+		tp := topics[m.ChannelID]
+		if err := w.Add(tp.Name, "", nil, int64(m.PublishTime), int64(m.LogTime), m.Data); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, sent{tp.Name, m})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, comp := range compressions {
+		out := filepath.Join(tmp, fmt.Sprintf("demo-%s.mcap", comp))
+		exportFile(t, in, out, Options{Compression: comp})
+		files = append(files, out)
+	}
+	res := runNode(t, dir, files...)
+	wt := wantTopics(want)
+	for _, f := range files {
+		r := res[f]
+		if r.Error != "" {
+			t.Fatalf("%s: @mcap/core failed: %s", filepath.Base(f), r.Error)
+		}
+		if len(r.Indexed.Topics) != len(wt) || len(r.Stream.Topics) != len(wt) {
+			t.Errorf("%s: topics %v / %v", filepath.Base(f), r.Indexed.Topics, r.Stream.Topics)
+		}
+		for k, w := range wt {
+			if r.Indexed.Topics[k] != w || r.Stream.Topics[k] != w {
+				t.Errorf("%s: topic %q: indexed %+v stream %+v, want %+v", filepath.Base(f), k, r.Indexed.Topics[k], r.Stream.Topics[k], w)
+			}
+		}
+	}
+}
