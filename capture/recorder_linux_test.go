@@ -100,7 +100,7 @@ func checkRecorded(t *testing.T, rec *engine.Recorder, topic string, want [][]by
 
 func TestUDPIntoRecorder(t *testing.T) {
 	rec := newRecorder(t)
-	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", Topic: "lidar/front"}, rec)
+	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", Topic: "lidar/front", RcvBuf: 8 << 20}, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestRawIntoRecorder(t *testing.T) {
 	var port int
 	ns.do(func() {
 		var err error
-		src, err = NewRaw(RawOptions{Interface: "lo", Topic: "someip/{dport}", Payload: PayloadUDP, BlockTimeout: time.Millisecond, BlockSize: 1 << 16}, rec)
+		src, err = NewRaw(RawOptions{Interface: "lo", Topic: "someip/{dport}", Payload: PayloadUDP, BlockTimeout: time.Millisecond, BlockSize: 1 << 20}, rec)
 		skipUnlessPrivileged(t, err, "CAP_NET_RAW")
 		rx := listenUDP(t, "127.0.0.1:0")
 		port = rx.LocalAddr().(*net.UDPAddr).Port

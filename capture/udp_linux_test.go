@@ -28,7 +28,7 @@ func runSource(t *testing.T, run func(context.Context) error, closeFn func() err
 	}
 }
 
-func dialUDP(t *testing.T, to netip.AddrPort) *net.UDPConn {
+func dialUDP(t testing.TB, to netip.AddrPort) *net.UDPConn {
 	t.Helper()
 	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(to))
 	if err != nil {
