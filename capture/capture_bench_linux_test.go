@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"edr-lite/engine"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -144,9 +146,20 @@ func benchUDP(b *testing.B, size int, gso bool) {
 		}
 		m.report()
 	})
-	b.Run(name+"/source", func(b *testing.B) {
-		rec := newRecorder(b)
-		src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", RcvBuf: 8 << 20, Topic: "udp/{dport}", GRO: gso}, rec.Recorder)
+	// source-nosink hands packets to a sink that only counts them: the
+	// receive side alone, without the copy into the recorder's ring.
+	for _, sub := range []string{"source", "source-nosink"} {
+		benchUDPSource(b, name+"/"+sub, size, gso, sub == "source", sender)
+	}
+}
+
+func benchUDPSource(b *testing.B, name string, size int, gso, recorder bool, sender func(*testing.B, netip.AddrPort) *net.UDPConn) {
+	b.Run(name, func(b *testing.B) {
+		var sink engine.Sink = &countingSink{}
+		if recorder {
+			sink = newRecorder(b).Recorder
+		}
+		src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", RcvBuf: 8 << 20, Topic: "udp/{dport}", GRO: gso}, sink)
 		if err != nil {
 			b.Fatal(err)
 		}
