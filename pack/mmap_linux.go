@@ -56,7 +56,18 @@ type mmapSink struct {
 	pos       int64  // committed bytes
 	allocated int64  // bytes fallocated
 	reserved  int
+	kicked    int64 // file offset up to which writeback was started
+	faulted   int64 // file offset up to which the window is populated
 }
+
+// prefaultAhead is how far beyond the bytes being written the mmap writer
+// populates the window (MADV_POPULATE_WRITE) in one call.
+const prefaultAhead = 8 << 20
+
+// writebackChunk is how much written data the mmap writer lets accumulate
+// before starting its writeback (sync_file_range), so that disk I/O
+// overlaps the copying and Close's fsync finds little left to do.
+const writebackChunk = 8 << 20
 
 func (s *mmapSink) reserve(n int) ([]byte, error) {
 	rel := s.pos - s.winOff
@@ -65,6 +76,9 @@ func (s *mmapSink) reserve(n int) ([]byte, error) {
 			return nil, err
 		}
 		rel = s.pos - s.winOff
+	}
+	if s.prefault && s.pos+int64(n) > s.faulted {
+		s.populate(s.pos + int64(n))
 	}
 	s.reserved = n
 	return s.win[rel : rel+int64(n) : rel+int64(n)], nil
@@ -76,7 +90,16 @@ func (s *mmapSink) commit(n int) error {
 	}
 	s.pos += int64(n)
 	s.reserved = 0
+	if s.writeback && s.pos-s.kicked >= writebackChunk {
+		s.kick()
+	}
 	return nil
+}
+
+// kick starts asynchronous writeback of [kicked, pos).
+func (s *mmapSink) kick() {
+	_ = unix.SyncFileRange(s.fd, s.kicked, s.pos-s.kicked, unix.SYNC_FILE_RANGE_WRITE)
+	s.kicked = s.pos
 }
 
 // remap moves the window so that it starts at the page holding pos and
@@ -104,12 +127,23 @@ func (s *mmapSink) remap(n int64) error {
 		return &os.PathError{Op: "mmap", Path: s.path, Err: err}
 	}
 	s.win, s.winOff = b, off
-	if s.prefault {
-		// Populate the window's pages in one call instead of one fault per
-		// page. Kernels before 5.14 say EINVAL: then pages fault on first write.
-		_ = unix.Madvise(b, unix.MADV_POPULATE_WRITE)
-	}
+	s.faulted = max(s.faulted, off)
 	return nil
+}
+
+// populate faults in the window's pages from s.faulted to at least upto
+// (plus prefaultAhead) in one call instead of one fault per page. Kernels
+// before 5.14 say EINVAL: then pages fault on first write.
+func (s *mmapSink) populate(upto int64) {
+	end := min(upto+prefaultAhead, s.winOff+int64(len(s.win)))
+	from := s.faulted &^ (s.page - 1)
+	if from < s.winOff {
+		from = s.winOff
+	}
+	if end > from {
+		_ = unix.Madvise(s.win[from-s.winOff:end-s.winOff], unix.MADV_POPULATE_WRITE)
+	}
+	s.faulted = end
 }
 
 // unmap releases the current window after starting writeback of what was
@@ -118,9 +152,8 @@ func (s *mmapSink) unmap() error {
 	if s.win == nil {
 		return nil
 	}
-	if s.writeback && s.pos > s.winOff {
-		// Start writeback now so that the final fsync finds little to do.
-		_ = unix.SyncFileRange(s.fd, s.winOff, s.pos-s.winOff, unix.SYNC_FILE_RANGE_WRITE)
+	if s.writeback && s.pos > s.kicked {
+		s.kick()
 	}
 	err := unix.Munmap(s.win)
 	s.win = nil

@@ -500,3 +500,38 @@ func TestFrameAPI(t *testing.T) {
 		t.Fatalf("SplitTopic %q %q", name, ch)
 	}
 }
+
+type failWriter struct{ n int }
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if w.n -= len(p); w.n < 0 {
+		return 0, errors.New("pipe closed")
+	}
+	return len(p), nil
+}
+
+func TestStreamWriterErrorIsSticky(t *testing.T) {
+	w, err := NewStreamWriter(&failWriter{n: 1 << 20}, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 256<<10)
+	var werr error
+	for i := 0; i < 20 && werr == nil; i++ {
+		f := NewFrame(uint64(i), 0)
+		f.AddMetaBorrowed("x", "", nil, 0, 0, data)
+		werr = w.WriteFrame(f)
+	}
+	if werr == nil || werr.Error() != "pipe closed" {
+		t.Fatalf("WriteFrame on a failing writer: %v", werr)
+	}
+	if err := w.Flush(); err == nil {
+		t.Fatal("Flush after failure succeeded")
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after failure succeeded")
+	}
+	if err := w.WriteFrame(NewFrame(0, 0)); err == nil {
+		t.Fatal("WriteFrame after Close succeeded")
+	}
+}

@@ -158,13 +158,15 @@ type Rule struct {
 	budget Budget
 	logger *slog.Logger
 
-	L         *lua.LState
-	meter     *meter
-	nums      numBox
-	view      *lua.LUserData
-	onMessage *lua.LFunction
-	onTick    *lua.LFunction
-	onDump    *lua.LFunction
+	L          *lua.LState
+	meter      *meter
+	nums       numBox
+	view       *lua.LUserData
+	methods    *lua.LTable // the view's __index
+	usedFields uint8       // bit i: viewFields[i] is named in the script
+	onMessage  *lua.LFunction
+	onTick     *lua.LFunction
+	onDump     *lua.LFunction
 
 	cur      *Message
 	now      int64
@@ -176,6 +178,7 @@ type Rule struct {
 	paramSet   map[string]bool // names declared with param()
 	declFailed bool            // the load error came from rule{} or param()
 	dead       bool
+	closed     bool
 
 	// cooldown and rate limit, in message time
 	fired    bool
@@ -238,6 +241,7 @@ func (r *Rule) load() error {
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrSyntax, strings.Join(strings.Fields(luaMessage(err)), " "))
 	}
+	r.findUsedFields(fn.Proto)
 	r.loading = true
 	err = r.call(fn, r.budget.Instructions*LoadFactor, nil)
 	r.loading = false
@@ -344,6 +348,7 @@ func (r *Rule) Feed(m *Message) {
 		return
 	}
 	r.cur, r.now = m, m.TS
+	r.storeFields(m)
 	err := r.call(r.onMessage, r.budget.Instructions, r.view)
 	r.cur = nil
 	r.st.messages.Add(1)
@@ -472,9 +477,11 @@ func (r *Rule) Status() RuleStatus {
 	return out
 }
 
-// Close releases the Lua state.
+// Close releases the Lua state. It is idempotent.
 func (r *Rule) Close() {
-	if r.L != nil {
+	if r.L != nil && !r.closed {
+		r.closed = true
+		r.dead = true
 		r.L.Close()
 	}
 }

@@ -367,6 +367,8 @@ type follower struct {
 	state atomic.Pointer[SegmentStats] // topic, online, err for Stats
 
 	changed   atomic.Bool
+	mu        sync.Mutex   // guards cur changes against stats
+	done      SegmentStats // counters of segments released so far
 	seg       *segment
 	id        engine.TopicID
 	recording bool
@@ -382,9 +384,14 @@ func (f *follower) stats() SegmentStats {
 		s = *p
 	}
 	s.Path = f.path
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.Messages, s.Bytes, s.Lost, s.Rejected = f.done.Messages, f.done.Bytes, f.done.Lost, f.done.Rejected
 	if seg := f.cur.Load(); seg != nil {
-		s.Messages, s.Bytes = seg.received.Load(), seg.bytes.Load()
-		s.Lost, s.Rejected = seg.lost.Load(), seg.rejected.Load()
+		s.Messages += seg.received.Load()
+		s.Bytes += seg.bytes.Load()
+		s.Lost += seg.lost.Load()
+		s.Rejected += seg.rejected.Load()
 	}
 	return s
 }
@@ -496,7 +503,14 @@ func (f *follower) quarantine(id fileID, err error) {
 }
 
 func (f *follower) release() {
+	f.mu.Lock()
+	s := f.seg
+	f.done.Messages += s.received.Load()
+	f.done.Bytes += s.bytes.Load()
+	f.done.Lost += s.lost.Load()
+	f.done.Rejected += s.rejected.Load()
 	f.cur.Store(nil)
+	f.mu.Unlock()
 	f.seg.close()
 	f.seg = nil
 }
