@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"edr-lite/engine"
+	"edr-lite/internal/clock"
 )
 
 // notifying passes everything to the recorder and signals each ingest, so
@@ -29,7 +30,7 @@ func (n *notifying) IngestAt(id engine.TopicID, captureNs, genNs int64, payload 
 
 func newRecorder(t testing.TB) *notifying {
 	t.Helper()
-	rec, err := engine.New(engine.Config{CacheSize: 16 << 20, TopicBytes: 4 << 20, Pre: time.Minute})
+	rec, err := engine.New(engine.Config{CacheSize: 16 << 20, TopicBytes: 4 << 20, Pre: time.Minute, Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestUDPIntoRecorder(t *testing.T) {
 	}
 	stop := runSource(t, src.Run, src.Close)
 	c := dialUDP(t, src.LocalAddr())
-	from := time.Now().Add(-2 * time.Millisecond).UnixNano() // the recorder's clock is coarse
+	from := time.Now().UnixNano()
 	var want [][]byte
 	for i := range 300 {
 		p := payloadFor(2, i, 1+i*29%1500)
@@ -119,7 +120,7 @@ func TestUDPIntoRecorder(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	checkRecorded(t, rec.Recorder, "lidar/front", want, from, time.Now().Add(2*time.Millisecond).UnixNano())
+	checkRecorded(t, rec.Recorder, "lidar/front", want, from, time.Now().UnixNano())
 	if ts := rec.Topics()[0]; ts.Online || ts.Info.Source != "udp:127.0.0.1:0" {
 		t.Errorf("after Close: %+v, want the topic offline", ts)
 	}

@@ -53,6 +53,10 @@ type Config struct {
 	// the topic applies.
 	Topics []TopicOverride
 
+	// DestroyOnOffline returns an offline topic's ring to the arena once
+	// no Reader or pending dump needs it.
+	DestroyOnOffline bool
+
 	// Dump configures dump files. Dumps are disabled when Dump.Dir is "".
 	Dump DumpConfig
 }
