@@ -51,7 +51,7 @@ func TestCHeaderMatchesLayout(t *testing.T) {
 		"OFF_WRITE_CURSOR": offWriteCursor, "OFF_TAIL_CURSOR": offTailCursor, "OFF_NEXT_SEQ": offNextSeq,
 		"OFF_OVERSIZE": offOversize, "OFF_HEARTBEAT_NS": offHeartbeatNs, "OFF_STATE": offState,
 		"OFF_WAITERS": offWaiters, "KIND_MESSAGE": KindMessage, "KIND_PADDING": KindPadding,
-		"STATE_LIVE": StateLive, "STATE_CLOSED": StateClosed, "MAX_ESCAPED_NAME": maxEscapedName,
+		"STATE_LIVE": StateLive, "STATE_CLOSED": StateClosed, "MAX_ESCAPED_NAME": maxEscapedName, "TAIL_SLACK": tailSlack,
 	}
 	for k, v := range want {
 		got, err := strconv.Atoi(defs["EDR_SHM_"+k])

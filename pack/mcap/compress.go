@@ -23,8 +23,14 @@ func newCompressor(name string, chunkSize int) (compressor, error) {
 	case CompressionLZ4:
 		return newLZ4Compressor(chunkSize), nil
 	case CompressionZstd:
+		// Each chunk is compressed on its own: a window larger than the
+		// chunk buys nothing and costs memory (8 MiB by default).
+		window := zstd.MinWindowSize
+		for window < chunkSize && window < zstd.MaxWindowSize {
+			window <<= 1
+		}
 		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1),
-			zstd.WithEncoderLevel(zstd.SpeedDefault))
+			zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(window), zstd.WithLowerEncoderMem(true))
 		if err != nil {
 			return nil, fmt.Errorf("mcap: zstd encoder: %w", err)
 		}

@@ -11,7 +11,7 @@ import (
 
 // DefaultWindow is the size of the file mapping the FileWriter writes
 // through when FileOptions.Window is zero.
-const DefaultWindow = 8 << 20
+const DefaultWindow = 32 << 20
 
 // FileOptions configure a FileWriter.
 type FileOptions struct {

@@ -86,6 +86,7 @@
 #define EDR_SHM_STATE_LIVE 1
 #define EDR_SHM_STATE_CLOSED 2
 #define EDR_SHM_MAX_ESCAPED_NAME 200
+#define EDR_SHM_TAIL_SLACK 16
 #define EDR_SHM_SUFFIX ".seg"
 
 typedef struct edr_shm_options {
@@ -287,13 +288,16 @@ static inline int edr_shm_publish(edr_shm_producer *p, int64_t gen_ns, const voi
 	off = p->w & p->mask;
 	if (rec > p->cap - off) pad = p->cap - off;
 	end = p->w + pad + rec;
-	t = p->tail;
-	if (end - t > p->cap) {
-		while (end - t > p->cap) {
+	if (end - p->tail > p->cap) {
+		uint64_t first = p->w + pad, want = end - (p->cap - p->cap / EDR_SHM_TAIL_SLACK);
+		t = p->tail;
+		if (want > first) want = first;
+		while (t < want) {
 			uint64_t toff = t & p->mask, size = p->cap - toff;
+			if (t == p->w) { t = first; break; } /* nothing valid beyond the write cursor */
 			if (edr_shm__get32(p->ring + toff + 4) != EDR_SHM_KIND_PADDING)
 				size = edr_shm__record_size(edr_shm__get32(p->ring + toff));
-			if (size > p->cap - toff || size > end - t) { t = end - rec; break; }
+			if (size > p->cap - toff || size > p->w - t) { t = first; break; } /* scribbled on */
 			t += size;
 		}
 		p->tail = t;
@@ -313,7 +317,7 @@ static inline int edr_shm_publish(edr_shm_producer *p, int64_t gen_ns, const voi
 	if (len) memcpy(r + EDR_SHM_RECORD_HEADER_SIZE, payload, len);
 	p->seq++;
 	p->w = end;
-	__atomic_store_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_NEXT_SEQ), p->seq, __ATOMIC_SEQ_CST);
+	__atomic_store_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_NEXT_SEQ), p->seq, __ATOMIC_RELAXED); /* monitoring only */
 	__atomic_store_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_WRITE_CURSOR), end, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), __ATOMIC_SEQ_CST) != 0 &&
 	    __atomic_exchange_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), 0, __ATOMIC_SEQ_CST) != 0)
