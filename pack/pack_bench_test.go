@@ -434,10 +434,13 @@ func BenchmarkWriteDurableRounds(b *testing.B) {
 		fn   func() error
 	}{
 		{"mmap", mmapWith(WriterOptions{CreatedNs: 1})},
-		{"mmap-naive", mmapWith(WriterOptions{CreatedNs: 1, NoPrefault: true, NoAsyncWriteback: true})},
+		{"mmap-naive", mmapWith(WriterOptions{CreatedNs: 1, NoPrefault: true, NoAsyncWriteback: true, NoHugePages: true})},
 		{"fallocate+write+fsync", writeWith(true, false)},
 		{"write+fsync", writeWith(false, false)},
 		{"fallocate+write+syncfilerange+fsync", writeWith(true, true)},
+		{"pack-NoMmap", mmapWith(WriterOptions{CreatedNs: 1, NoMmap: true})},
+		{"mmap-nohuge", mmapWith(WriterOptions{CreatedNs: 1, NoHugePages: true})},
+		{"mmap-win16M", mmapWith(WriterOptions{CreatedNs: 1, Window: 16 << 20})},
 	}
 	durs := make([][]float64, len(variants))
 	round := 0
@@ -463,6 +466,7 @@ func BenchmarkWriteDurableRounds(b *testing.B) {
 	best := max(mbps[2], mbps[3], mbps[4])
 	b.ReportMetric(mbps[0]/best, "mmap/best-write")
 	b.ReportMetric(mbps[1]/best, "naive/best-write")
+	b.ReportMetric(mbps[5]/best, "NoMmap/best-write")
 }
 
 func nowNs() int64 { return time.Now().UnixNano() }
