@@ -41,7 +41,7 @@ func Create(path string, opts WriterOptions) (*Writer, error) {
 	win = (win + page - 1) &^ (page - 1)
 	pre := opts.Prealloc
 	if pre <= 0 {
-		pre = win
+		pre = min(win, 64<<20)
 	}
 	s := &mmapSink{f: f, fd: int(f.Fd()), path: path, page: page, window: win, prealloc: pre,
 		prefault: !opts.NoPrefault, writeback: !opts.NoAsyncWriteback, huge: !opts.NoHugePages}
@@ -86,6 +86,9 @@ func (s *mmapSink) reserve(n int) ([]byte, error) {
 		}
 		rel = s.pos - s.winOff
 	}
+	if err := s.ensure(s.pos + int64(n)); err != nil {
+		return nil, err
+	}
 	if s.prefault && s.pos+int64(n) > s.faulted {
 		s.populate(s.pos + int64(n))
 	}
@@ -119,18 +122,6 @@ func (s *mmapSink) remap(n int64) error {
 	}
 	off := s.pos &^ (s.page - 1)
 	size := max(s.window, (s.pos-off+n+s.page-1)&^(s.page-1))
-	if end := off + size; end > s.allocated {
-		grow := max(end-s.allocated, s.prealloc)
-		if err := unix.Fallocate(s.fd, 0, s.allocated, grow); err != nil {
-			if !errors.Is(err, unix.EOPNOTSUPP) {
-				return &os.PathError{Op: "fallocate", Path: s.path, Err: err}
-			}
-			if err := s.f.Truncate(s.allocated + grow); err != nil {
-				return err
-			}
-		}
-		s.allocated += grow
-	}
 	b, err := unix.Mmap(s.fd, off, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return &os.PathError{Op: "mmap", Path: s.path, Err: err}
@@ -145,11 +136,36 @@ func (s *mmapSink) remap(n int64) error {
 	return nil
 }
 
+// ensure extends the file (fallocate) to cover [0, end): in Prealloc steps,
+// or exactly when the disk has no room for a whole step. Writes through the
+// mapping never go past the allocated size, so a full disk is an ENOSPC
+// error here and never a SIGBUS.
+func (s *mmapSink) ensure(end int64) error {
+	if end <= s.allocated {
+		return nil
+	}
+	need := end - s.allocated
+	grow := max(need, s.prealloc)
+	err := unix.Fallocate(s.fd, 0, s.allocated, grow)
+	if errors.Is(err, unix.ENOSPC) && grow > need {
+		grow = need
+		err = unix.Fallocate(s.fd, 0, s.allocated, grow)
+	}
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		err = s.f.Truncate(s.allocated + grow)
+	}
+	if err != nil {
+		return &os.PathError{Op: "fallocate", Path: s.path, Err: err}
+	}
+	s.allocated += grow
+	return nil
+}
+
 // populate faults in the window's pages from s.faulted to at least upto
 // (plus prefaultAhead) in one call instead of one fault per page. Kernels
 // before 5.14 say EINVAL: then pages fault on first write.
 func (s *mmapSink) populate(upto int64) {
-	end := min(upto+prefaultAhead, s.winOff+int64(len(s.win)))
+	end := min(upto+prefaultAhead, s.winOff+int64(len(s.win)), s.allocated)
 	from := s.faulted &^ (s.page - 1)
 	if from < s.winOff {
 		from = s.winOff

@@ -28,7 +28,9 @@ type WriterOptions struct {
 	// the page size); 0 means 256 MiB (16 MiB on 32-bit platforms). A frame
 	// larger than the window gets a window of its own size.
 	Window int
-	// Prealloc is how far ahead the mmap writer fallocates; 0 means Window.
+	// Prealloc is the step in which Create fallocates ahead; 0 means
+	// 64 MiB (or Window when smaller). Near a full disk it falls back to
+	// allocating exactly what a frame needs.
 	Prealloc int64
 	// NoPrefault disables populating each window before it is written
 	// (MADV_POPULATE_WRITE). For benchmarks.
