@@ -470,3 +470,31 @@ func BenchmarkWriteDurableRounds(b *testing.B) {
 }
 
 func nowNs() int64 { return time.Now().UnixNano() }
+
+// BenchmarkMeta encodes and decodes the meta of a frame of 16 messages.
+func BenchmarkMeta(b *testing.B) {
+	f := benchFrames(1, 16, 1024, sensorData(1<<20, 4))[0]
+	for i := 0; i < 16; i++ {
+		f.msgs[i].Meta = []byte("0123456789abcdef0123456789abcdef")
+	}
+	enc := f.AppendMeta(nil)
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		buf := make([]byte, 0, len(enc))
+		for b.Loop() {
+			buf = f.AppendMeta(buf[:0])
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		var g Frame
+		for b.Loop() {
+			if err := g.UnmarshalMeta(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*16)/b.Elapsed().Seconds(), "msgs/s")
+	})
+}
