@@ -484,3 +484,30 @@ function on_dump_finished(d) log('dump', d.path, d.reason, d.bytes, d.messages, 
 		t.Errorf("log output:\n%s", out)
 	}
 }
+
+func TestPatternCost(t *testing.T) {
+	f := func(pat string, want int) {
+		t.Helper()
+		if got := patternRepeats(pat); got != want {
+			t.Errorf("patternRepeats(%q) = %d, want %d", pat, got, want)
+		}
+	}
+	f("abc", 0)
+	f("^(%w+)=(%w+)$", 2)
+	f(".-.-.-.-b", 4)
+	f("[%-+*]x%*", 0)
+	f("a?b*c+d-", 4)
+
+	r, _ := load(t, `rule{name='p', topics='a'}
+function on_message(m)
+  local k, v = string.match(string.rep('k', 5000) .. '=' .. string.rep('v', 5000), '^(%w+)=(%w+)$')
+  assert(#k == 5000 and #v == 5000)
+  assert(string.find('a.b', '.', 1, true) == 2)
+  local s = string.rep('a', 60000)
+  return s:find('.-.-.-.-b')
+end`, nil)
+	r.Feed(&Message{Topic: "a", TS: 1})
+	if st := r.Status(); !strings.Contains(st.Why, `t.lua:7: string.find: pattern ".-.-.-.-b" has 4 repetitions: too costly on 60000 bytes`) {
+		t.Errorf("why = %q", st.Why)
+	}
+}
