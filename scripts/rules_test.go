@@ -65,36 +65,8 @@ func TestHardBrake(t *testing.T) {
 		})
 	}
 
-	// a noisy, quantized signal (±0.1 m/s at 100 Hz: up to 20 m/s² between
-	// samples) fires on noise sample to sample; over a 0.2 s window only the
-	// real 9 m/s² brake fires
-	noisy := ramp(20, 0, 0.09, 300, 1000)
-	for i := range noisy {
-		noisy[i] += 0.1 * float64((i*7)%3-1) // -0.1, 0, +0.1 in a fixed pattern
-	}
-	r, f := shipped(t, "hard_brake", nil)
-	speedStream(r, "vehicle/speed", step, noisy)
-	if len(f.list) == 0 || f.list[0].TimeNs >= at(3*time.Second) {
-		t.Errorf("sample to sample on noise: want a false trigger before the brake, got %v ms", f.times(base))
-	}
-	r, f = shipped(t, "hard_brake", map[string]string{"window": "0.2"})
-	speedStream(r, "vehicle/speed", step, noisy)
-	mustNotBeDisabled(t, r)
-	if got := f.times(base); len(got) != 1 || got[0] < 3000 || got[0] > 3300 {
-		t.Errorf("window 0.2s on noise: fired at %v ms, want once just after 3000", got)
-	}
-	gentle := ramp(20, 0, 0.04, 300, 1000)
-	for i := range gentle {
-		gentle[i] += 0.1 * float64((i*7)%3-1)
-	}
-	r, f = shipped(t, "hard_brake", map[string]string{"window": "0.2"})
-	speedStream(r, "vehicle/speed", step, gentle)
-	if len(f.list) != 0 {
-		t.Errorf("window 0.2s on a noisy gentle brake: fired at %v ms", f.times(base))
-	}
-
 	// a 10 m/s drop across a 2 s gap is not a brake; other topics are ignored
-	r, f = shipped(t, "hard_brake", nil)
+	r, f := shipped(t, "hard_brake", nil)
 	r.Feed(&Message{Topic: "vehicle/speed", TS: at(0), Data: f32(20)})
 	r.Feed(&Message{Topic: "vehicle/other", TS: at(time.Second), Data: f32(0)})
 	r.Feed(&Message{Topic: "vehicle/speed", TS: at(2 * time.Second), Data: f32(10)})
