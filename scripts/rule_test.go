@@ -511,3 +511,25 @@ end`, nil)
 		t.Errorf("why = %q", st.Why)
 	}
 }
+
+func TestNamesAreUnique(t *testing.T) {
+	a, _ := load(t, "rule{name='same', topics='a'}\nfunction on_message(m) end", nil)
+	b, _ := load(t, "rule{name='same', topics='b'}\nfunction on_message(m) end", nil)
+	if _, err := NewHost(a, b); !errors.Is(err, ErrDeclaration) || !strings.Contains(err.Error(), `rule "same" already loaded from t.lua`) {
+		t.Errorf("NewHost with a duplicate: %v", err)
+	}
+	if _, err := StartLive(nil, []*Rule{a, b}, LiveOptions{}); !errors.Is(err, ErrDeclaration) {
+		t.Errorf("StartLive with a duplicate: %v", err)
+	}
+	c, _ := load(t, "rule{name='other', topics='b'}\nfunction on_message(m) end", nil)
+	h, err := NewHost(a, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ReloadSource("other", "rule{name='same', topics='b'}\nfunction on_message(m) end"); !errors.Is(err, ErrDeclaration) {
+		t.Errorf("reload into a taken name: %v", err)
+	}
+	if _, err := LoadShipped("no_such_rule", Options{}); !errors.Is(err, ErrNoRule) || !strings.Contains(err.Error(), "hard_brake") {
+		t.Errorf("LoadShipped of an unknown name: %v", err)
+	}
+}
