@@ -112,6 +112,10 @@ func TestSandbox(t *testing.T) {
 	for _, n := range present {
 		fmt.Fprintf(&src, "assert(type(%s) == 'function', '%s is missing')\n", n, n)
 	}
+	// the wrapped functions still do their job
+	src.WriteString("assert(string.format('%s!', setmetatable({}, {__tostring = function() return 'obj' end})) == 'obj!')\n")
+	src.WriteString("assert(('abab'):gsub('a', 'c') == 'cbcb' and ('ab'):rep(3) == 'ababab' and table.concat({1, 'x'}, '-') == '1-x')\n")
+	src.WriteString("assert(('k=v'):gsub('(%w)', {k = 'K'}) == 'K=v' and ('k=v'):gsub('%w', function(c) return c:upper() end) == 'K=V')\n")
 	// the loaded-modules registry does not hand the originals back
 	src.WriteString("for k, v in pairs(getmetatable('').__index) do assert(k ~= 'dump') end\n")
 	load(t, src.String(), nil)
@@ -154,6 +158,7 @@ func TestBudgets(t *testing.T) {
 		{"table.concat", "local t = {} local s = string.rep('x', 1000) for i = 1, 2000 do t[i] = s end local u = table.concat(t)", ErrBudget, "table.concat would build"},
 		{"gsub string", "local s = string.rep('x', 100000) local u = s:gsub('x', 'yyyyyyyyyyyyyyyy')", ErrBudget, "string.gsub would build"},
 		{"gsub function", "local s, y = string.rep('x', 20000), string.rep('y', 1000) local u = s:gsub('x', function() return y end)", ErrBudget, "string.gsub would build"},
+		{"format with __tostring", "local big = setmetatable({}, {__tostring = function() return string.rep('x', 1000000) end}) local s = string.format(string.rep('%s', 100), big, big, big, big, big, big)", ErrBudget, "string.format would build"},
 		{"format width", "local s = string.format('%999999d', 1)", ErrRuntime, "width or precision too long"},
 		{"recursion", "local function f() return f() + 1 end f()", ErrRuntime, "stack overflow"},
 		{"unpack", "local t = unpack({}, 1, 1e8)", ErrRuntime, "registry overflow"},

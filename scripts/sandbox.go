@@ -68,8 +68,19 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		n := len(f)
 		for i := 2; i <= L.GetTop(); i++ {
 			n += 512
-			if s, ok := L.Get(i).(lua.LString); ok {
-				n += len(s)
+			switch v := L.Get(i).(type) {
+			case lua.LString:
+				n += len(v)
+			case *lua.LTable, *lua.LUserData:
+				// a __tostring may return anything: convert here and count it
+				if L.GetMetaField(v, "__tostring") != lua.LNil {
+					s := L.ToStringMeta(v).String()
+					L.Replace(i, lua.LString(s))
+					n += len(s)
+				}
+			}
+			if n > m.maxString {
+				break
 			}
 		}
 		m.charge(L, "string.format", n)
