@@ -37,9 +37,9 @@ type FileOptions struct {
 // A FileWriter is not safe for concurrent use.
 type FileWriter struct {
 	*Writer
-	f    *os.File
-	sink *mmapSink
-	bw   *bufio.Writer
+	f       *os.File
+	sink    *mmapSink
+	bw      *bufio.Writer
 	path    string
 	tmp     string
 	inPlace bool
