@@ -17,10 +17,6 @@ import (
 	"edr-lite/pack/mcap"
 )
 
-// DefaultSpin is how long before a message's due time the player stops
-// sleeping and polls the clock instead (Options.Spin).
-const DefaultSpin = 200 * time.Microsecond
-
 // Options configure a Player. The zero value replays every topic of the
 // dumps once, as fast as possible.
 type Options struct {
@@ -43,9 +39,11 @@ type Options struct {
 	// Loop starts over from the start when the end is reached, until the
 	// context is cancelled.
 	Loop bool
-	// Spin is how long before a due time the player polls instead of
-	// sleeping, trading CPU for timing accuracy; 0 means DefaultSpin,
-	// negative means never spin.
+	// Spin, when positive, is how long before a due time the player stops
+	// sleeping and polls the clock (yielding between polls): better timing
+	// on an idle machine for a busy core, worse when the CPU is contended
+	// (see BenchmarkTimingError). 0 sleeps only; the timer's resolution
+	// (about 1 ms with Go's netpoller on Linux) then bounds the error.
 	Spin time.Duration
 }
 
@@ -210,9 +208,6 @@ func New(readers []*pack.Reader, opts Options) (*Player, error) {
 	}
 	p := &Player{opts: opts, readers: readers, index: map[topicKey]int{},
 		clk: clock.System{}, wake: make(chan struct{}, 1), spin: opts.Spin}
-	if p.spin == 0 {
-		p.spin = DefaultSpin
-	}
 	p.sleep = p.timerSleep
 	types := map[string]string{}
 	counts := map[topicKey]uint64{}
@@ -498,7 +493,7 @@ func (p *Player) waitUntil(ctx context.Context, due int64) error {
 		if d <= 0 {
 			return nil
 		}
-		if p.spin < 0 || d > p.spin {
+		if p.spin <= 0 || d > p.spin {
 			s := d
 			if p.spin > 0 {
 				s = d - p.spin

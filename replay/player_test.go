@@ -137,7 +137,7 @@ func TestPlayerTopics(t *testing.T) {
 func virtualPlayer(p *Player) *clock.Virtual {
 	v := clock.NewVirtual(1e18)
 	p.clk = v
-	p.spin = -1
+	p.spin = 0
 	p.sleep = func(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
 		v.Advance(d)
 		return ctx.Err()

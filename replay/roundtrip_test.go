@@ -117,7 +117,11 @@ func TestRoundTripDemo(t *testing.T) {
 	pubs := map[string]demo.Publisher{}
 	var prods []*shm.Producer
 	for _, tp := range demo.Topics {
-		p, err := shm.NewProducer(segA, shm.ProducerOptions{Name: tp.Name, Type: tp.Type, Capacity: 4 << 20})
+		capacity := 1 << 20
+		if tp.Name == demo.TopicCamera {
+			capacity = 16 << 20 // ~2.5s of frames: room for a consumer stalled by a loaded machine
+		}
+		p, err := shm.NewProducer(segA, shm.ProducerOptions{Name: tp.Name, Type: tp.Type, Capacity: capacity})
 		if err != nil {
 			t.Fatal(err)
 		}
