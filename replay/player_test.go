@@ -142,6 +142,7 @@ func virtualPlayer(p *Player) *clock.Virtual {
 		v.Advance(d)
 		return ctx.Err()
 	}
+	p.nap = func(d time.Duration) { v.Advance(d) }
 	return v
 }
 
