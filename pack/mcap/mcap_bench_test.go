@@ -93,6 +93,8 @@ func BenchmarkWrite(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "raw")
 			b.SetBytes(payload)
 			b.ReportAllocs()
+			cpu := startCPU()
+			defer func() { cpu.report(b, payload) }()
 			for b.Loop() {
 				f, err := os.Create(path)
 				if err != nil {
@@ -120,6 +122,7 @@ func BenchmarkWrite(b *testing.B) {
 					b.SetBytes(payload)
 					b.ReportAllocs()
 					var size int64
+					cpu := startCPU()
 					for b.Loop() {
 						if sink == "discard" {
 							w, err := NewWriter(io.Discard, Options{Compression: comp})
@@ -143,6 +146,7 @@ func BenchmarkWrite(b *testing.B) {
 						}
 						size = fw.Written()
 					}
+					cpu.report(b, payload)
 					benchSink += size
 					b.ReportMetric(float64(size)/float64(payload), "size-ratio")
 				})
@@ -155,6 +159,7 @@ func BenchmarkWrite(b *testing.B) {
 					b.SetBytes(payload)
 					b.ReportAllocs()
 					var size int64
+					cpu := startCPU()
 					for b.Loop() {
 						var w *pack.Writer
 						var err error
@@ -178,6 +183,7 @@ func BenchmarkWrite(b *testing.B) {
 						}
 						size = w.Offset()
 					}
+					cpu.report(b, payload)
 					if sink == "file" {
 						st, err := os.Stat(path)
 						if err != nil {

@@ -41,8 +41,9 @@ type topicState struct {
 }
 
 // PackWriter writes pack-model messages (name, channel, meta, gen_ts,
-// done_ts, data) as MCAP. It has the same Add / SetDumpInfo / Close methods
-// as pack.Writer, so the recorder can write either format, and ExportPack
+// done_ts, data) as MCAP. It has the same Add, WriteFrame, AddMetadata,
+// SetDumpInfo, Flush, Offset and Close methods as pack.Writer, so the
+// recorder can write either format through one interface, and ExportPack
 // uses it to convert pack files.
 //
 // Mapping of one pack message to MCAP messages:
@@ -157,6 +158,34 @@ func (p *PackWriter) Add(name, channel string, meta []byte, genTs, doneTs int64,
 	m.Data = nil
 	return nil
 }
+
+// WriteFrame writes every message of f (see Add; a message without gen_ts
+// and done_ts takes the frame time).
+func (p *PackWriter) WriteFrame(f *pack.Frame) error {
+	for i := range f.Len() {
+		m := f.Message(i)
+		doneTs := m.DoneTs
+		if doneTs == 0 && m.GenTs == 0 {
+			doneTs = f.Time()
+		}
+		if err := p.Add(m.Name, m.Channel, m.Meta, m.GenTs, doneTs, f.Data(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddMetadata writes a pack-style metadata section (a name and opaque
+// bytes) as a Metadata record with the bytes base64-encoded under "base64".
+func (p *PackWriter) AddMetadata(name string, data []byte) error {
+	return p.w.AddMetadata(name, map[string]string{"base64": base64.StdEncoding.EncodeToString(data)})
+}
+
+// Flush writes the open chunk.
+func (p *PackWriter) Flush() error { return p.w.Flush() }
+
+// Offset returns the bytes written so far.
+func (p *PackWriter) Offset() int64 { return p.w.Written() }
 
 // SetDumpInfo records the dump's triggers and per-topic accounting; Close
 // writes them as Metadata records (MetadataTrigger, MetadataTopicStats,
@@ -295,18 +324,12 @@ func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, e
 			return st, fmt.Errorf("mcap: export %s: %w", r.Path(), err)
 		}
 		st.Frames++
+		if err := pw.WriteFrame(&f); err != nil {
+			return st, err
+		}
 		for i := range f.Len() {
-			m := f.Message(i)
-			data := f.Data(i)
-			doneTs := m.DoneTs
-			if doneTs == 0 && m.GenTs == 0 {
-				doneTs = f.Time()
-			}
-			if err := pw.Add(m.Name, m.Channel, m.Meta, m.GenTs, doneTs, data); err != nil {
-				return st, err
-			}
 			st.Messages++
-			st.Bytes += uint64(len(m.Meta) + len(data))
+			st.Bytes += uint64(len(f.Message(i).Meta) + len(f.Data(i)))
 		}
 	}
 	for _, name := range r.MetadataNames() {
@@ -314,7 +337,7 @@ func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, e
 			continue
 		}
 		b, _ := r.Metadata(name)
-		if err := pw.w.AddMetadata(name, map[string]string{"base64": base64.StdEncoding.EncodeToString(b)}); err != nil {
+		if err := pw.AddMetadata(name, b); err != nil {
 			return st, err
 		}
 	}

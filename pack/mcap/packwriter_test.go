@@ -223,3 +223,19 @@ func TestPackWriterDump(t *testing.T) {
 	}
 	sameMessages(t, got, wantExport(msgs))
 }
+
+// dumpWriter is the method set the recorder can use for either format.
+type dumpWriter interface {
+	Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error
+	WriteFrame(f *pack.Frame) error
+	AddMetadata(name string, data []byte) error
+	SetDumpInfo(d pack.DumpInfo) error
+	Flush() error
+	Offset() int64
+	Close() error
+}
+
+var (
+	_ dumpWriter = (*pack.Writer)(nil)
+	_ dumpWriter = (*PackWriter)(nil)
+)

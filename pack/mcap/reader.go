@@ -186,7 +186,8 @@ func (r *Reader) Scan() (*Info, error) {
 	info := &Info{Profile: r.Profile, Library: r.Library, Compression: map[string]int{}, Scanned: true}
 	chans := map[uint16]*ChannelInfo{}
 	schemas := map[uint16]Schema{}
-	v := visitor{
+	var v visitor
+	v = visitor{
 		schema: func(s *Schema) {
 			if _, ok := schemas[s.ID]; !ok {
 				schemas[s.ID] = *s
@@ -217,6 +218,9 @@ func (r *Reader) Scan() (*Info, error) {
 			case OpAttachment:
 				info.Attachments++
 			case OpMetadata:
+				if err := r.retain(&v.kept, len(rec.body), rec.at, "Metadata"); err != nil {
+					return err
+				}
 				md, err := r.parseMetadata(rec)
 				if err != nil {
 					return err
@@ -280,6 +284,20 @@ type visitor struct {
 
 	chans []*Channel // by id
 	msg   Message
+	kept  uint64 // bytes of Schema, Channel and Metadata records retained
+}
+
+// retainBudget bounds what a walk keeps (schemas, channels, metadata) so a
+// hostile file cannot make the reader hold more than its own size plus one
+// chunk, however well its chunks compress.
+func (r *Reader) retainBudget() uint64 { return uint64(len(r.b)) + r.opt.MaxChunkSize }
+
+func (r *Reader) retain(kept *uint64, n int, at int64, field string) error {
+	*kept += uint64(n)
+	if *kept > r.retainBudget() {
+		return r.corrupt(at, field, fmt.Errorf("%w: schemas, channels and metadata exceed %d bytes", ErrTooLarge, r.retainBudget()))
+	}
+	return nil
 }
 
 // walk visits the data section: from after the Header to DataEnd (or the
@@ -405,6 +423,9 @@ func (r *Reader) visitRecord(v *visitor, rec record, inChunk string) error {
 			return fail("Schema", ErrTruncated)
 		}
 		if s.ID != 0 && v.schema != nil {
+			if err := r.retain(&v.kept, len(rec.body), rec.at, "Schema"); err != nil {
+				return err
+			}
 			v.schema(&s)
 		}
 	case OpChannel:
@@ -416,6 +437,9 @@ func (r *Reader) visitRecord(v *visitor, rec record, inChunk string) error {
 			v.chans = slices.Grow(v.chans, int(c.ID)+1-len(v.chans))[:int(c.ID)+1]
 		}
 		if v.chans[c.ID] == nil {
+			if err := r.retain(&v.kept, len(rec.body), rec.at, "Channel"); err != nil {
+				return err
+			}
 			v.chans[c.ID] = &c
 			if v.channel != nil {
 				v.channel(&c)
@@ -494,6 +518,7 @@ func (r *Reader) summaryInfo() (*Info, bool, error) {
 	info := &Info{Profile: r.Profile, Library: r.Library, Compression: map[string]int{}}
 	var stats, haveChannels bool
 	counts := map[uint16]uint64{}
+	var kept uint64
 	seenCh := map[uint16]bool{}
 	seenSc := map[uint16]bool{}
 	it := recIter{b: r.b[ss:r.footerAt], base: int64(ss)}
@@ -553,6 +578,10 @@ func (r *Reader) summaryInfo() (*Info, bool, error) {
 			off, length, name := d.u64(), d.u64(), d.str()
 			if d.bad {
 				return nil, false, r.corrupt(rec.at, "MetadataIndex", ErrTruncated)
+			}
+			// Indexes may point at the same bytes many times: bound the total.
+			if err := r.retain(&kept, int(min(length, uint64(len(r.b)))), rec.at, "MetadataIndex"); err != nil {
+				return nil, false, err
 			}
 			md, err := r.metadataAt(off, length, name)
 			if err != nil {
