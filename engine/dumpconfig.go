@@ -69,8 +69,12 @@ type DumpConfig struct {
 	// dumps whose post window has passed (DefaultPollInterval when 0).
 	PollInterval time.Duration
 	// NewWriter makes the writer of one dump file (nil: the pack mmap
-	// writer). Tests inject faults through it.
+	// writer). Tests inject faults through it; the MCAP format plugs in here.
 	NewWriter NewDumpWriter
+	// Extension is the dump files' extension, ".pack" when ""; set it with
+	// NewWriter for another format (".mcap"). Rotation counts only files
+	// with this extension.
+	Extension string
 	// WriterName is recorded in each dump's header and dump info.
 	WriterName string
 }
@@ -96,6 +100,9 @@ func (d DumpConfig) withDefaults() DumpConfig {
 	}
 	if d.NewWriter == nil {
 		d.NewWriter = newPackWriter
+	}
+	if d.Extension == "" {
+		d.Extension = dumpExt
 	}
 	if d.WriterName == "" {
 		d.WriterName = "edr-lite"
@@ -157,8 +164,8 @@ func prepareDir(dir string) error {
 }
 
 // leftoverTmp lists *.pack.tmp files in dir: dumps interrupted by a crash.
-func leftoverTmp(dir string) ([]string, error) {
-	m, err := filepath.Glob(filepath.Join(dir, "*"+dumpExt+tmpExt))
+func leftoverTmp(dir, ext string) ([]string, error) {
+	m, err := filepath.Glob(filepath.Join(dir, "*"+ext+tmpExt))
 	if err != nil {
 		return nil, fmt.Errorf("engine: listing %s: %w", dir, err)
 	}

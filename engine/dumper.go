@@ -242,8 +242,8 @@ func (r *Recorder) runJob(j *dumpJob, stopping bool) {
 	}
 }
 
-// dumpName is "<UTC>_<reason>_<seq>.pack".
-func dumpName(t0 int64, reason string, seq uint64) string {
+// dumpName is "<UTC>_<reason>_<seq><ext>" (ext ".pack" by default).
+func dumpName(t0 int64, reason string, seq uint64, ext string) string {
 	ts := time.Unix(0, t0).UTC().Format("20060102T150405.000000000Z")
 	clean := strings.Map(func(c rune) rune {
 		switch {
@@ -255,7 +255,7 @@ func dumpName(t0 int64, reason string, seq uint64) string {
 	if len(clean) > 64 {
 		clean = clean[:64]
 	}
-	return fmt.Sprintf("%s_%s_%d%s", ts, clean, seq, dumpExt)
+	return fmt.Sprintf("%s_%s_%d%s", ts, clean, seq, ext)
 }
 
 // writeDump writes j's file: .tmp, synced, renamed, directory synced.
@@ -279,7 +279,7 @@ func (r *Recorder) writeDump(j *dumpJob) DumpResult {
 			return res
 		}
 	}
-	final := filepath.Join(dc.Dir, dumpName(j.t0, j.reason, j.seq))
+	final := filepath.Join(dc.Dir, dumpName(j.t0, j.reason, j.seq, dc.Extension))
 	tmp := final + tmpExt
 	w, err := dc.NewWriter(tmp, DumpWriterOptions{Compression: dc.Compression, FrameSize: dc.FrameSize,
 		WriterName: dc.WriterName, CreatedNs: r.clk.Now(), SizeHint: estimate})
@@ -466,7 +466,7 @@ func (r *Recorder) rotate(newest string) {
 	if dc.MaxFiles == 0 && dc.MaxTotalBytes == 0 {
 		return
 	}
-	files, err := filepath.Glob(filepath.Join(dc.Dir, "*"+dumpExt))
+	files, err := filepath.Glob(filepath.Join(dc.Dir, "*"+dc.Extension))
 	if err != nil {
 		return
 	}

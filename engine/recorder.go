@@ -74,7 +74,7 @@ func New(cfg Config) (*Recorder, error) {
 		if err := prepareDir(cfg.Dump.Dir); err != nil {
 			return nil, err
 		}
-		left, err := leftoverTmp(cfg.Dump.Dir)
+		left, err := leftoverTmp(cfg.Dump.Dir, cfg.Dump.Extension)
 		if err != nil {
 			return nil, err
 		}

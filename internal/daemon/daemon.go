@@ -229,8 +229,13 @@ func EngineConfig(f *config.File) (engine.Config, error) {
 			MaxPacket: int(t.MaxPacket), MaxBytes: int64(t.MaxBytes), OnlyFront: t.OnlyFront, OnlyBack: t.OnlyBack,
 			KeepLast: t.KeepLast})
 	}
-	if r.Format != "pack" {
-		return ec, fmt.Errorf("recorder.format = %q: only \"pack\" dumps are written by this build (MCAP: use \"edr-lite export --format mcap\")", r.Format)
+	switch r.Format {
+	case "pack", "":
+	case "mcap":
+		ec.Dump.Extension = ".mcap"
+		ec.Dump.NewWriter = newMCAPDump
+	default:
+		return ec, fmt.Errorf("recorder.format = %q: want pack or mcap", r.Format)
 	}
 	return ec, nil
 }

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"edr-lite/engine"
 	"edr-lite/internal/config"
+	"edr-lite/internal/dumpfile"
 	"edr-lite/internal/control"
 	"edr-lite/shm"
 )
@@ -203,5 +205,63 @@ dst_ports = ["30490-30500", "7400"]
 	}
 	if _, err := portRanges("dst_ports", []string{"9-1"}); err == nil {
 		t.Error("reversed range accepted")
+	}
+}
+
+// TestMCAPDumps: with format = "mcap" the recorder writes .mcap dumps that
+// info reads back with the trigger and every message.
+func TestMCAPDumps(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.Recorder.Format = "mcap"
+	cfg.Recorder.Compression = "zstd"
+	cfg.Rules = nil
+	cfg.Control.HTTP = ""
+	cfg.Hooks.Exec = nil
+	d, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "imu", Type: "edr.test.IMU"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	waitFor(t, "the imu topic", func() bool { return len(d.Status().Topics) == 1 })
+	for i := range 100 {
+		p.Publish(int64(i+1), []byte{byte(i), 1, 2, 3})
+	}
+	waitFor(t, "100 messages", func() bool { return d.Status().Topics[0].Written == 100 })
+	_, res, err := d.Trigger(context.Background(), engine.TriggerParams{Reason: "mcap-test"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(res.Path, ".mcap") || res.Messages != 100 {
+		t.Fatalf("dump = %+v", res)
+	}
+	in, err := dumpfile.ReadInfo(res.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Format != dumpfile.FormatMCAP || in.Messages != 100 || len(in.Topics) != 1 || in.Topics[0].Type != "edr.test.IMU" {
+		t.Errorf("info = %+v", in)
+	}
+	if len(in.Triggers) != 1 || in.Triggers[0].Reason != "mcap-test" {
+		t.Errorf("triggers = %+v", in.Triggers)
+	}
+	n := 0
+	err = dumpfile.Walk(res.Path, func(m *dumpfile.Msg) error {
+		if m.Topic != "imu" || len(m.Data) != 4 || m.Data[0] != byte(n) {
+			t.Errorf("message %d = %+v", n, m)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 100 {
+		t.Errorf("walk: %d messages, %v", n, err)
 	}
 }
