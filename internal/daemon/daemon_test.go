@@ -13,8 +13,8 @@ import (
 
 	"edr-lite/engine"
 	"edr-lite/internal/config"
-	"edr-lite/internal/dumpfile"
 	"edr-lite/internal/control"
+	"edr-lite/internal/dumpfile"
 	"edr-lite/shm"
 )
 
