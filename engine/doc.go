@@ -18,11 +18,32 @@
 // rounded down), holding entries of a 40-byte header (length, sequence,
 // capture ns, producer ns, cumulative bytes) plus the payload, 8-byte
 // aligned, never straddling the end. The writer evicts the oldest entries to
-// make room (in chunks of 1/32 of the ring, so it publishes its tail rarely)
-// and entries older than the retention (pre + max post + 2*guard, with a
-// tolerance of 1/32 of it), except the topic's keep_last newest. A message
+// make room (jumping between checkpoints it keeps for each 1/64 of the ring,
+// so it reads no evicted header and publishes its tail about once per
+// segment; up to 1/32 of the ring may stand empty) and entries older than the
+// retention (pre + max post + 2*guard, with a tolerance of 1/32 of it),
+// except the topic's keep_last newest. A message
 // larger than the topic's max packet or its ring is rejected and counted,
 // never truncated. See ring.go and ring_read.go.
+//
+// Dumps. New acquires every fallible resource (dump directory, created and
+// probed for writability; the arena) and reports leftover NAME.pack.tmp files
+// of an earlier crash in Status. Start starts the dumper; Trigger returns at
+// once with an id, Wait (or a Hook) reports the result after the file is
+// finalized. A dump accepted at T is written at T + the largest post window
+// of its topics + guard, from each topic's [T-pre, T+post] (only_front /
+// only_back honoured, plus its keep_last messages before the window),
+// merged in capture order (or producer order through a bounded reorder
+// stage), as NAME.pack.tmp -> fsync -> rename -> directory fsync, where NAME
+// is <UTC time>_<reason>_<seq>. Each dump carries its trigger records and
+// per-topic accounting (pack.DumpInfo). Dumps never pause recording or clear
+// rings (unless BusySkipData is set). Overlapping triggers merge or not per
+// DumpConfig.Policy; MaxPerMinute rejects excess triggers (counted). After
+// each dump the oldest beyond MaxFiles / MaxTotalBytes are deleted; a dump
+// that would leave less than MinFreeDisk is refused. Stop writes pending
+// dumps at once within StopTimeout; a dump still being written at the
+// deadline is abandoned and its .tmp removed. The dump file goes through the
+// DumpWriter interface (pack's mmap writer by default).
 //
 // It is not for: Lua (rules live in package scripts), sockets (package
 // capture), shared-memory layout (package shm) or the bytes of a dump file

@@ -570,3 +570,128 @@ func TestDestroyOnOffline(t *testing.T) {
 		t.Fatalf("rediscovery: %d, %v", id2, err)
 	}
 }
+
+func TestDumpReorderByProducerTime(t *testing.T) {
+	f := func(window time.Duration, wantSorted bool) {
+		t.Helper()
+		r, vc, _ := dumpRecorder(t, Config{Pre: time.Second, Post: time.Millisecond, Guard: -1,
+			Dump: DumpConfig{ReorderWindow: window}})
+		ids := discover(t, r, "a", "b")
+		// Producer times jitter by up to 30 ms against capture order.
+		for i := range 100 {
+			ns := t0 + int64(i)*10*ms
+			vc.Set(ns)
+			for name, id := range ids {
+				gen := ns - int64((i*7919)%4)*10*ms
+				r.Ingest(id, gen, []byte(name))
+			}
+		}
+		id, _ := r.Trigger(TriggerParams{Reason: "reorder"})
+		vc.Set(t0 + 2000*ms)
+		res := wait(t, r, id)
+		if res.Err != nil || res.Messages != 200 {
+			t.Fatalf("%+v", res)
+		}
+		pr, err := pack.Open(res.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pr.Close()
+		fr := pack.NewFrame(0, 0)
+		sorted, n := true, 0
+		var last int64
+		for pr.ReadInto(fr) == nil {
+			for i := range fr.Len() {
+				g := fr.Message(i).GenTs
+				if g < last {
+					sorted = false
+				}
+				last = g
+				n++
+			}
+		}
+		if n != 200 || sorted != wantSorted {
+			t.Fatalf("window %v: %d messages, sorted by producer time = %v, want %v", window, n, sorted, wantSorted)
+		}
+	}
+	f(0, false)
+	f(50*time.Millisecond, true)
+}
+
+// gateWriter blocks its first message until release is closed.
+type gateWriter struct {
+	DumpWriter
+	entered chan struct{}
+	release chan struct{}
+	once    *sync.Once
+}
+
+func (g gateWriter) WriteMessage(t *TopicInfo, gen, c int64, d []byte) error {
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.release
+	})
+	return g.DumpWriter.WriteMessage(t, gen, c, d)
+}
+
+func TestBusySkipData(t *testing.T) {
+	f := func(skip bool) {
+		t.Helper()
+		entered, release := make(chan struct{}), make(chan struct{})
+		r, vc, _ := dumpRecorder(t, Config{Pre: time.Second, Post: time.Millisecond, Guard: -1, BusySkipData: skip,
+			Dump: DumpConfig{NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
+				w, err := newPackWriter(path, o)
+				return gateWriter{w, entered, release, &sync.Once{}}, err
+			}}})
+		ids := discover(t, r, "a")
+		feed(r, vc, ids, t0, t0+100*ms, 10*ms)
+		id, _ := r.Trigger(TriggerParams{Reason: "busy"})
+		vc.Set(t0 + 200*ms)
+		<-entered // the dump is being written
+		if !r.IsDumping() {
+			t.Fatal("IsDumping false while writing")
+		}
+		stored := r.Ingest(ids["a"], 0, []byte("during"))
+		close(release)
+		res := wait(t, r, id)
+		if stored == skip || res.Err != nil {
+			t.Fatalf("BusySkipData=%v: ingest during the dump stored=%v, %v", skip, stored, res.Err)
+		}
+		if got := r.Topics()[ids["a"]].Counters.SkippedBusy; got != map[bool]uint64{true: 1, false: 0}[skip] {
+			t.Fatalf("SkippedBusy = %d", got)
+		}
+	}
+	f(false)
+	f(true)
+}
+
+// slowWriter sleeps per message, like a very slow disk.
+type slowWriter struct{ DumpWriter }
+
+func (s slowWriter) WriteMessage(t *TopicInfo, g, c int64, d []byte) error {
+	time.Sleep(100 * time.Microsecond)
+	return s.DumpWriter.WriteMessage(t, g, c, d)
+}
+
+func TestStopAbandonsAtDeadline(t *testing.T) {
+	r, vc, dir := dumpRecorder(t, Config{Pre: time.Hour, Post: time.Hour, Guard: -1,
+		Dump: DumpConfig{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
+			w, err := newPackWriter(path, o)
+			return slowWriter{w}, err
+		}}})
+	ids := discover(t, r, "a")
+	feed(r, vc, ids, t0, t0+5000*ms, ms) // 5001 messages: ~0.5 s to write
+	id, _ := r.Trigger(TriggerParams{Reason: "abandon"})
+	start := time.Now()
+	r.Stop()
+	res := wait(t, r, id)
+	if !errors.Is(res.Err, ErrStopped) || res.Path != "" {
+		t.Fatalf("result %+v, want ErrStopped", res)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Stop took %v with a 50ms deadline", d)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}

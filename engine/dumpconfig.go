@@ -50,6 +50,12 @@ type DumpConfig struct {
 	// (0 = no cap). Excess triggers are rejected with ErrRateLimited and
 	// counted.
 	MaxPerMinute int
+	// ReorderWindow, when > 0, writes each dump in producer-time order
+	// (capture time for messages without one) through a bounded reorder
+	// stage holding this much capture time, at most ReorderMaxMessages
+	// (DefaultReorderMaxMessages when 0) messages. Off: capture order.
+	ReorderWindow      time.Duration
+	ReorderMaxMessages int
 	// Hooks are called after each finalized dump, on their own goroutine.
 	Hooks []Hook
 	// HookQueue bounds the results waiting for the hooks
@@ -123,6 +129,9 @@ func (d *DumpConfig) validate(c *Config) error {
 	}
 	if d.HookQueue < 0 {
 		return configErr("Dump.HookQueue", "must be >= 0, got %d", d.HookQueue)
+	}
+	if d.ReorderWindow < 0 || d.ReorderMaxMessages < 0 {
+		return configErr("Dump.ReorderWindow", "must be >= 0")
 	}
 	if d.StopTimeout < 0 || d.PollInterval < 0 {
 		return configErr("Dump.StopTimeout", "durations must be >= 0")

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"edr-lite/pack"
-
-	"golang.org/x/sys/unix"
 )
 
 const (
@@ -260,15 +258,6 @@ func dumpName(t0 int64, reason string, seq uint64) string {
 	return fmt.Sprintf("%s_%s_%d%s", ts, clean, seq, dumpExt)
 }
 
-// freeDisk returns the bytes available to us on dir's file system.
-func freeDisk(dir string) (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, fmt.Errorf("engine: statfs %s: %w", dir, err)
-	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
-}
-
 // writeDump writes j's file: .tmp, synced, renamed, directory synced.
 func (r *Recorder) writeDump(j *dumpJob) DumpResult {
 	res := DumpResult{StartNs: j.from, EndNs: j.to}
@@ -299,7 +288,16 @@ func (r *Recorder) writeDump(j *dumpJob) DumpResult {
 		res.Err = err
 		return res
 	}
-	info, err := r.copyWindow(j, w, &res)
+	out := w
+	var ro *reorderStage
+	if dc.ReorderWindow > 0 {
+		ro = newReorderStage(w, int64(dc.ReorderWindow), dc.ReorderMaxMessages)
+		out = ro
+	}
+	info, err := r.copyWindow(j, out, &res)
+	if err == nil && ro != nil {
+		err = ro.flush()
+	}
 	if err == nil {
 		err = w.SetInfo(info)
 	}
@@ -453,6 +451,7 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 	for _, s := range srcs {
 		s.acct.Overwritten = s.c.lost
 		s.acct.Oversize = s.dt.t.ring.pubOversize.Load()
+		s.acct.SkippedBusy = s.dt.t.skippedBusy.Load()
 		res.Messages += s.acct.Messages
 		res.Lost += s.c.lost
 		info.Topics = append(info.Topics, s.acct)

@@ -36,22 +36,24 @@ type Recorder struct {
 	unknown atomic.Uint64 // ingests for ids never handed out
 
 	closedFlag atomic.Bool
+	busySkip   bool // cfg.BusySkipData, read on the hot path
 
 	d *dumpState
 }
 
 // topic is one recorded topic.
 type topic struct {
-	id       TopicID
-	info     TopicInfo
-	settings topicSettings
-	ring     *ring
-	block    arena.Block
-	mu       sync.Mutex // serializes writers of a MultiProducer topic
-	multi    bool
-	online   atomic.Bool
-	offline  atomic.Uint64 // messages rejected while offline
-	onlineNs atomic.Int64  // when the topic was (re)discovered
+	id          TopicID
+	info        TopicInfo
+	settings    topicSettings
+	ring        *ring
+	block       arena.Block
+	mu          sync.Mutex // serializes writers of a MultiProducer topic
+	multi       bool
+	online      atomic.Bool
+	offline     atomic.Uint64 // messages rejected while offline
+	skippedBusy atomic.Uint64 // messages dropped while a dump was written (BusySkipData)
+	onlineNs    atomic.Int64  // when the topic was (re)discovered
 	// pins counts open Readers and pending dumps that need the ring; a
 	// destroy_on_offline topic's ring is freed when it drops to zero.
 	pins  atomic.Int32
@@ -83,12 +85,13 @@ func New(cfg Config) (*Recorder, error) {
 		return nil, &ConfigError{Field: "CacheSize", Reason: err.Error()}
 	}
 	r := &Recorder{
-		cfg:    cfg,
-		clk:    cfg.Clock,
-		arena:  a,
-		table:  make([]atomic.Pointer[topic], cfg.MaxTopics),
-		byName: make(map[string]TopicID),
-		d:      d,
+		cfg:      cfg,
+		clk:      cfg.Clock,
+		arena:    a,
+		table:    make([]atomic.Pointer[topic], cfg.MaxTopics),
+		byName:   make(map[string]TopicID),
+		d:        d,
+		busySkip: cfg.BusySkipData,
 	}
 	if r.clk == nil {
 		r.coarse = clock.NewCoarse(clock.System{}, time.Millisecond)
@@ -166,6 +169,10 @@ func (r *Recorder) IngestAt(id TopicID, captureNs, genNs int64, payload []byte) 
 	}
 	if !t.online.Load() {
 		t.offline.Add(1)
+		return false
+	}
+	if r.busySkip && r.d.writing.Load() {
+		t.skippedBusy.Add(1)
 		return false
 	}
 	if t.multi {
@@ -270,6 +277,7 @@ func (r *Recorder) Topics() []TopicStatus {
 			r.maybeFree(t)
 		}
 		st.Counters.RejectedOffline = t.offline.Load()
+		st.Counters.SkippedBusy = t.skippedBusy.Load()
 		if c := st.Counters; c.HeldMessages > 1 && c.NewestNs > c.OldestNs {
 			st.RateHz = float64(c.HeldMessages-1) / (float64(c.NewestNs-c.OldestNs) / 1e9)
 		}

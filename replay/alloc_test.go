@@ -29,7 +29,7 @@ func TestReplayAllocs(t *testing.T) {
 	for _, rate := range []float64{0, 1e12} {
 		allocs := func(r *pack.Reader) float64 {
 			return testing.AllocsPerRun(5, func() {
-				p, err := New([]*pack.Reader{r}, Options{Rate: rate, Spin: -1})
+				p, err := New([]*pack.Reader{r}, Options{Rate: rate})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -48,5 +48,17 @@ func TestHistAllocs(t *testing.T) {
 	var h hist
 	if a := testing.AllocsPerRun(100, func() { h.add(12345) }); a != 0 {
 		t.Errorf("hist.add: %v allocs", a)
+	}
+}
+
+func TestJSONLLineAllocs(t *testing.T) {
+	buf := make([]byte, 0, 4096)
+	q := []byte(`"vehicle/speed"`)
+	meta, data := []byte{1, 2, 3}, payload("x", 1, 300)
+	a := testing.AllocsPerRun(100, func() {
+		buf = appendJSONLMessage(buf[:0], 12345, q, 1e18, 1e18-5, 0, meta, data)
+	})
+	if a != 0 {
+		t.Errorf("appendJSONLMessage: %v allocs", a)
 	}
 }

@@ -198,3 +198,59 @@ func TestLiveReloadAndDump(t *testing.T) {
 		t.Error("reload after Close")
 	}
 }
+
+// TestLiveRunawayRulesDoNotStopIngest: a runaway loop and a memory bomb
+// are disabled within their budgets on their own goroutines; ingest never
+// waits for them and a healthy rule on the same topic keeps firing.
+func TestLiveRunawayRulesDoNotStopIngest(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 64<<10)
+	id, _ := rec.Discover(engine.TopicInfo{Name: "x"})
+	got := make(chan Trigger, 64)
+	mk := func(name, body string) *Rule {
+		r, err := LoadSource(name+".lua", "rule{name='"+name+"', topics='x'}\nfunction on_message(m) "+body+" end",
+			Options{Logger: quiet, OnTrigger: func(tr Trigger) { got <- tr }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	rules := []*Rule{
+		mk("loop", "while true do end"),
+		mk("bomb", "local t, s = {}, string.rep('x', 1000000) while true do t[#t+1] = s .. s end"),
+		mk("ok", "trigger{}"),
+	}
+	l, err := StartLive(rec, rules, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, MaxLag: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	settle(l)
+	for i := range 10 {
+		ts := at(time.Duration(i) * time.Second)
+		vc.Set(ts)
+		if !rec.IngestAt(id, ts, 0, []byte{1}) {
+			t.Fatal("ingest refused")
+		}
+	}
+	for i := range 10 {
+		select {
+		case tr := <-got:
+			if tr.Rule != "ok" {
+				t.Errorf("trigger from %s", tr.Rule)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("healthy rule fired %d of 10: %+v", i, l.Status())
+		}
+	}
+	waitFor(t, l, "both bad rules disabled", func() bool {
+		st := l.Status()
+		return st[0].Disabled && st[1].Disabled
+	})
+	st := l.Status()
+	if !strings.Contains(st[0].Why, "loop.lua:2: instruction budget exhausted") || !strings.Contains(st[1].Why, "bomb.lua:2:") || st[2].Disabled {
+		t.Errorf("status %+v", st)
+	}
+	if c := rec.Topics()[0].Counters; c.Written != 10 {
+		t.Errorf("ingest wrote %d of 10", c.Written)
+	}
+}

@@ -172,6 +172,7 @@ type Rule struct {
 	now      int64
 	topicStr string
 	topicVal lua.LValue
+	topicSet bool // topicVal is stored in the view's methods table
 
 	loading    bool
 	declared   bool
@@ -235,9 +236,20 @@ func LoadSource(name, src string, opts Options) (*Rule, error) {
 	return r, nil
 }
 
+// compile parses and compiles the source; a panic in gopher-lua's parser
+// or compiler becomes a syntax error rather than taking the recorder down.
+func (r *Rule) compile() (fn *lua.LFunction, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			fn, err = nil, fmt.Errorf("%s: the Lua compiler failed: %v", r.file, p)
+		}
+	}()
+	return r.L.Load(strings.NewReader(r.src), r.file)
+}
+
 func (r *Rule) load() error {
 	L := r.L
-	fn, err := L.Load(strings.NewReader(r.src), r.file)
+	fn, err := r.compile()
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrSyntax, strings.Join(strings.Fields(luaMessage(err)), " "))
 	}

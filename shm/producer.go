@@ -13,6 +13,10 @@ import (
 	"edr-lite/internal/clock"
 )
 
+// DefaultDir is the segment directory producers and the recorder agree on
+// unless configured otherwise.
+const DefaultDir = "/dev/shm/edr"
+
 // DefaultCapacity is the ring size of a producer that does not choose one.
 const DefaultCapacity = 1 << 20
 

@@ -94,10 +94,10 @@ func New(opts Options) (d *Daemon, err error) {
 	}
 	d = &Daemon{cfg: opts.Config, log: opts.Logger, opts: opts}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
+	built := d // "return nil, err" clears d before this runs
 	defer func() {
 		if err != nil {
-			d.release()
-			d = nil
+			built.release()
 		}
 	}()
 	ec, err := EngineConfig(opts.Config)
