@@ -27,13 +27,14 @@
 // pack file. docs/mcap.md gives the mapping and the metadata keys.
 //
 // The Reader (Open maps a file read-only; NewReader takes bytes) gives Info
-// (from the summary when present, else by scanning) and Messages (every
-// message in file order, chunks decompressed and CRC-checked). It reads
+// (from the summary when present, else by scanning), Messages (every
+// message in file order, chunks decompressed and CRC-checked) and
+// MessagesInTimeOrder (log-time order for files whose chunks overlap). It reads
 // other writers' files too: unchunked messages, files without a summary or
 // DataEnd, unknown record types (skipped, as the specification asks).
 //
-// It is not for: attachments (read as counts, never written), random access
-// by time (the reader walks the file), or decoding payloads.
+// It is not for: attachments (read as counts, never written), seeking by
+// time (the reader walks the file), or decoding payloads.
 //
 // # Caveats
 //
