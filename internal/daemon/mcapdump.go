@@ -13,11 +13,13 @@ import (
 // tooling open directly. The engine manages NAME.tmp and the rename; the
 // writer writes the file in place.
 type mcapDump struct {
-	w *mcap.PackWriter
+	w    *mcap.PackWriter
+	seen map[*engine.TopicInfo]bool // topics declared (type information)
 }
 
 func newMCAPDump(path string, o engine.DumpWriterOptions) (engine.DumpWriter, error) {
 	fo := mcap.FileOptions{InPlace: true}
+	fo.Library = o.WriterName
 	fo.Compression = o.Compression
 	if fo.Compression == "none" {
 		fo.Compression = ""
@@ -29,11 +31,14 @@ func newMCAPDump(path string, o engine.DumpWriterOptions) (engine.DumpWriter, er
 	if err != nil {
 		return nil, fmt.Errorf("mcap dump %s: %w", path, err)
 	}
-	return &mcapDump{w: w}, nil
+	return &mcapDump{w: w, seen: map[*engine.TopicInfo]bool{}}, nil
 }
 
 func (m *mcapDump) WriteMessage(t *engine.TopicInfo, genNs, captureNs int64, data []byte) error {
-	m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type})
+	if !m.seen[t] {
+		m.seen[t] = true
+		m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type})
+	}
 	return m.w.Add(t.Name, t.Channel, nil, genNs, captureNs, data)
 }
 
