@@ -68,8 +68,9 @@ type DumpConfig struct {
 	// PollInterval is how often (real time) the dumper checks the clock for
 	// dumps whose post window has passed (DefaultPollInterval when 0).
 	PollInterval time.Duration
-	// NewWriter makes the writer of one dump file (nil: the pack mmap
-	// writer). Tests inject faults through it.
+	// NewWriter makes the writer of one dump file (nil: the pack
+	// stream writer over a preallocated file, NewPackStreamWriter; it beat
+	// the mmap writer here). Tests inject faults through it.
 	NewWriter NewDumpWriter
 	// WriterName is recorded in each dump's header and dump info.
 	WriterName string
@@ -95,7 +96,7 @@ func (d DumpConfig) withDefaults() DumpConfig {
 		d.PollInterval = DefaultPollInterval
 	}
 	if d.NewWriter == nil {
-		d.NewWriter = newPackWriter
+		d.NewWriter = NewPackStreamWriter
 	}
 	if d.WriterName == "" {
 		d.WriterName = "edr-lite"
