@@ -13,7 +13,6 @@ import (
 type cursors struct {
 	write    *atomic.Uint64
 	tail     *atomic.Uint64
-	nextSeq  *atomic.Uint64
 	oversize *atomic.Uint64
 	hbNs     *atomic.Int64
 	state    *atomic.Uint32
@@ -29,7 +28,6 @@ func mapCursors(hdr []byte, writable bool) cursors {
 	c := cursors{
 		write:    (*atomic.Uint64)(unsafe.Add(p, offWriteCursor)),
 		tail:     (*atomic.Uint64)(unsafe.Add(p, offTailCursor)),
-		nextSeq:  (*atomic.Uint64)(unsafe.Add(p, offNextSeq)),
 		oversize: (*atomic.Uint64)(unsafe.Add(p, offOversize)),
 		hbNs:     (*atomic.Int64)(unsafe.Add(p, offHeartbeatNs)),
 		state:    (*atomic.Uint32)(unsafe.Add(p, offState)),

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -119,8 +120,9 @@ type Consumer struct {
 
 	mu        sync.Mutex
 	followers map[string]*follower
-	retired   SegmentStats // counters of followers that ended
-	errs      []error      // most recent errors, oldest first
+	finished  map[string]fileID // KeepFiles: closed or dead segments left in place
+	retired   SegmentStats      // counters of followers that ended
+	errs      []error           // most recent errors, oldest first
 	started   bool
 
 	stop    atomic.Bool
@@ -143,7 +145,7 @@ func NewConsumer(dir string, sink engine.Sink, opts ConsumerOptions) (*Consumer,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("shm: segment directory: %w", err)
 	}
-	return &Consumer{dir: dir, sink: sink, opts: opts, followers: map[string]*follower{}, stopCh: make(chan struct{})}, nil
+	return &Consumer{dir: dir, sink: sink, opts: opts, followers: map[string]*follower{}, finished: map[string]fileID{}, stopCh: make(chan struct{})}, nil
 }
 
 // Start scans the directory, starts following every segment and watches for
@@ -171,12 +173,12 @@ func (c *Consumer) Start() error {
 	return nil
 }
 
-// Run starts the consumer and blocks until done is closed, then closes it.
-func (c *Consumer) Run(done <-chan struct{}) error {
+// Run starts the consumer, blocks until ctx is done, then closes it.
+func (c *Consumer) Run(ctx context.Context) error {
 	if err := c.Start(); err != nil {
 		return err
 	}
-	<-done
+	<-ctx.Done()
 	return c.Close()
 }
 
@@ -351,6 +353,17 @@ func (c *Consumer) notice(name string) {
 		f.wake()
 		return
 	}
+	path := filepath.Join(c.dir, name)
+	if id, ok := c.finished[name]; ok {
+		if fi, err := lstat(path); err == nil && fi.id == id {
+			return // read to the end already
+		}
+		delete(c.finished, name)
+	}
+	c.startLocked(name)
+}
+
+func (c *Consumer) startLocked(name string) {
 	f := &follower{c: c, name: name, path: filepath.Join(c.dir, name), kick: make(chan struct{}, 1)}
 	c.followers[name] = f
 	c.wg.Add(1)
@@ -367,12 +380,16 @@ type follower struct {
 	state atomic.Pointer[SegmentStats] // topic, online, err for Stats
 
 	changed   atomic.Bool
+	mu        sync.Mutex   // guards cur changes against stats
+	done      SegmentStats // counters of segments released so far
 	seg       *segment
 	id        engine.TopicID
 	recording bool
 	online    bool
 	badID     fileID // file identity that failed to open
 	bad       bool
+	lastID    fileID // the file last opened (or refused)
+	finished  bool   // the producer closed or died and its segment was read
 	timer     *time.Timer
 }
 
@@ -382,9 +399,14 @@ func (f *follower) stats() SegmentStats {
 		s = *p
 	}
 	s.Path = f.path
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.Messages, s.Bytes, s.Lost, s.Rejected = f.done.Messages, f.done.Bytes, f.done.Lost, f.done.Rejected
 	if seg := f.cur.Load(); seg != nil {
-		s.Messages, s.Bytes = seg.received.Load(), seg.bytes.Load()
-		s.Lost, s.Rejected = seg.lost.Load(), seg.rejected.Load()
+		s.Messages += seg.received.Load()
+		s.Bytes += seg.bytes.Load()
+		s.Lost += seg.lost.Load()
+		s.Rejected += seg.rejected.Load()
 	}
 	return s
 }
@@ -416,8 +438,7 @@ func (f *follower) run() {
 	defer f.timer.Stop()
 	for !c.stop.Load() {
 		if f.seg == nil {
-			exists := f.open()
-			if !exists {
+			if f.finished || !f.open() {
 				break
 			}
 			if f.seg == nil {
@@ -440,6 +461,14 @@ func (f *follower) run() {
 	}
 	c.mu.Lock()
 	delete(c.followers, f.name)
+	if f.finished && c.opts.KeepFiles {
+		c.finished[f.name] = f.lastID
+	}
+	// A new file may have appeared while this follower was ending (its
+	// inotify event only marked this follower): follow it now.
+	if fi, err := lstat(f.path); err == nil && fi.id != f.lastID && !c.stop.Load() {
+		c.startLocked(f.name)
+	}
 	st := f.stats()
 	c.retired.Messages += st.Messages
 	c.retired.Bytes += st.Bytes
@@ -458,6 +487,7 @@ func (f *follower) open() (exists bool) {
 	if f.bad && fi.id == f.badID {
 		return true
 	}
+	f.lastID = fi.id
 	f.changed.Store(false)
 	s, err := openSegment(f.path, &f.c.opts)
 	if err != nil {
@@ -468,6 +498,7 @@ func (f *follower) open() (exists bool) {
 		return true
 	}
 	f.bad = false
+	f.lastID = s.id
 	f.seg = s
 	f.cur.Store(s)
 	id, err := f.c.sink.Discover(s.info)
@@ -496,7 +527,14 @@ func (f *follower) quarantine(id fileID, err error) {
 }
 
 func (f *follower) release() {
+	f.mu.Lock()
+	s := f.seg
+	f.done.Messages += s.received.Load()
+	f.done.Bytes += s.bytes.Load()
+	f.done.Lost += s.lost.Load()
+	f.done.Rejected += s.rejected.Load()
 	f.cur.Store(nil)
+	f.mu.Unlock()
 	f.seg.close()
 	f.seg = nil
 }
@@ -610,6 +648,7 @@ func (f *follower) check() bool {
 				os.Remove(f.path)
 			}
 		}
+		f.finished = true
 		f.release()
 		return false
 	}

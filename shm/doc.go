@@ -1,7 +1,48 @@
-// Package shm is the shared-memory transport: the segment layout (see
-// FORMAT.md), a Go producer, a header-only C producer in include/, and a
-// consumer that discovers segments and feeds their messages to the engine
-// through the engine.Sink contract.
+// Package shm is the shared-memory transport: how processes on the same ECU
+// hand their messages to the recorder without sockets and without ever being
+// slowed down by it.
 //
-// It is not for: the engine's internals, or any cross-machine transport.
+// One segment file per topic lives in a directory (default /dev/shm/edr):
+// a header and a ring of records, laid out in FORMAT.md. A Producer
+// (NewProducer, Publish, Heartbeat, Close) or the header-only C99 producer
+// include/edr_shm.h appends records; Publish never blocks, never waits for
+// the recorder and never allocates — when the recorder lags, the oldest
+// records are overwritten. A Consumer (NewConsumer, Start/Run, Close,
+// Stats) discovers segments with inotify (or by polling), registers each
+// topic with engine.Sink.Discover, feeds every record to IngestAt with one
+// clock read per batch, counts overwritten records as lost through sequence
+// gaps, wakes on a futex the producer signals (or polls with a bounded
+// back-off), and reports Offline when a producer closes, dies (pid gone) or
+// stops heartbeating. DrainFile reads one segment file once, e.g. left over
+// after a crash.
+//
+// It is not for: the engine's internals (it only uses engine.Sink), any
+// transport between machines, or several producers on one segment (one
+// segment per producer and topic).
+//
+// # Caveats
+//
+// Producer is not safe for concurrent use: Publish, Stats and Close from
+// one goroutine at a time (Heartbeat may also run concurrently with
+// Publish). Publish copies the payload before returning; the caller keeps
+// ownership.
+//
+// Consumer is safe for concurrent use. It runs one goroutine per segment, so
+// each topic has exactly one writer into the engine. The payload slice
+// handed to IngestAt is the consumer's private copy of the record (never the
+// shared mapping, which a producer may be overwriting) and is valid only
+// during the call. With WaitFutex (the default) each idle segment parks one
+// OS thread in FUTEX_WAIT; use WaitPoll for thousands of segments.
+//
+// A segment is untrusted input: every field is checked against the mapped
+// size before use, a broken segment is quarantined with a *SegmentError
+// naming the segment, field and offset, and other segments keep recording. A
+// file truncated while mapped faults; the consumer recovers the fault
+// (debug.SetPanicOnFault on its goroutines) and quarantines the segment.
+// Liveness by pid assumes producer and recorder share a pid namespace (else
+// set NoPIDCheck and rely on heartbeats); a zombie producer counts as alive
+// until reaped.
+//
+// Only little-endian Linux hosts are supported (every other platform gets
+// ErrNotSupported).
 package shm

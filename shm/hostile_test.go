@@ -193,3 +193,21 @@ func TestSegmentFileNameIsSafe(t *testing.T) {
 		t.Error("a~b# and a#b share a file")
 	}
 }
+
+// TestProducerReplacesJunkWithoutBlocking: a FIFO or a garbage file where a
+// segment should be does not hang or stop a producer.
+func TestProducerReplacesJunkWithoutBlocking(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, SegmentFileName("f", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SegmentFileName("g", "")), []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"f", "g"} {
+		p := newProducer(t, dir, ProducerOptions{Name: name})
+		if _, err := DrainFile(p.Path(), newRecSink(), ConsumerOptions{}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -13,8 +13,17 @@ import (
 	"edr-lite/internal/clock"
 )
 
+// DefaultDir is the segment directory producers and the recorder agree on
+// unless configured otherwise.
+const DefaultDir = "/dev/shm/edr"
+
 // DefaultCapacity is the ring size of a producer that does not choose one.
 const DefaultCapacity = 1 << 20
+
+// tailSlack: when the producer must overwrite, it frees capacity/tailSlack
+// bytes more than it needs, so the tail (and its fence) moves once per
+// capacity/tailSlack bytes rather than on every publish.
+const tailSlack = 16
 
 // ProducerOptions configure a segment. Name is required.
 type ProducerOptions struct {
@@ -224,19 +233,26 @@ func (p *Producer) Publish(genNs int64, payload []byte) error {
 		pad = room
 	}
 	end := w + pad + rec
-	// Make room: move tail past every record the new bytes will cover, and
-	// publish the new tail with a full fence before touching those bytes.
-	if t := p.tail; end-t > p.capa {
-		for end-t > p.capa {
+	// Make room: move tail past every record the new bytes will cover (and
+	// a slack of capacity/16 more, so that this happens rarely), and publish
+	// the new tail with a full fence before touching those bytes.
+	if end-p.tail > p.capa {
+		t, first := p.tail, w+pad // first: where the new record starts
+		want := min(end-(p.capa-p.capa/tailSlack), first)
+		for t < want {
+			if t == w { // nothing valid lies beyond the write cursor
+				t = first
+				break
+			}
 			toff := t & p.mask
 			size := p.capa - toff // padding runs to the ring end
 			if binary.LittleEndian.Uint32(p.ring[toff+4:]) != KindPadding {
 				size = recordSize(int(binary.LittleEndian.Uint32(p.ring[toff:])))
 			}
-			if size > p.capa-toff || size > end-t {
+			if size > p.capa-toff || size > w-t {
 				// Someone scribbled on our ring: drop everything before
-				// the record being written rather than trust it.
-				t = end - rec
+				// the new record rather than trust it.
+				t = first
 				break
 			}
 			t += size
@@ -257,8 +273,9 @@ func (p *Producer) Publish(genNs int64, payload []byte) error {
 	copy(r[RecordHeaderSize:], payload)
 	p.seq++
 	p.w = end
-	p.c.nextSeq.Store(p.seq)
-	p.c.write.Store(end)
+	// next_seq is for monitoring only: a plain store, no ordering needed.
+	binary.LittleEndian.PutUint64(p.hdr[offNextSeq:], p.seq)
+	p.c.write.Store(end) // seq-cst: ordered before the waiters load (Dekker)
 	if p.c.waiters.Load() != 0 && p.c.waiters.Swap(0) != 0 {
 		futexWake(p.c.futex)
 	}

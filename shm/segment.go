@@ -114,8 +114,11 @@ func (s *segment) cursors() (w, t uint64, err error) {
 	if w&(RecordAlign-1) != 0 || w < s.lastW {
 		return 0, 0, s.fail("write_cursor", offWriteCursor, corruptf(nil, "%d (last seen %d, must be a non-decreasing multiple of 8)", w, s.lastW))
 	}
+	// Loaded after write_cursor, the tail is at least as new: w-t can never
+	// exceed the capacity. It may be ahead of w (the producer moves the
+	// tail before it writes), but by less than the capacity.
 	t = s.c.tail.Load()
-	if t&(RecordAlign-1) != 0 || t > w || w-t > s.h.capacity {
+	if t&(RecordAlign-1) != 0 || (t > w && t-w >= s.h.capacity) || (w > t && w-t > s.h.capacity) {
 		return 0, 0, s.fail("tail_cursor", offTailCursor, corruptf(nil, "%d with write_cursor %d and capacity %d", t, w, s.h.capacity))
 	}
 	s.lastW = w
@@ -140,7 +143,7 @@ func (s *segment) drain(sink engine.Sink, id engine.TopicID, budget int) (n int,
 		if s.rpos < t {
 			s.rpos = t // lapped: the sequence gap counts what was skipped
 		}
-		if s.rpos == w {
+		if s.rpos >= w { // caught up (or the producer is mid-way through a lap)
 			return n, true, nil
 		}
 		start := s.rpos & s.mask

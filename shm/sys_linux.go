@@ -131,4 +131,4 @@ func platformSupported() error {
 
 var errBigEndian = errors.New("shm: big-endian host not supported")
 
-const oNoFollow = unix.O_NOFOLLOW
+const oNoFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK // and never block on a FIFO

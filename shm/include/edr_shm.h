@@ -1,0 +1,355 @@
+/*
+ * edr_shm.h — header-only C99 producer for edr-lite shared-memory segments.
+ *
+ * Implements the producer side of shm/FORMAT.md (version 1), exactly like
+ * the Go producer (shm.NewProducer): one segment file per topic in a
+ * directory (default /dev/shm/edr), a ring that the producer overwrites when
+ * the recorder lags — publishing never blocks and never waits for the
+ * recorder, and allocates nothing.
+ *
+ * Needs Linux, a little-endian CPU and GCC or Clang (for the __atomic
+ * builtins); no library beyond libc. Define _DEFAULT_SOURCE (or
+ * _GNU_SOURCE) before including any system header, e.g. with
+ * -D_DEFAULT_SOURCE, when compiling with -std=c99.
+ *
+ *   edr_shm_producer p;
+ *   edr_shm_options o = EDR_SHM_OPTIONS_INIT;
+ *   o.name = "vehicle/speed";
+ *   if (edr_shm_create(&p, "/dev/shm/edr", &o) != 0) ...;   // 0 or -errno
+ *   edr_shm_publish(&p, gen_ns, buf, len);                    // 0, -EMSGSIZE
+ *   edr_shm_heartbeat(&p);                                    // if heartbeat_period_ns > 0
+ *   edr_shm_close(&p);                                        // marks closed
+ *
+ * A producer is not safe for concurrent use: publish from one thread
+ * (edr_shm_heartbeat may run concurrently with edr_shm_publish).
+ */
+#ifndef EDR_SHM_H
+#define EDR_SHM_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "edr_shm.h: the segment format is little-endian"
+#endif
+
+/* Layout constants: identical to shm/layout.go (a Go test checks). */
+#define EDR_SHM_VERSION 1
+#define EDR_SHM_HEADER_SIZE 4096
+#define EDR_SHM_RECORD_HEADER_SIZE 24
+#define EDR_SHM_RECORD_ALIGN 8
+#define EDR_SHM_MIN_CAPACITY 4096
+#define EDR_SHM_MAX_CAPACITY (1u << 30)
+#define EDR_SHM_DEFAULT_CAPACITY (1u << 20)
+#define EDR_SHM_MAX_NAME_LEN 256
+#define EDR_SHM_MAX_TYPE_LEN 128
+#define EDR_SHM_MAX_CHANNEL_LEN 64
+
+#define EDR_SHM_OFF_MAGIC 0
+#define EDR_SHM_OFF_VERSION 8
+#define EDR_SHM_OFF_HEADER_SIZE 12
+#define EDR_SHM_OFF_TOTAL_SIZE 16
+#define EDR_SHM_OFF_CAPACITY 24
+#define EDR_SHM_OFF_MAX_PAYLOAD 32
+#define EDR_SHM_OFF_FLAGS 36
+#define EDR_SHM_OFF_PID 40
+#define EDR_SHM_OFF_UID 44
+#define EDR_SHM_OFF_START_NS 48
+#define EDR_SHM_OFF_HEARTBEAT_PERIOD 56
+#define EDR_SHM_OFF_NAME_LEN 64
+#define EDR_SHM_OFF_TYPE_LEN 66
+#define EDR_SHM_OFF_CHANNEL_LEN 68
+#define EDR_SHM_OFF_NAME 96
+#define EDR_SHM_OFF_TYPE 352
+#define EDR_SHM_OFF_CHANNEL 480
+#define EDR_SHM_OFF_WRITE_CURSOR 1024
+#define EDR_SHM_OFF_TAIL_CURSOR 1032
+#define EDR_SHM_OFF_NEXT_SEQ 1040
+#define EDR_SHM_OFF_OVERSIZE 1048
+#define EDR_SHM_OFF_HEARTBEAT_NS 1152
+#define EDR_SHM_OFF_STATE 1160
+#define EDR_SHM_OFF_WAITERS 1280
+
+#define EDR_SHM_KIND_MESSAGE 1
+#define EDR_SHM_KIND_PADDING 2
+#define EDR_SHM_STATE_LIVE 1
+#define EDR_SHM_STATE_CLOSED 2
+#define EDR_SHM_MAX_ESCAPED_NAME 200
+#define EDR_SHM_TAIL_SLACK 16
+#define EDR_SHM_SUFFIX ".seg"
+
+typedef struct edr_shm_options {
+	const char *name;            /* required, 1..256 bytes UTF-8, no control bytes */
+	const char *type;            /* 0..128 bytes, may be NULL */
+	const char *channel;         /* 0..64 bytes, may be NULL */
+	uint32_t capacity;           /* ring bytes, rounded up to a power of two; 0 = 1 MiB */
+	uint32_t max_payload;        /* 0 = capacity/2 - 24 */
+	mode_t mode;                 /* 0 = 0600 (umask not applied) */
+	gid_t gid;                   /* > 0: chown the file to this group */
+	int64_t heartbeat_period_ns; /* 0 = no heartbeat promised */
+	int unlink_on_close;         /* remove the file in edr_shm_close */
+} edr_shm_options;
+
+#define EDR_SHM_OPTIONS_INIT {0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+typedef struct edr_shm_producer {
+	int fd;
+	uint8_t *mem;
+	uint8_t *ring;
+	uint64_t cap, mask, w, tail, seq;
+	uint32_t max_payload;
+	int closed, unlink_on_close;
+	dev_t dev;
+	ino_t ino;
+	char path[4096];
+} edr_shm_producer;
+
+/* ---- little helpers ---------------------------------------------------- */
+
+static inline void edr_shm__put16(uint8_t *b, uint16_t v) { memcpy(b, &v, 2); }
+static inline void edr_shm__put32(uint8_t *b, uint32_t v) { memcpy(b, &v, 4); }
+static inline void edr_shm__put64(uint8_t *b, uint64_t v) { memcpy(b, &v, 8); }
+static inline uint32_t edr_shm__get32(const uint8_t *b) { uint32_t v; memcpy(&v, b, 4); return v; }
+#define EDR_SHM__A64(mem, off) ((uint64_t *)(void *)((mem) + (off)))
+#define EDR_SHM__A32(mem, off) ((uint32_t *)(void *)((mem) + (off)))
+
+static inline int64_t edr_shm_now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline uint64_t edr_shm__record_size(uint32_t n) {
+	return ((uint64_t)n + EDR_SHM_RECORD_HEADER_SIZE + EDR_SHM_RECORD_ALIGN - 1) & ~(uint64_t)(EDR_SHM_RECORD_ALIGN - 1);
+}
+
+static inline int edr_shm__check_text(const char *s, size_t max, size_t min) {
+	size_t n = s ? strlen(s) : 0, i;
+	if (n < min || n > max) return -EINVAL;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f) return -EINVAL;
+	}
+	return 0; /* UTF-8 validity is the caller's promise; the consumer checks */
+}
+
+static inline size_t edr_shm__escape(char *out, size_t at, size_t cap, const char *s) {
+	static const char hex[] = "0123456789ABCDEF";
+	size_t i;
+	for (i = 0; s && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+		int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		           c == '_' || c == '-' || (c == '.' && i > 0);
+		if (keep) {
+			if (at + 1 < cap) out[at] = (char)c;
+			at++;
+		} else {
+			if (at + 3 < cap) { out[at] = '%'; out[at + 1] = hex[c >> 4]; out[at + 2] = hex[c & 15]; }
+			at += 3;
+		}
+	}
+	return at;
+}
+
+/* edr_shm_file_name writes the segment file name of (name, channel) to out
+ * (at least 256 bytes), exactly as shm.SegmentFileName does. */
+static inline void edr_shm_file_name(char out[256], const char *name, const char *channel) {
+	char buf[3 * (EDR_SHM_MAX_NAME_LEN + EDR_SHM_MAX_CHANNEL_LEN) + 8];
+	size_t n = edr_shm__escape(buf, 0, sizeof buf, name);
+	buf[n++] = '~';
+	n = edr_shm__escape(buf, n, sizeof buf, channel);
+	buf[n] = 0;
+	if (n > EDR_SHM_MAX_ESCAPED_NAME) {
+		uint64_t h = 14695981039346656037ull;
+		const char *parts[3];
+		int k;
+		size_t i;
+		parts[0] = name; parts[1] = "~"; parts[2] = channel ? channel : "";
+		for (k = 0; k < 3; k++)
+			for (i = 0; parts[k][i]; i++) { h ^= (unsigned char)parts[k][i]; h *= 1099511628211ull; }
+		snprintf(out, 256, "%.*s#%016llx%s", EDR_SHM_MAX_ESCAPED_NAME - 17, buf, (unsigned long long)h, EDR_SHM_SUFFIX);
+		return;
+	}
+	snprintf(out, 256, "%.*s%s", EDR_SHM_MAX_ESCAPED_NAME, buf, EDR_SHM_SUFFIX);
+}
+
+/* A live producer owns path: refuse to replace it. */
+static inline int edr_shm__in_use(const char *path) {
+	uint8_t b[EDR_SHM_HEADER_SIZE];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	ssize_t n;
+	uint32_t state, pid;
+	if (fd < 0) return 0;
+	n = pread(fd, b, sizeof b, 0);
+	close(fd);
+	if (n != (ssize_t)sizeof b || memcmp(b, "EDRSHM\0\1", 8) != 0) return 0;
+	state = edr_shm__get32(b + EDR_SHM_OFF_STATE);
+	pid = edr_shm__get32(b + EDR_SHM_OFF_PID);
+	if (state != EDR_SHM_STATE_LIVE || pid == 0) return 0;
+	return !(kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+}
+
+/* ---- API --------------------------------------------------------------- */
+
+/* edr_shm_create creates the segment for o->name/o->channel in dir (which
+ * must exist). Returns 0, or -errno: -EINVAL bad options, -EBUSY a live
+ * producer owns the topic, others from the system calls. */
+static inline int edr_shm_create(edr_shm_producer *p, const char *dir, const edr_shm_options *o) {
+	char base[256], tmp[4096];
+	uint64_t cap = o->capacity ? o->capacity : EDR_SHM_DEFAULT_CAPACITY, c = EDR_SHM_MIN_CAPACITY, total;
+	uint32_t maxp;
+	mode_t mode = o->mode ? o->mode : 0600;
+	uint8_t *h;
+	struct stat st;
+	int err;
+	memset(p, 0, sizeof *p);
+	p->fd = -1;
+	if (edr_shm__check_text(o->name, EDR_SHM_MAX_NAME_LEN, 1) || edr_shm__check_text(o->type, EDR_SHM_MAX_TYPE_LEN, 0) ||
+	    edr_shm__check_text(o->channel, EDR_SHM_MAX_CHANNEL_LEN, 0) || cap > EDR_SHM_MAX_CAPACITY)
+		return -EINVAL;
+	while (c < cap) c <<= 1;
+	cap = c;
+	maxp = o->max_payload ? o->max_payload : (uint32_t)(cap / 2 - EDR_SHM_RECORD_HEADER_SIZE);
+	if (maxp > cap / 2 - EDR_SHM_RECORD_HEADER_SIZE) return -EINVAL;
+	edr_shm_file_name(base, o->name, o->channel);
+	if (snprintf(p->path, sizeof p->path, "%s/%s", dir, base) >= (int)sizeof p->path) return -ENAMETOOLONG;
+	if (snprintf(tmp, sizeof tmp, "%s/.%s.%ld.tmp", dir, base, (long)getpid()) >= (int)sizeof tmp) return -ENAMETOOLONG;
+	if (edr_shm__in_use(p->path)) return -EBUSY;
+	unlink(tmp);
+	p->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (p->fd < 0) return -errno;
+	total = EDR_SHM_HEADER_SIZE + cap;
+	if (fchmod(p->fd, mode) != 0 || (o->gid > 0 && fchown(p->fd, (uid_t)-1, o->gid) != 0) ||
+	    ftruncate(p->fd, (off_t)total) != 0)
+		goto fail;
+	p->mem = (uint8_t *)mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+	if (p->mem == MAP_FAILED) { p->mem = NULL; goto fail; }
+	h = p->mem;
+	memcpy(h + EDR_SHM_OFF_MAGIC, "EDRSHM\0\1", 8);
+	edr_shm__put32(h + EDR_SHM_OFF_VERSION, EDR_SHM_VERSION);
+	edr_shm__put32(h + EDR_SHM_OFF_HEADER_SIZE, EDR_SHM_HEADER_SIZE);
+	edr_shm__put64(h + EDR_SHM_OFF_TOTAL_SIZE, total);
+	edr_shm__put64(h + EDR_SHM_OFF_CAPACITY, cap);
+	edr_shm__put32(h + EDR_SHM_OFF_MAX_PAYLOAD, maxp);
+	edr_shm__put32(h + EDR_SHM_OFF_PID, (uint32_t)getpid());
+	edr_shm__put32(h + EDR_SHM_OFF_UID, (uint32_t)geteuid());
+	edr_shm__put64(h + EDR_SHM_OFF_START_NS, (uint64_t)edr_shm_now_ns());
+	edr_shm__put64(h + EDR_SHM_OFF_HEARTBEAT_PERIOD, (uint64_t)o->heartbeat_period_ns);
+	edr_shm__put16(h + EDR_SHM_OFF_NAME_LEN, (uint16_t)strlen(o->name));
+	edr_shm__put16(h + EDR_SHM_OFF_TYPE_LEN, (uint16_t)(o->type ? strlen(o->type) : 0));
+	edr_shm__put16(h + EDR_SHM_OFF_CHANNEL_LEN, (uint16_t)(o->channel ? strlen(o->channel) : 0));
+	memcpy(h + EDR_SHM_OFF_NAME, o->name, strlen(o->name));
+	if (o->type) memcpy(h + EDR_SHM_OFF_TYPE, o->type, strlen(o->type));
+	if (o->channel) memcpy(h + EDR_SHM_OFF_CHANNEL, o->channel, strlen(o->channel));
+	edr_shm__put64(h + EDR_SHM_OFF_HEARTBEAT_NS, (uint64_t)edr_shm_now_ns());
+	edr_shm__put32(h + EDR_SHM_OFF_STATE, EDR_SHM_STATE_LIVE);
+	p->ring = p->mem + EDR_SHM_HEADER_SIZE;
+	memset(p->ring, 0, (size_t)cap); /* prefault: no page faults in publish */
+	p->cap = cap;
+	p->mask = cap - 1;
+	p->max_payload = maxp;
+	p->unlink_on_close = o->unlink_on_close;
+	if (fstat(p->fd, &st) == 0) { p->dev = st.st_dev; p->ino = st.st_ino; }
+	if (rename(tmp, p->path) != 0) goto fail;
+	return 0;
+fail:
+	err = -errno;
+	if (p->mem) munmap(p->mem, (size_t)total);
+	close(p->fd);
+	unlink(tmp);
+	p->mem = NULL;
+	p->fd = -1;
+	return err;
+}
+
+/* edr_shm_publish appends one message: never blocks, never allocates.
+ * Returns 0, -EMSGSIZE (len > max_payload, counted) or -EPIPE (closed). */
+static inline int edr_shm_publish(edr_shm_producer *p, int64_t gen_ns, const void *payload, uint32_t len) {
+	uint64_t rec, off, pad = 0, end, t;
+	uint8_t *r;
+	if (p->closed || !p->mem) return -EPIPE;
+	if (len > p->max_payload) {
+		uint64_t *ov = EDR_SHM__A64(p->mem, EDR_SHM_OFF_OVERSIZE);
+		__atomic_store_n(ov, __atomic_load_n(ov, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+		return -EMSGSIZE;
+	}
+	rec = edr_shm__record_size(len);
+	off = p->w & p->mask;
+	if (rec > p->cap - off) pad = p->cap - off;
+	end = p->w + pad + rec;
+	if (end - p->tail > p->cap) {
+		uint64_t first = p->w + pad, want = end - (p->cap - p->cap / EDR_SHM_TAIL_SLACK);
+		t = p->tail;
+		if (want > first) want = first;
+		while (t < want) {
+			uint64_t toff = t & p->mask, size = p->cap - toff;
+			if (t == p->w) { t = first; break; } /* nothing valid beyond the write cursor */
+			if (edr_shm__get32(p->ring + toff + 4) != EDR_SHM_KIND_PADDING)
+				size = edr_shm__record_size(edr_shm__get32(p->ring + toff));
+			if (size > p->cap - toff || size > p->w - t) { t = first; break; } /* scribbled on */
+			t += size;
+		}
+		p->tail = t;
+		/* full fence: the new tail is visible before any overwritten byte */
+		__atomic_exchange_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_TAIL_CURSOR), t, __ATOMIC_SEQ_CST);
+	}
+	if (pad) {
+		edr_shm__put32(p->ring + off, (uint32_t)pad);
+		edr_shm__put32(p->ring + off + 4, EDR_SHM_KIND_PADDING);
+		off = 0;
+	}
+	r = p->ring + off;
+	edr_shm__put32(r, len);
+	edr_shm__put32(r + 4, EDR_SHM_KIND_MESSAGE);
+	edr_shm__put64(r + 8, p->seq);
+	edr_shm__put64(r + 16, (uint64_t)gen_ns);
+	if (len) memcpy(r + EDR_SHM_RECORD_HEADER_SIZE, payload, len);
+	p->seq++;
+	p->w = end;
+	__atomic_store_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_NEXT_SEQ), p->seq, __ATOMIC_RELAXED); /* monitoring only */
+	__atomic_store_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_WRITE_CURSOR), end, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), __ATOMIC_SEQ_CST) != 0 &&
+	    __atomic_exchange_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), 0, __ATOMIC_SEQ_CST) != 0)
+		syscall(SYS_futex, EDR_SHM__A32(p->mem, EDR_SHM_OFF_WRITE_CURSOR), FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+	return 0;
+}
+
+/* edr_shm_heartbeat stamps the heartbeat time (call it at least every
+ * heartbeat_period_ns when that is non-zero). */
+static inline void edr_shm_heartbeat(edr_shm_producer *p) {
+	if (p->mem && !p->closed)
+		__atomic_store_n((int64_t *)(void *)(p->mem + EDR_SHM_OFF_HEARTBEAT_NS), edr_shm_now_ns(), __ATOMIC_RELEASE);
+}
+
+/* edr_shm_close marks the segment closed, wakes the consumer and unmaps it;
+ * the consumer drains and removes the file (or the producer removes it now
+ * with unlink_on_close). Returns 0 or -errno. */
+static inline int edr_shm_close(edr_shm_producer *p) {
+	int err = 0;
+	struct stat st;
+	if (p->closed || !p->mem) return 0;
+	__atomic_store_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_STATE), EDR_SHM_STATE_CLOSED, __ATOMIC_SEQ_CST);
+	__atomic_store_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), 0, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, EDR_SHM__A32(p->mem, EDR_SHM_OFF_WRITE_CURSOR), FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+	p->closed = 1;
+	if (p->unlink_on_close && lstat(p->path, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino && unlink(p->path) != 0)
+		err = -errno;
+	if (munmap(p->mem, (size_t)(EDR_SHM_HEADER_SIZE + p->cap)) != 0 && !err) err = -errno;
+	if (close(p->fd) != 0 && !err) err = -errno;
+	p->mem = NULL;
+	p->fd = -1;
+	return err;
+}
+
+#endif /* EDR_SHM_H */

@@ -1,0 +1,121 @@
+package shm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"edr-lite/engine"
+	"edr-lite/internal/clock"
+)
+
+// TestProducerRestartKeepsTopic: a producer closes and a new one for the
+// same topic starts, with the old file either removed by the consumer or
+// still there (KeepFiles) and renamed over: the topic keeps its id, comes
+// back online and every message of both producers is recorded in order.
+func TestProducerRestartKeepsTopic(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keepFiles=%v", keep), func(t *testing.T) {
+			dir := t.TempDir()
+			sink := newRecSink()
+			startConsumer(t, dir, sink, ConsumerOptions{KeepFiles: keep})
+			p1 := newProducer(t, dir, ProducerOptions{Name: "restart"})
+			id := waitTopic(t, sink, "restart", "")
+			for i := range 5 {
+				p1.Publish(int64(i), []byte{byte(i)})
+			}
+			p1.Close()
+			sink.waitFor(t, "offline", func() bool { return !sink.isOnline(id) })
+			if _, err := os.Stat(p1.Path()); keep == errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("KeepFiles=%v but file exists: %v", keep, err == nil)
+			}
+			p2 := newProducer(t, dir, ProducerOptions{Name: "restart"})
+			sink.waitFor(t, "back online", func() bool { return sink.isOnline(id) })
+			for i := 5; i < 10; i++ {
+				p2.Publish(int64(i), []byte{byte(i)})
+			}
+			sink.waitFor(t, "10 messages", func() bool { return len(sink.messages(id)) == 10 })
+			for i, m := range sink.messages(id) {
+				if m.payload[0] != byte(i) {
+					t.Fatalf("message %d is %d", i, m.payload[0])
+				}
+			}
+			if got, _ := sink.topic("restart", ""); got != id {
+				t.Errorf("new id %d, want %d", got, id)
+			}
+		})
+	}
+}
+
+// TestStaleHeartbeatOfflineThenBack drives both clocks by hand: a heartbeat
+// older than two periods takes the topic offline; a fresh one brings it
+// back.
+func TestStaleHeartbeatOfflineThenBack(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewVirtual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	sink := newRecSink()
+	startConsumer(t, dir, sink, ConsumerOptions{Clock: clk})
+	p := newProducer(t, dir, ProducerOptions{Name: "hb", HeartbeatPeriod: 20 * time.Millisecond, Clock: clk})
+	id := waitTopic(t, sink, "hb", "")
+	clk.Advance(time.Second)
+	sink.waitFor(t, "offline on a stale heartbeat", func() bool { return !sink.isOnline(id) })
+	p.Heartbeat()
+	sink.waitFor(t, "online again", func() bool { return sink.isOnline(id) })
+	p.Publish(1, []byte("after"))
+	sink.waitFor(t, "message", func() bool { return len(sink.messages(id)) == 1 })
+}
+
+// TestRefusedTopicSkippedAndCleanedUp: a topic the sink refuses is never
+// ingested, the refusal is reported, and its file is still removed once
+// the producer closes.
+func TestRefusedTopicSkippedAndCleanedUp(t *testing.T) {
+	dir := t.TempDir()
+	sink := newRecSink()
+	sink.refuse = func(info engine.TopicInfo) error {
+		if info.Name == "secret" {
+			return errors.New("excluded by glob")
+		}
+		return nil
+	}
+	errc := make(chan error, 4)
+	c := startConsumer(t, dir, sink, ConsumerOptions{OnError: func(err error) { errc <- err }})
+	p := newProducer(t, dir, ProducerOptions{Name: "secret"})
+	select {
+	case err := <-errc:
+		if !strings.Contains(err.Error(), "excluded by glob") || !strings.Contains(err.Error(), p.Path()) {
+			t.Errorf("error %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no error for a refused topic")
+	}
+	p.Publish(1, []byte("x"))
+	p.Close()
+	sink.waitFor(t, "file removed", func() bool {
+		_, err := os.Stat(p.Path())
+		return errors.Is(err, os.ErrNotExist)
+	})
+	if st := c.Stats(); st.Messages != 0 {
+		t.Errorf("stats %+v: refused topic ingested", st)
+	}
+}
+
+func TestRunStopsWithContext(t *testing.T) {
+	c, err := NewConsumer(t.TempDir(), newRecSink(), ConsumerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after Close: %v", err)
+	}
+}
