@@ -19,14 +19,18 @@ const dumpBytes = 64 << 20
 // newDumpRecorder makes a started recorder on the system clock with a "big"
 // topic holding dumpBytes of 64 KiB messages and a "hot" topic for latency
 // probes.
-func newDumpRecorder(tb testing.TB) (*engine.Recorder, engine.TopicID, engine.TopicID) {
+func newDumpRecorder(tb testing.TB, nw ...engine.NewDumpWriter) (*engine.Recorder, engine.TopicID, engine.TopicID) {
 	tb.Helper()
+	var w engine.NewDumpWriter
+	if len(nw) > 0 {
+		w = nw[0]
+	}
 	r, err := engine.New(engine.Config{
 		CacheSize:  2 * dumpBytes,
 		TopicBytes: dumpBytes,
 		Pre:        time.Hour, Post: time.Millisecond, Guard: -1,
 		Topics: []engine.TopicOverride{{Match: "hot", MaxBytes: 4 << 20}},
-		Dump:   engine.DumpConfig{Dir: tb.TempDir(), MaxFiles: 1, Policy: engine.PolicySeparate},
+		Dump:   engine.DumpConfig{Dir: tb.TempDir(), MaxFiles: 1, Policy: engine.PolicySeparate, NewWriter: w},
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -59,12 +63,19 @@ func dumpOnce(tb testing.TB, r *engine.Recorder, topics ...string) engine.DumpRe
 // BenchmarkDumpWrite: writing one ~64 MiB uncompressed dump (pack mmap
 // writer, .tmp, fsync, rename, dir fsync). Compare with BenchmarkRawWrite.
 func BenchmarkDumpWrite(b *testing.B) {
-	r, _, _ := newDumpRecorder(b)
-	res := dumpOnce(b, r, "big")
-	b.SetBytes(res.Bytes)
-	b.ReportAllocs()
-	for b.Loop() {
-		dumpOnce(b, r, "big")
+	for _, w := range []struct {
+		name string
+		nw   engine.NewDumpWriter
+	}{{"mmap", engine.NewPackMmapWriter}, {"stream", engine.NewPackStreamWriter}} {
+		b.Run("writer="+w.name, func(b *testing.B) {
+			r, _, _ := newDumpRecorder(b, w.nw)
+			res := dumpOnce(b, r, "big")
+			b.SetBytes(res.Bytes)
+			b.ReportAllocs()
+			for b.Loop() {
+				dumpOnce(b, r, "big")
+			}
+		})
 	}
 }
 

@@ -44,7 +44,7 @@ func TestCrashChild(t *testing.T) {
 	r, vc, _ := dumpRecorder(t, Config{Pre: time.Second, Post: time.Millisecond, Guard: -1,
 		Dump: DumpConfig{Dir: dir, Policy: PolicySeparate, FrameSize: 4096,
 			NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
-				w, err := newPackWriter(path, o)
+				w, err := NewPackMmapWriter(path, o)
 				if err != nil {
 					return nil, err
 				}

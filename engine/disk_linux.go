@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,4 +14,13 @@ func freeDisk(dir string) (int64, error) {
 		return 0, fmt.Errorf("engine: statfs %s: %w", dir, err)
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// preallocate reserves n bytes for f without changing its size, so a full
+// disk fails here rather than mid-dump.
+func preallocate(f *os.File, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	return unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, n)
 }

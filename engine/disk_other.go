@@ -2,9 +2,15 @@
 
 package engine
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // freeDisk is not supported here: MinFreeDisk cannot be honoured.
 func freeDisk(dir string) (int64, error) {
 	return 0, errors.New("engine: min_free_disk is not supported on this platform")
 }
+
+// preallocate is a no-op here.
+func preallocate(f *os.File, n int64) error { return nil }

@@ -462,7 +462,7 @@ func TestDiskFullMidDump(t *testing.T) {
 		Dump: DumpConfig{Policy: PolicySeparate, NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
 			mu.Lock()
 			defer mu.Unlock()
-			w, err := newPackWriter(path, o)
+			w, err := NewPackMmapWriter(path, o)
 			return faultWriter{w, &budget}, err
 		}}})
 	ids := discover(t, r, "a")
@@ -640,7 +640,7 @@ func TestBusySkipData(t *testing.T) {
 		entered, release := make(chan struct{}), make(chan struct{})
 		r, vc, _ := dumpRecorder(t, Config{Pre: time.Second, Post: time.Millisecond, Guard: -1, BusySkipData: skip,
 			Dump: DumpConfig{NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
-				w, err := newPackWriter(path, o)
+				w, err := NewPackMmapWriter(path, o)
 				return gateWriter{w, entered, release, &sync.Once{}}, err
 			}}})
 		ids := discover(t, r, "a")
@@ -676,7 +676,7 @@ func (s slowWriter) WriteMessage(t *TopicInfo, g, c int64, d []byte) error {
 func TestStopAbandonsAtDeadline(t *testing.T) {
 	r, vc, dir := dumpRecorder(t, Config{Pre: time.Hour, Post: time.Hour, Guard: -1,
 		Dump: DumpConfig{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
-			w, err := newPackWriter(path, o)
+			w, err := NewPackMmapWriter(path, o)
 			return slowWriter{w}, err
 		}}})
 	ids := discover(t, r, "a")

@@ -68,8 +68,9 @@ type DumpConfig struct {
 	// PollInterval is how often (real time) the dumper checks the clock for
 	// dumps whose post window has passed (DefaultPollInterval when 0).
 	PollInterval time.Duration
-	// NewWriter makes the writer of one dump file (nil: the pack mmap
-	// writer). Tests inject faults through it; the MCAP format plugs in here.
+	// NewWriter makes the writer of one dump file (nil: the pack
+	// stream writer over a preallocated file, NewPackStreamWriter; it beat
+	// the mmap writer here). Tests inject faults through it; the MCAP format plugs in here.
 	NewWriter NewDumpWriter
 	// Extension is the dump files' extension, ".pack" when ""; set it with
 	// NewWriter for another format (".mcap"). Rotation counts only files
@@ -99,7 +100,7 @@ func (d DumpConfig) withDefaults() DumpConfig {
 		d.PollInterval = DefaultPollInterval
 	}
 	if d.NewWriter == nil {
-		d.NewWriter = newPackWriter
+		d.NewWriter = NewPackStreamWriter
 	}
 	if d.Extension == "" {
 		d.Extension = dumpExt

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 
 	"edr-lite/pack"
 )
@@ -36,17 +37,30 @@ type DumpWriterOptions struct {
 // NewDumpWriter creates the file at path and returns its writer.
 type NewDumpWriter func(path string, opts DumpWriterOptions) (DumpWriter, error)
 
-// packWriter writes a pack file with the mmap writer, one FreeSync frame per
+// packWriter writes a pack file (mmap writer, or stream writer over a
+// preallocated file), one FreeSync frame per
 // FrameSize bytes of data. Message gen_ts is the producer time, done_ts the
 // capture time; the frame time is its first capture time.
 type packWriter struct {
 	w     *pack.Writer
+	file  *os.File // stream mode: the file, synced and closed by Close
 	f     *pack.Frame
 	size  int
 	frame uint64
 }
 
-func newPackWriter(path string, opts DumpWriterOptions) (DumpWriter, error) {
+// NewPackMmapWriter writes a pack dump with pack's mmap writer (Create).
+func NewPackMmapWriter(path string, opts DumpWriterOptions) (DumpWriter, error) {
+	return openPackWriter(path, opts, false)
+}
+
+// NewPackStreamWriter writes a pack dump through pack's stream writer into a file
+// preallocated (fallocate, keeping its size) from the size hint, then fsyncs.
+func NewPackStreamWriter(path string, opts DumpWriterOptions) (DumpWriter, error) {
+	return openPackWriter(path, opts, true)
+}
+
+func openPackWriter(path string, opts DumpWriterOptions, stream bool) (DumpWriter, error) {
 	var c pack.Compression
 	switch opts.Compression {
 	case "lz4":
@@ -55,6 +69,22 @@ func newPackWriter(path string, opts DumpWriterOptions) (DumpWriter, error) {
 		c = pack.CompressZstd
 	}
 	po := pack.WriterOptions{Writer: opts.WriterName, CreatedNs: opts.CreatedNs, Compression: c}
+	if stream {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("engine: creating dump %s: %w", path, err)
+		}
+		if err := preallocate(f, opts.SizeHint); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("engine: preallocating dump %s: %w", path, err)
+		}
+		w, err := pack.NewStreamWriter(f, po)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("engine: creating dump %s: %w", path, err)
+		}
+		return &packWriter{w: w, file: f, f: pack.NewFrame(0, 0), size: opts.FrameSize}, nil
+	}
 	if h := opts.SizeHint; h > 0 && h < 64<<20 {
 		// Map and preallocate about what the dump needs, not 64 MiB.
 		po.Window = int(h) + opts.FrameSize
@@ -92,14 +122,25 @@ func (p *packWriter) flushFrame() error {
 func (p *packWriter) SetInfo(info pack.DumpInfo) error { return p.w.SetDumpInfo(info) }
 
 func (p *packWriter) Close() error {
-	if err := p.flushFrame(); err != nil {
-		p.w.Close()
-		return err
+	err := p.flushFrame()
+	if cerr := p.w.Close(); err == nil {
+		err = cerr
 	}
-	return p.w.Close()
+	if p.file != nil {
+		if err == nil {
+			err = p.file.Sync()
+		}
+		if cerr := p.file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 func (p *packWriter) Abort() error {
 	p.w.Close() // returns the writer's first error; the file is removed by the caller
+	if p.file != nil {
+		return p.file.Close()
+	}
 	return nil
 }

@@ -1,0 +1,13 @@
+package engine
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any goroutine (dumper, hooks, coarse
+// clock) outlives its Recorder.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
