@@ -14,7 +14,7 @@ import (
 
 // skipUnlessPrivileged turns a missing capability into a skip with the
 // reason; any other error fails the test.
-func skipUnlessPrivileged(t *testing.T, err error, what string) {
+func skipUnlessPrivileged(t testing.TB, err error, what string) {
 	t.Helper()
 	if err == nil {
 		return

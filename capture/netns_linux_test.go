@@ -15,13 +15,13 @@ import (
 // netns is a network namespace a test creates with iproute2 and removes in
 // its cleanup. Traffic of the test stays inside it (and its veth peers).
 type netns struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 }
 
 var netnsSeq atomic.Int32
 
-func newNetns(t *testing.T) *netns {
+func newNetns(t testing.TB) *netns {
 	t.Helper()
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skipf("needs iproute2's ip to create a network namespace: %v", err)

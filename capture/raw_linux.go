@@ -177,16 +177,22 @@ func (s *RawSource) Run(ctx context.Context) error {
 
 // drain ingests every block the kernel has handed over, in ring order.
 func (s *RawSource) drain() error {
-	for {
-		blk := s.block(s.cur)
-		if blockStatus(blk)&unix.TP_STATUS_USER == 0 {
-			return nil
-		}
-		s.processBlock(blk)
-		releaseBlock(blk)
-		s.cur = (s.cur + 1) % s.opts.Blocks
-		s.c.add(&s.batch, s.m)
+	for s.drainBlock() {
 	}
+	return nil
+}
+
+// drainBlock ingests the next block if the kernel has handed it over.
+func (s *RawSource) drainBlock() bool {
+	blk := s.block(s.cur)
+	if blockStatus(blk)&unix.TP_STATUS_USER == 0 {
+		return false
+	}
+	s.processBlock(blk)
+	releaseBlock(blk)
+	s.cur = (s.cur + 1) % s.opts.Blocks
+	s.c.add(&s.batch, s.m)
+	return true
 }
 
 // processBlock ingests the frames of one block. The kernel wrote it, but

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 	"testing"
 	"time"
+
+	"edr-lite/engine"
 
 	"golang.org/x/sys/unix"
 )
 
-func listenUDP(t *testing.T, addr string) *net.UDPConn {
+func listenUDP(t testing.TB, addr string) *net.UDPConn {
 	t.Helper()
 	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
 	if err != nil {
@@ -22,7 +25,7 @@ func listenUDP(t *testing.T, addr string) *net.UDPConn {
 	return c
 }
 
-func newRaw(t *testing.T, o RawOptions, sink *recordingSink) *RawSource {
+func newRaw(t testing.TB, o RawOptions, sink engine.Sink) *RawSource {
 	t.Helper()
 	src, err := NewRaw(o, sink)
 	skipUnlessPrivileged(t, err, "CAP_NET_RAW (and CAP_BPF for a filter)")
@@ -266,5 +269,88 @@ func TestNewRawErrors(t *testing.T) {
 	_, err := NewRaw(RawOptions{Interface: "lo", Filter: &Filter{VLAN: 5000}}, newRecordingSink())
 	if !errors.Is(err, ErrFilter) {
 		t.Errorf("NewRaw with a bad filter = %v, want ErrFilter", err)
+	}
+}
+
+// TestRawRingOverflow fills a one-block ring while nobody reads it: the
+// kernel counts the frames it had no room for, and they surface as Lost.
+func TestRawRingOverflow(t *testing.T) {
+	ns := newNetns(t)
+	sink := newRecordingSink()
+	var src *RawSource
+	var tx *net.UDPConn
+	ns.do(func() {
+		src = newRaw(t, RawOptions{Interface: "lo", Topic: "all", Payload: PayloadUDP, BlockSize: 4096, Blocks: 1, BlockTimeout: time.Millisecond}, sink)
+		rx := listenUDP(t, "127.0.0.1:0")
+		tx = dialUDP(t, rx.LocalAddr().(*net.UDPAddr).AddrPort())
+	})
+	const sent = 100
+	for i := range sent {
+		if _, err := tx.Write(payloadFor(4, i, 500)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Delivery runs in softirq context, which a loaded machine may defer.
+	var st Stats
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st = src.Stats(); st.KernelPackets >= sent || time.Now().After(deadline) {
+			break
+		}
+	}
+	if st.KernelPackets != sent || st.Lost == 0 || st.Lost >= sent {
+		t.Fatalf("before Run: Stats %+v, want %d kernel packets, some lost", st, sent)
+	}
+	stop := runSource(t, src.Run, src.Close)
+	sink.waitRecords(t, int(sent-st.Lost))
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	st = src.Stats()
+	if st.Ingested+st.Lost != sent {
+		t.Errorf("Stats %+v: ingested %d + lost %d != sent %d", st, st.Ingested, st.Lost, sent)
+	}
+}
+
+// TestRawOptionsOnInterface checks promiscuous mode is set while the source
+// is open and cleared by Close, and that Outgoing adds the frames the host
+// sends (on loopback every frame is both sent and received).
+func TestRawOptionsOnInterface(t *testing.T) {
+	ns := newNetns(t)
+	// A packet socket raises the device's promiscuity count, which
+	// netlink reports (SIOCGIFFLAGS shows only the administrative flag).
+	promisc := func() bool {
+		out, err := exec.Command("ip", "-n", ns.name, "-d", "link", "show", "lo").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip link show: %v: %s", err, out)
+		}
+		return !bytes.Contains(out, []byte("promiscuity 0"))
+	}
+	if promisc() {
+		t.Fatal("lo promiscuous before the test")
+	}
+	sink := newRecordingSink()
+	var src *RawSource
+	var tx *net.UDPConn
+	ns.do(func() {
+		src = newRaw(t, RawOptions{Interface: "lo", Promiscuous: true, Outgoing: true, Topic: "x", BlockTimeout: time.Millisecond, BlockSize: 1 << 16}, sink)
+		rx := listenUDP(t, "127.0.0.1:0")
+		tx = dialUDP(t, rx.LocalAddr().(*net.UDPAddr).AddrPort())
+	})
+	if !promisc() {
+		t.Error("lo not promiscuous while the source is open")
+	}
+	stop := runSource(t, src.Run, src.Close)
+	if _, err := tx.Write([]byte("twice")); err != nil {
+		t.Fatal(err)
+	}
+	recs := sink.waitRecords(t, 2)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || !bytes.Equal(recs[0].payload, recs[1].payload) {
+		t.Errorf("with Outgoing, got %d records, want the frame twice (sent and received)", len(recs))
+	}
+	if promisc() {
+		t.Error("lo still promiscuous after Close")
 	}
 }

@@ -45,6 +45,13 @@ type UDPOptions struct {
 	// MaxTopics bounds the topics this source discovers (0 =
 	// DefaultMaxTopics).
 	MaxTopics int
+	// GRO lets the kernel coalesce a flow's datagrams of equal size into
+	// one receive (UDP_GRO): a NAPI NIC's GRO, or a sender's UDP_SEGMENT
+	// on loopback, then costs one socket operation per up to 64
+	// datagrams, which the source splits again. It needs MaxPacket 65535
+	// (set when 0); a coalesced receive larger than MaxPacket would be
+	// truncated.
+	GRO bool
 }
 
 func (o *UDPOptions) withDefaults() (UDPOptions, Template, error) {
@@ -57,12 +64,18 @@ func (o *UDPOptions) withDefaults() (UDPOptions, Template, error) {
 	}
 	if c.MaxPacket == 0 {
 		c.MaxPacket = DefaultMaxPacket
+		if c.GRO {
+			c.MaxPacket = maxUDPPacket
+		}
 	}
 	if c.Batch < 0 || c.Batch > 1024 {
 		return c, Template{}, errOption("Batch", c.Batch, "want 1..1024")
 	}
 	if c.MaxPacket < 0 || c.MaxPacket > maxUDPPacket {
 		return c, Template{}, errOption("MaxPacket", c.MaxPacket, "want 1..65535")
+	}
+	if c.GRO && c.MaxPacket != maxUDPPacket {
+		return c, Template{}, errOption("MaxPacket", c.MaxPacket, "GRO needs 65535, the largest coalesced receive")
 	}
 	if c.RcvBuf < 0 {
 		return c, Template{}, errOption("RcvBuf", c.RcvBuf, "want >= 0")

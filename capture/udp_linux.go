@@ -17,8 +17,9 @@ import (
 
 const (
 	sockaddrSize = unix.SizeofSockaddrInet6
-	// udpCtrlSize holds an SO_RXQ_OVFL counter and an IPv6 or IPv4 pktinfo.
-	udpCtrlSize = 64
+	// udpCtrlSize holds an SO_RXQ_OVFL counter, a UDP_GRO segment size and an
+	// IPv6 or IPv4 pktinfo.
+	udpCtrlSize = 128
 )
 
 // UDPSource receives UDP datagrams in batches with recvmmsg and hands each
@@ -44,6 +45,7 @@ type UDPSource struct {
 	n, dirty int
 	errno    syscall.Errno
 	ovfl     uint32
+	segSize  int // UDP_GRO segment size of the datagram being processed, 0 = one datagram
 	pkt      Packet
 	batch    Stats
 }
@@ -77,13 +79,13 @@ func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
 	var sockErr error
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		err := c.Control(func(fd uintptr) {
-			sockErr = setUDPOptions(int(fd), o.RcvBuf, group.IsValid(), wantDst, network)
+			sockErr = setUDPOptions(int(fd), &o, group.IsValid(), wantDst, network)
 		})
 		return errors.Join(err, sockErr)
 	}}
 	var pc net.PacketConn
 	if group.IsValid() {
-		pc, err = listenGroup(ap, func(fd int) error { return setUDPOptions(fd, o.RcvBuf, true, wantDst, network) })
+		pc, err = listenGroup(ap, func(fd int) error { return setUDPOptions(fd, &o, true, wantDst, network) })
 	} else {
 		pc, err = lc.ListenPacket(context.Background(), network, o.Addr)
 	}
@@ -158,7 +160,13 @@ func listenGroup(ap netip.AddrPort, setopts func(fd int) error) (net.PacketConn,
 	return net.FilePacketConn(f)
 }
 
-func setUDPOptions(fd, rcvbuf int, multicast, pktinfo bool, network string) error {
+func setUDPOptions(fd int, o *UDPOptions, multicast, pktinfo bool, network string) error {
+	rcvbuf := o.RcvBuf
+	if o.GRO {
+		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
+			return fmt.Errorf("UDP_GRO: %w", err)
+		}
+	}
 	if multicast {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
 			return fmt.Errorf("SO_REUSEADDR: %w", err)
@@ -286,9 +294,17 @@ func (s *UDPSource) process() error {
 			continue
 		}
 		s.parseName(s.names[i*sockaddrSize : (i+1)*sockaddrSize])
-		payload := s.bufs[i*maxp : i*maxp+n]
-		s.pkt.Payload = payload
-		ingest(s.m, &s.pkt, now, payload, b)
+		buf := s.bufs[i*maxp : i*maxp+n]
+		if s.segSize > 0 && n > s.segSize { // coalesced by GRO: equal segments, the last may be short
+			b.Packets += uint64((n - 1) / s.segSize)
+			for len(buf) > s.segSize {
+				s.pkt.Payload = buf[:s.segSize]
+				ingest(s.m, &s.pkt, now, s.pkt.Payload, b)
+				buf = buf[s.segSize:]
+			}
+		}
+		s.pkt.Payload = buf
+		ingest(s.m, &s.pkt, now, buf, b)
 	}
 	s.pkt.Payload = nil
 	s.c.add(b, s.m)
@@ -318,9 +334,10 @@ var (
 )
 
 // parseControl reads the control messages of one datagram: the socket's
-// drop counter (SO_RXQ_OVFL, absent while it is zero) and the destination
-// address (IP_PKTINFO / IPV6_PKTINFO).
+// drop counter (SO_RXQ_OVFL, absent while it is zero), the GRO segment
+// size (UDP_GRO) and the destination address (IP_PKTINFO / IPV6_PKTINFO).
 func (s *UDPSource) parseControl(c []byte) {
+	s.segSize = 0
 	for len(c) >= cmsgHdrLen {
 		var l int
 		if cmsgLenSize == 8 {
@@ -339,6 +356,8 @@ func (s *UDPSource) parseControl(c []byte) {
 			v := binary.NativeEndian.Uint32(data)
 			s.batch.Lost += uint64(v - s.ovfl) // cumulative, wraps at 2^32
 			s.ovfl = v
+		case level == unix.SOL_UDP && typ == unix.UDP_GRO && len(data) >= 4:
+			s.segSize = int(int32(binary.NativeEndian.Uint32(data)))
 		case level == unix.IPPROTO_IP && typ == unix.IP_PKTINFO && len(data) >= 12:
 			s.pkt.Dst = netip.AddrFrom4([4]byte(data[8:12]))
 		case level == unix.IPPROTO_IPV6 && typ == unix.IPV6_PKTINFO && len(data) >= 16:

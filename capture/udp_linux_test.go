@@ -28,7 +28,7 @@ func runSource(t *testing.T, run func(context.Context) error, closeFn func() err
 	}
 }
 
-func dialUDP(t *testing.T, to netip.AddrPort) *net.UDPConn {
+func dialUDP(t testing.TB, to netip.AddrPort) *net.UDPConn {
 	t.Helper()
 	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(to))
 	if err != nil {
@@ -249,5 +249,64 @@ func TestNewUDPErrors(t *testing.T) {
 	}
 	if _, err := NewUDP(UDPOptions{Addr: "239.1.1.1:0", Interface: "no-such-if0"}, newRecordingSink()); err == nil {
 		t.Error("join on a missing interface succeeded")
+	}
+}
+
+// gsoConn returns a sender whose writes the kernel splits into datagrams of
+// seg bytes (UDP_SEGMENT), sent as one GSO packet.
+func gsoConn(t testing.TB, to netip.AddrPort, seg int) *net.UDPConn {
+	t.Helper()
+	c := dialUDP(t, to)
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, seg) }); err != nil || serr != nil {
+		t.Skipf("needs UDP_SEGMENT (Linux 4.18): %v %v", err, serr)
+	}
+	return c
+}
+
+// TestUDPGRO sends GSO bursts to a source with GRO on (the kernel keeps
+// each burst whole) and to one with it off (the kernel splits it): both
+// must record the same datagrams, the short last one included.
+func TestUDPGRO(t *testing.T) {
+	for _, gro := range []bool{true, false} {
+		sink := newRecordingSink()
+		src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", GRO: gro, RcvBuf: 4 << 20}, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runSource(t, src.Run, src.Close)
+		const seg = 100
+		c := gsoConn(t, src.LocalAddr(), seg)
+		var want [][]byte
+		for burst := range 3 {
+			buf := payloadFor(burst, 0, 10*seg+50)
+			if _, err := c.Write(buf); err != nil {
+				t.Fatal(err)
+			}
+			for len(buf) > 0 {
+				n := min(seg, len(buf))
+				want = append(want, buf[:n])
+				buf = buf[n:]
+			}
+		}
+		recs := sink.waitRecords(t, len(want))
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if !bytes.Equal(recs[i].payload, want[i]) {
+				t.Errorf("GRO=%v: datagram %d: %d bytes, want %d as sent", gro, i, len(recs[i].payload), len(want[i]))
+			}
+		}
+		if st := src.Stats(); st.Packets != uint64(len(want)) || st.Ingested != st.Packets {
+			t.Errorf("GRO=%v: Stats %+v, want %d packets", gro, st, len(want))
+		}
+	}
+	if _, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", GRO: true, MaxPacket: 1500}, newRecordingSink()); !errors.Is(err, ErrOptions) {
+		t.Errorf("GRO with MaxPacket 1500: %v, want ErrOptions", err)
 	}
 }

@@ -53,6 +53,16 @@ type Config struct {
 	// the topic applies.
 	Topics []TopicOverride
 
+	// BusySkipData drops incoming messages while a dump is being written
+	// (counted per topic as SkippedBusy and in each dump's accounting),
+	// trading time holes for CPU on a weak ECU. Off by default: dumps never
+	// pause recording.
+	BusySkipData bool
+
+	// DestroyOnOffline returns an offline topic's ring to the arena once
+	// no Reader or pending dump needs it.
+	DestroyOnOffline bool
+
 	// Dump configures dump files. Dumps are disabled when Dump.Dir is "".
 	Dump DumpConfig
 }

@@ -1,11 +1,173 @@
 package engine
 
-// DumpConfig configures dump files (issue 4 fills this in).
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Policy says what happens to a trigger whose window overlaps a dump that
+// is still waiting for its post window.
+type Policy string
+
+const (
+	// PolicyMerge folds the trigger into the waiting dump: one file whose
+	// window covers both, every trigger recorded.
+	PolicyMerge Policy = "merge"
+	// PolicySeparate writes one file per trigger.
+	PolicySeparate Policy = "separate"
+)
+
+// Dump defaults.
+const (
+	DefaultHookQueue    = 16
+	DefaultStopTimeout  = 10 * time.Second
+	DefaultPollInterval = 2 * time.Millisecond
+	DefaultFrameSize    = 1 << 20
+)
+
+// DumpConfig configures dump files, triggers and hooks.
 type DumpConfig struct {
-	// Dir is where dumps are written; "" disables dumps.
+	// Dir is where dumps are written; it is created if missing and must be
+	// writable. "" disables dumps (Trigger returns ErrNoDumps).
 	Dir string
+	// MaxFiles and MaxTotalBytes bound the dumps kept in Dir (0 = no
+	// bound); after each dump the oldest beyond either bound are deleted.
+	MaxFiles      int
+	MaxTotalBytes int64
+	// MinFreeDisk refuses a dump (counted, reported) when the free space of
+	// Dir's file system minus the dump's size estimate would fall below it.
+	MinFreeDisk int64
+	// Compression of each frame's data: "none" (default), "lz4", "zstd".
+	Compression string
+	// FrameSize is the data size at which a frame is closed
+	// (DefaultFrameSize when 0).
+	FrameSize int
+	// Policy for overlapping triggers (PolicyMerge when "").
+	Policy Policy
+	// MaxPerMinute caps the dumps started per minute of clock time
+	// (0 = no cap). Excess triggers are rejected with ErrRateLimited and
+	// counted.
+	MaxPerMinute int
+	// ReorderWindow, when > 0, writes each dump in producer-time order
+	// (capture time for messages without one) through a bounded reorder
+	// stage holding this much capture time, at most ReorderMaxMessages
+	// (DefaultReorderMaxMessages when 0) messages. Off: capture order.
+	ReorderWindow      time.Duration
+	ReorderMaxMessages int
+	// Hooks are called after each finalized dump, on their own goroutine.
+	Hooks []Hook
+	// HookQueue bounds the results waiting for the hooks
+	// (DefaultHookQueue when 0); when full, results are dropped for the
+	// hooks (counted), never delaying the next dump.
+	HookQueue int
+	// StopTimeout bounds how long Stop spends finishing pending dumps
+	// (DefaultStopTimeout when 0).
+	StopTimeout time.Duration
+	// PollInterval is how often (real time) the dumper checks the clock for
+	// dumps whose post window has passed (DefaultPollInterval when 0).
+	PollInterval time.Duration
+	// NewWriter makes the writer of one dump file (nil: the pack mmap
+	// writer). Tests inject faults through it; the MCAP format plugs in here.
+	NewWriter NewDumpWriter
+	// Extension is the dump files' extension, ".pack" when ""; set it with
+	// NewWriter for another format (".mcap"). Rotation counts only files
+	// with this extension.
+	Extension string
+	// WriterName is recorded in each dump's header and dump info.
+	WriterName string
 }
 
-func (d DumpConfig) withDefaults() DumpConfig { return d }
+func (d DumpConfig) withDefaults() DumpConfig {
+	if d.Compression == "" {
+		d.Compression = "none"
+	}
+	if d.FrameSize == 0 {
+		d.FrameSize = DefaultFrameSize
+	}
+	if d.Policy == "" {
+		d.Policy = PolicyMerge
+	}
+	if d.HookQueue == 0 {
+		d.HookQueue = DefaultHookQueue
+	}
+	if d.StopTimeout == 0 {
+		d.StopTimeout = DefaultStopTimeout
+	}
+	if d.PollInterval == 0 {
+		d.PollInterval = DefaultPollInterval
+	}
+	if d.NewWriter == nil {
+		d.NewWriter = newPackWriter
+	}
+	if d.Extension == "" {
+		d.Extension = dumpExt
+	}
+	if d.WriterName == "" {
+		d.WriterName = "edr-lite"
+	}
+	return d
+}
 
-func (d *DumpConfig) validate(c *Config) error { return nil }
+func (d *DumpConfig) validate(c *Config) error {
+	if d.MaxFiles < 0 {
+		return configErr("Dump.MaxFiles", "must be >= 0, got %d", d.MaxFiles)
+	}
+	if d.MaxTotalBytes < 0 {
+		return configErr("Dump.MaxTotalBytes", "must be >= 0, got %d", d.MaxTotalBytes)
+	}
+	if d.MinFreeDisk < 0 {
+		return configErr("Dump.MinFreeDisk", "must be >= 0, got %d", d.MinFreeDisk)
+	}
+	switch d.Compression {
+	case "none", "lz4", "zstd":
+	default:
+		return configErr("Dump.Compression", "want none, lz4 or zstd, got %q", d.Compression)
+	}
+	if d.FrameSize < 0 {
+		return configErr("Dump.FrameSize", "must be >= 0, got %d", d.FrameSize)
+	}
+	if d.Policy != PolicyMerge && d.Policy != PolicySeparate {
+		return configErr("Dump.Policy", "want %q or %q, got %q", PolicyMerge, PolicySeparate, d.Policy)
+	}
+	if d.MaxPerMinute < 0 {
+		return configErr("Dump.MaxPerMinute", "must be >= 0, got %d", d.MaxPerMinute)
+	}
+	if d.HookQueue < 0 {
+		return configErr("Dump.HookQueue", "must be >= 0, got %d", d.HookQueue)
+	}
+	if d.ReorderWindow < 0 || d.ReorderMaxMessages < 0 {
+		return configErr("Dump.ReorderWindow", "must be >= 0")
+	}
+	if d.StopTimeout < 0 || d.PollInterval < 0 {
+		return configErr("Dump.StopTimeout", "durations must be >= 0")
+	}
+	return nil
+}
+
+// prepareDir creates dir if missing and proves it writable.
+func prepareDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return configErr("Dump.Dir", "%v", err)
+	}
+	f, err := os.CreateTemp(dir, ".edr-probe-*")
+	if err != nil {
+		return configErr("Dump.Dir", "not writable: %v", err)
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return configErr("Dump.Dir", "cannot remove probe file: %v", err)
+	}
+	return nil
+}
+
+// leftoverTmp lists *.pack.tmp files in dir: dumps interrupted by a crash.
+func leftoverTmp(dir, ext string) ([]string, error) {
+	m, err := filepath.Glob(filepath.Join(dir, "*"+ext+tmpExt))
+	if err != nil {
+		return nil, fmt.Errorf("engine: listing %s: %w", dir, err)
+	}
+	return m, nil
+}

@@ -30,6 +30,7 @@ func (r *Recorder) NewReader(id TopicID) (*Reader, error) {
 		return nil, errTopic(id)
 	}
 	r.readers++
+	t.pins.Add(1)
 	rd := &Reader{rec: r, t: t}
 	rd.c.r = t.ring
 	rd.c.seekOldest()
@@ -77,6 +78,8 @@ func (rd *Reader) Close() error {
 	if rd.closed.Swap(true) {
 		return nil
 	}
+	rd.t.pins.Add(-1)
+	rd.rec.maybeFree(rd.t)
 	return rd.rec.releaseReader()
 }
 

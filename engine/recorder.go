@@ -36,20 +36,28 @@ type Recorder struct {
 	unknown atomic.Uint64 // ingests for ids never handed out
 
 	closedFlag atomic.Bool
+	busySkip   bool // cfg.BusySkipData, read on the hot path
+
+	d *dumpState
 }
 
 // topic is one recorded topic.
 type topic struct {
-	id       TopicID
-	info     TopicInfo
-	settings topicSettings
-	ring     *ring
-	block    arena.Block
-	mu       sync.Mutex // serializes writers of a MultiProducer topic
-	multi    bool
-	online   atomic.Bool
-	offline  atomic.Uint64 // messages rejected while offline
-	onlineNs atomic.Int64  // when the topic was (re)discovered
+	id          TopicID
+	info        TopicInfo
+	settings    topicSettings
+	ring        *ring
+	block       arena.Block
+	mu          sync.Mutex // serializes writers of a MultiProducer topic
+	multi       bool
+	online      atomic.Bool
+	offline     atomic.Uint64 // messages rejected while offline
+	skippedBusy atomic.Uint64 // messages dropped while a dump was written (BusySkipData)
+	onlineNs    atomic.Int64  // when the topic was (re)discovered
+	// pins counts open Readers and pending dumps that need the ring; a
+	// destroy_on_offline topic's ring is freed when it drops to zero.
+	pins  atomic.Int32
+	freed bool // ring returned to the arena (r.mu)
 }
 
 // New validates cfg, maps and touches the cache, and returns a recorder ready
@@ -59,16 +67,31 @@ func New(cfg Config) (*Recorder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	d := &dumpState{byTrig: make(map[TriggerID]*dumpJob), wake: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), hookDone: make(chan struct{}),
+		hookq: make(chan DumpResult, cfg.Dump.HookQueue)}
+	if cfg.Dump.Dir != "" {
+		if err := prepareDir(cfg.Dump.Dir); err != nil {
+			return nil, err
+		}
+		left, err := leftoverTmp(cfg.Dump.Dir, cfg.Dump.Extension)
+		if err != nil {
+			return nil, err
+		}
+		d.leftover = left
+	}
 	a, err := arena.New(arena.Options{Size: cfg.CacheSize, MinBlock: DefaultMinRingBytes, Lock: cfg.LockMemory})
 	if err != nil {
 		return nil, &ConfigError{Field: "CacheSize", Reason: err.Error()}
 	}
 	r := &Recorder{
-		cfg:    cfg,
-		clk:    cfg.Clock,
-		arena:  a,
-		table:  make([]atomic.Pointer[topic], cfg.MaxTopics),
-		byName: make(map[string]TopicID),
+		cfg:      cfg,
+		clk:      cfg.Clock,
+		arena:    a,
+		table:    make([]atomic.Pointer[topic], cfg.MaxTopics),
+		byName:   make(map[string]TopicID),
+		d:        d,
+		busySkip: cfg.BusySkipData,
 	}
 	if r.clk == nil {
 		r.coarse = clock.NewCoarse(clock.System{}, time.Millisecond)
@@ -94,6 +117,7 @@ func (r *Recorder) Discover(info TopicInfo) (TopicID, error) {
 		t.online.Store(true)
 		return id, nil
 	}
+
 	s, err := r.cfg.settingsFor(&info)
 	if err != nil {
 		return 0, err
@@ -147,6 +171,10 @@ func (r *Recorder) IngestAt(id TopicID, captureNs, genNs int64, payload []byte) 
 		t.offline.Add(1)
 		return false
 	}
+	if r.busySkip && r.d.writing.Load() {
+		t.skippedBusy.Add(1)
+		return false
+	}
 	if t.multi {
 		t.mu.Lock()
 		ok := t.ring.append(captureNs, genNs, payload)
@@ -163,10 +191,40 @@ func (r *Recorder) Ingest(id TopicID, genNs int64, payload []byte) bool {
 }
 
 // Offline marks the topic's producer gone: further ingests are rejected and
-// counted until it is discovered again. Its ring is kept.
+// counted until it is discovered again. With Config.DestroyOnOffline the
+// ring returns to the arena once no Reader and no pending dump needs it (the
+// topic then gets a new id when discovered again); the source must not
+// ingest for id after calling Offline.
 func (r *Recorder) Offline(id TopicID) {
 	if t := r.topic(id); t != nil {
 		t.online.Store(false)
+		r.maybeFree(t)
+	}
+}
+
+// maybeFree returns a destroy_on_offline topic's ring to the arena when it
+// is offline and unpinned.
+func (r *Recorder) maybeFree(t *topic) {
+	if !r.cfg.DestroyOnOffline {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.freed || r.closed || t.online.Load() || t.pins.Load() > 0 {
+		return
+	}
+	t.freed = true
+	r.table[t.id].Store(nil)
+	delete(r.byName, topicKey(&t.info))
+	if err := r.arena.Free(t.block); err != nil {
+		panic("BUG: engine: freeing a topic ring: " + err.Error())
+	}
+}
+
+// unpinTopics drops the pins selectTopics took.
+func (r *Recorder) unpinTopics(sel []dumpTopic) {
+	for _, dt := range sel {
+		dt.t.pins.Add(-1)
 	}
 }
 
@@ -186,7 +244,11 @@ type TopicStatus struct {
 	// aims to keep (pre + max post + 2*guard).
 	RingBytes   int
 	RetentionNs int64
-	Counters    TopicCounters
+	// Freed is set once a destroy_on_offline topic's ring was returned.
+	Freed bool
+	// RateHz is the message rate over the history held (0 when unknown).
+	RateHz   float64
+	Counters TopicCounters
 }
 
 // Topics returns a snapshot of every topic, in id order.
@@ -196,16 +258,30 @@ func (r *Recorder) Topics() []TopicStatus {
 	r.mu.Unlock()
 	out := make([]TopicStatus, len(ts))
 	for i, t := range ts {
-		c := t.ring.counters()
-		c.RejectedOffline = t.offline.Load()
-		out[i] = TopicStatus{
+		st := TopicStatus{
 			ID:          t.id,
 			Info:        t.info,
 			Online:      t.online.Load(),
 			RingBytes:   len(t.block.Bytes()),
 			RetentionNs: t.settings.ring.retentionNs,
-			Counters:    c,
 		}
+		r.mu.Lock()
+		st.Freed = t.freed
+		if !t.freed {
+			t.pins.Add(1) // keep the ring while reading its counters
+		}
+		r.mu.Unlock()
+		if !st.Freed {
+			st.Counters = t.ring.counters()
+			t.pins.Add(-1)
+			r.maybeFree(t)
+		}
+		st.Counters.RejectedOffline = t.offline.Load()
+		st.Counters.SkippedBusy = t.skippedBusy.Load()
+		if c := st.Counters; c.HeldMessages > 1 && c.NewestNs > c.OldestNs {
+			st.RateHz = float64(c.HeldMessages-1) / (float64(c.NewestNs-c.OldestNs) / 1e9)
+		}
+		out[i] = st
 	}
 	return out
 }
@@ -213,9 +289,10 @@ func (r *Recorder) Topics() []TopicStatus {
 // ArenaUsage reports the cache's occupancy.
 func (r *Recorder) ArenaUsage() arena.Usage { return r.arena.Usage() }
 
-// Close stops the recorder. Ingest must no longer be called. The cache is
-// unmapped once the last Reader is closed.
+// Close stops the recorder (Stop, if started). Ingest must no longer be
+// called. The cache is unmapped once the last Reader is closed.
 func (r *Recorder) Close() error {
+	r.Stop()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()

@@ -2,14 +2,13 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"sync"
 	"testing"
 
 	"edr-lite/arena"
+	"edr-lite/internal/checkpayload"
 
 	"pgregory.net/rapid"
 )
@@ -260,36 +259,6 @@ func TestRingModel(t *testing.T) {
 	})
 }
 
-// stressPayload fills p with a header (seq) and pseudo-random bytes, and a
-// trailing CRC32C over everything before it.
-func stressPayload(p []byte, seq uint64) []byte {
-	n := 12 + int(seq*2654435761%200)
-	p = p[:n]
-	binary.LittleEndian.PutUint64(p, seq)
-	x := uint32(seq) | 1
-	for i := 8; i < n-4; i++ {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		p[i] = byte(x)
-	}
-	binary.LittleEndian.PutUint32(p[n-4:], crc32.Checksum(p[:n-4], crc32.MakeTable(crc32.Castagnoli)))
-	return p
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func checkStressPayload(p []byte) error {
-	if len(p) < 12 {
-		return fmt.Errorf("payload of %d bytes", len(p))
-	}
-	n := len(p)
-	if crc32.Checksum(p[:n-4], castagnoli) != binary.LittleEndian.Uint32(p[n-4:]) {
-		return fmt.Errorf("checksum mismatch (seq %d)", binary.LittleEndian.Uint64(p))
-	}
-	return nil
-}
-
 // TestRingStressIntegrity: one writer, several concurrent readers of
 // different speeds; every payload returned verifies, and for every reader
 // delivered + lost == written over its range.
@@ -325,12 +294,13 @@ func TestRingStressIntegrity(t *testing.T) {
 				default:
 				}
 				for c.readInto(&m, math.MaxInt64) {
-					if err := checkStressPayload(m.Data); err != nil {
+					seq, err := checkpayload.Verify(m.Data)
+					if err != nil {
 						errs <- fmt.Errorf("reader %d: %v", k, err)
 						return
 					}
-					if binary.LittleEndian.Uint64(m.Data) != m.Seq || int64(m.Seq) <= lastSeq {
-						errs <- fmt.Errorf("reader %d: seq %d after %d, payload says %d", k, m.Seq, lastSeq, binary.LittleEndian.Uint64(m.Data))
+					if seq != m.Seq || int64(m.Seq) <= lastSeq {
+						errs <- fmt.Errorf("reader %d: seq %d after %d, payload says %d", k, m.Seq, lastSeq, seq)
 						return
 					}
 					lastSeq = int64(m.Seq)
@@ -349,9 +319,9 @@ func TestRingStressIntegrity(t *testing.T) {
 		}()
 	}
 	ready.Wait()
-	buf := make([]byte, 256)
+	buf := make([]byte, checkpayload.MaxLen)
 	for seq := range total {
-		if !r.append(int64(seq), 0, stressPayload(buf, seq)) {
+		if !r.append(int64(seq), 0, checkpayload.Fill(buf, seq)) {
 			t.Fatalf("append %d rejected", seq)
 		}
 	}
@@ -372,4 +342,23 @@ func TestRingStressIntegrity(t *testing.T) {
 	if got := r.counters().LostToReaders; got != lostAll {
 		t.Errorf("ring LostToReaders = %d, readers lost %d", got, lostAll)
 	}
+}
+
+// TestRingEvictLargeEntries: with entries spanning many segments, eviction
+// for space still keeps what fits instead of emptying the ring.
+func TestRingEvictLargeEntries(t *testing.T) {
+	f := func(size, n int, minHeld uint64) {
+		t.Helper()
+		r := newTestRing(t, size, ringConfig{})
+		for i := range 50 {
+			r.append(int64(i), 0, payload(i, n))
+			if c := r.counters(); c.HeldMessages < min(minHeld, uint64(i+1)) {
+				t.Fatalf("ring %d, %d-byte entries: after %d appends holds %d, want >= %d", size, n, i+1, c.HeldMessages, minHeld)
+			}
+		}
+	}
+	f(8192, 2000, 2)
+	f(8192, 4000, 2)
+	f(1<<16, 20000, 2)
+	f(1<<16, 1000, 50)
 }

@@ -110,12 +110,19 @@ func TestStreamAndMmapIdentical(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			wopts := opts
+			wopts.NoMmap, wopts.Prealloc = true, 10000
+			wpath := filepath.Join(t.TempDir(), "w.pack")
+			ww, err := Create(wpath, wopts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var buf bytes.Buffer
 			sw, err := NewStreamWriter(&buf, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, x := range []*Writer{w, sw} {
+			for _, x := range []*Writer{w, ww, sw} {
 				for _, f := range frames {
 					if err := x.WriteFrame(f); err != nil {
 						t.Fatal(err)
@@ -134,6 +141,9 @@ func TestStreamAndMmapIdentical(t *testing.T) {
 			}
 			if !bytes.Equal(got, buf.Bytes()) {
 				t.Fatalf("mmap file (%d bytes) differs from stream (%d bytes)", len(got), buf.Len())
+			}
+			if got, _ := os.ReadFile(wpath); !bytes.Equal(got, buf.Bytes()) {
+				t.Fatalf("NoMmap file (%d bytes) differs from stream (%d bytes)", len(got), buf.Len())
 			}
 		})
 	}
@@ -498,5 +508,40 @@ func TestFrameAPI(t *testing.T) {
 	}
 	if name, ch := SplitTopic("a#b#c"); name != "a#b" || ch != "c" {
 		t.Fatalf("SplitTopic %q %q", name, ch)
+	}
+}
+
+type failWriter struct{ n int }
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if w.n -= len(p); w.n < 0 {
+		return 0, errors.New("pipe closed")
+	}
+	return len(p), nil
+}
+
+func TestStreamWriterErrorIsSticky(t *testing.T) {
+	w, err := NewStreamWriter(&failWriter{n: 1 << 20}, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 256<<10)
+	var werr error
+	for i := 0; i < 20 && werr == nil; i++ {
+		f := NewFrame(uint64(i), 0)
+		f.AddMetaBorrowed("x", "", nil, 0, 0, data)
+		werr = w.WriteFrame(f)
+	}
+	if werr == nil || werr.Error() != "pipe closed" {
+		t.Fatalf("WriteFrame on a failing writer: %v", werr)
+	}
+	if err := w.Flush(); err == nil {
+		t.Fatal("Flush after failure succeeded")
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after failure succeeded")
+	}
+	if err := w.WriteFrame(NewFrame(0, 0)); err == nil {
+		t.Fatal("WriteFrame after Close succeeded")
 	}
 }

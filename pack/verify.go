@@ -212,10 +212,15 @@ func (w *walker) walk() FileHeader {
 	h, herr := parseFileHeader(w.path, b)
 	var ce *CorruptError
 	badMagic := herr != nil && errors.Is(herr, ErrBadMagic)
-	if herr != nil && !badMagic {
-		// Our magic with a damaged header: the records after it are still ours.
+	if herr != nil {
 		errors.As(herr, &ce)
-		w.onLoss(LostRange{Offset: 0, Length: min(int64(len(b)), HeaderSize), Reason: ce.Reason}, ce)
+		// With our magic the header's bytes are lost and the records after it
+		// are still ours; without, the scan from offset 0 counts the bytes.
+		n := min(int64(len(b)), HeaderSize)
+		if badMagic {
+			n = 0
+		}
+		w.onLoss(LostRange{Offset: 0, Length: n, Reason: ce.Reason}, ce)
 	}
 	end := int64(len(b))
 	indexOff, hasTrailer := parseTrailer(b)

@@ -1,4 +1,44 @@
 // Package replay feeds recorded dumps back: to shared memory or UDP with
 // timing modes, and through Lua rules in message time so that triggers can be
-// regression-tested.
+// regression-tested; it also converts dumps to and from JSON lines.
+//
+// In one paragraph: Open (or New over pack readers) makes a Player over one
+// or more pack dumps, merged message by message in message time (capture
+// time, see dumpfile.MessageTime; ties keep the order of the files, then file
+// order), restricted by Options to topic globs, a start offset and a duration
+// or end time. Run hands every message to an Output — NewShm (one shm
+// segment per topic), NewUDP (one datagram per message), Discard or an
+// OutputFunc — as fast as possible (Rate 0), in real time (Rate 1) or scaled
+// (Rate 2, 0.5), once or in a Loop; Pause, Resume and Step control it from
+// another goroutine, and Stats report throughput and, in timed modes, the
+// player's own timing error (p50 / p99 / max). RunRules feeds dumps through
+// a scripts.Host in message time and CompareTriggers checks the triggers it
+// fired against the ones recorded in the dumps. ExportJSONL and ImportJSONL
+// convert a pack dump to JSON lines and back, losslessly.
+//
+// UDP addressing: with UDPOptions.Base "host:port", the i-th topic in sorted
+// topic order (Player.Topics: by "name", or "name#channel" for a channel)
+// goes to host:port+i; UDPOptions.Map names other addresses for some topics.
+// Each datagram is the recorded payload, with no header.
+//
+// It is not for: recording (package engine), or reading MCAP dumps (replay
+// reads pack; convert with the MCAP tools first).
+//
+// # Caveats
+//
+//   - Message.Meta and Message.Data alias the dump's read-only mapping and
+//     are valid only until Output.Write returns.
+//   - Timing: a message is due at start + (message time - first message
+//     time) / Rate. The player sleeps until then (or until Options.Spin
+//     before, then polls the clock); timing error is measured from the due
+//     time to the moment the message is handed to the output (late only:
+//     the player is never early). Time spent paused is not made up.
+//   - Outputs never block: the shm producer overwrites the oldest records of
+//     a full segment when its consumer lags (as fast as possible, size
+//     ShmOptions.Capacity to the data or replay at a rate), and UDP receivers
+//     drop datagrams their socket buffer cannot hold.
+//   - Concurrency: a Player's Run is called once from one goroutine; Pause,
+//     Resume, Step and Progress are safe from any goroutine. Outputs, the
+//     JSON-lines functions and the rule helpers are not safe for concurrent
+//     use.
 package replay

@@ -79,13 +79,22 @@ func (h *Host) Reload(name string) error {
 	if r == nil {
 		return fmt.Errorf("%w: %q", ErrNoRule, name)
 	}
-	b, err := os.ReadFile(r.file)
+	src, err := readRule(r)
 	if err != nil {
-		err = fmt.Errorf("scripts: reload %s: %w (old version keeps running)", name, err)
-		r.st.setReloadErr(err)
 		return err
 	}
-	return h.ReloadSource(name, string(b))
+	return h.ReloadSource(name, src)
+}
+
+// readRule reads the file r was loaded from, for a reload.
+func readRule(r *Rule) (string, error) {
+	b, err := os.ReadFile(r.file)
+	if err != nil {
+		err = fmt.Errorf("scripts: reload %s: %w (old version keeps running)", r.decl.Name, err)
+		r.st.setReloadErr(err)
+		return "", err
+	}
+	return string(b), nil
 }
 
 // ReloadSource replaces the named rule by src, keeping its file name,
@@ -95,20 +104,41 @@ func (h *Host) ReloadSource(name, src string) error {
 	if old == nil {
 		return fmt.Errorf("%w: %q", ErrNoRule, name)
 	}
+	nr, err := reload(old, src, h.Rules())
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	for i, r := range h.rules {
+		if r == old {
+			h.rules[i] = nr
+		}
+	}
+	h.mu.Unlock()
+	old.Close()
+	return nil
+}
+
+// reload loads src as the new version of old, refusing a name that
+// another of others already has. On success the new rule takes over old's
+// counters, cooldown and rate-limit state and tick phase (old is not closed);
+// on failure old keeps running and records the error.
+func reload(old *Rule, src string, others []*Rule) (*Rule, error) {
 	nr, err := LoadSource(old.file, src, old.opts)
 	if err == nil {
-		for _, o := range h.Rules() {
+		for _, o := range others {
 			if o != old && o.decl.Name == nr.decl.Name {
 				nr.Close()
 				err = fmt.Errorf("%w: %s: rule %q already loaded from %s", ErrDeclaration, old.file, nr.decl.Name, o.file)
+				break
 			}
 		}
 	}
 	if err != nil {
-		err = fmt.Errorf("scripts: reload %s: %w (old version keeps running)", name, err)
+		err = fmt.Errorf("scripts: reload %s: %w (old version keeps running)", old.decl.Name, err)
 		old.st.setReloadErr(err)
-		old.logger.Error("rule reload failed", "rule", name, "err", err)
-		return err
+		old.logger.Error("rule reload failed", "rule", old.decl.Name, "err", err)
+		return nil, err
 	}
 	nr.st = old.st
 	nr.st.reloads.Add(1)
@@ -122,15 +152,7 @@ func (h *Host) ReloadSource(name, src string) error {
 	if nr.decl.Tick == old.decl.Tick {
 		nr.nextTick = old.nextTick
 	}
-	h.mu.Lock()
-	for i, r := range h.rules {
-		if r == old {
-			h.rules[i] = nr
-		}
-	}
-	h.mu.Unlock()
-	old.Close()
-	return nil
+	return nr, nil
 }
 
 func (h *Host) find(name string) *Rule {

@@ -158,24 +158,28 @@ type Rule struct {
 	budget Budget
 	logger *slog.Logger
 
-	L         *lua.LState
-	meter     *meter
-	nums      numBox
-	view      *lua.LUserData
-	onMessage *lua.LFunction
-	onTick    *lua.LFunction
-	onDump    *lua.LFunction
+	L          *lua.LState
+	meter      *meter
+	nums       numBox
+	view       *lua.LUserData
+	methods    *lua.LTable // the view's __index
+	usedFields uint8       // bit i: viewFields[i] is named in the script
+	onMessage  *lua.LFunction
+	onTick     *lua.LFunction
+	onDump     *lua.LFunction
 
 	cur      *Message
 	now      int64
 	topicStr string
 	topicVal lua.LValue
+	topicSet bool // topicVal is stored in the view's methods table
 
 	loading    bool
 	declared   bool
 	paramSet   map[string]bool // names declared with param()
 	declFailed bool            // the load error came from rule{} or param()
 	dead       bool
+	closed     bool
 
 	// cooldown and rate limit, in message time
 	fired    bool
@@ -232,12 +236,24 @@ func LoadSource(name, src string, opts Options) (*Rule, error) {
 	return r, nil
 }
 
+// compile parses and compiles the source; a panic in gopher-lua's parser
+// or compiler becomes a syntax error rather than taking the recorder down.
+func (r *Rule) compile() (fn *lua.LFunction, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			fn, err = nil, fmt.Errorf("%s: the Lua compiler failed: %v", r.file, p)
+		}
+	}()
+	return r.L.Load(strings.NewReader(r.src), r.file)
+}
+
 func (r *Rule) load() error {
 	L := r.L
-	fn, err := L.Load(strings.NewReader(r.src), r.file)
+	fn, err := r.compile()
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrSyntax, strings.Join(strings.Fields(luaMessage(err)), " "))
 	}
+	r.findUsedFields(fn.Proto)
 	r.loading = true
 	err = r.call(fn, r.budget.Instructions*LoadFactor, nil)
 	r.loading = false
@@ -344,6 +360,7 @@ func (r *Rule) Feed(m *Message) {
 		return
 	}
 	r.cur, r.now = m, m.TS
+	r.storeFields(m)
 	err := r.call(r.onMessage, r.budget.Instructions, r.view)
 	r.cur = nil
 	r.st.messages.Add(1)
@@ -472,9 +489,11 @@ func (r *Rule) Status() RuleStatus {
 	return out
 }
 
-// Close releases the Lua state.
+// Close releases the Lua state. It is idempotent.
 func (r *Rule) Close() {
-	if r.L != nil {
+	if r.L != nil && !r.closed {
+		r.closed = true
+		r.dead = true
 		r.L.Close()
 	}
 }

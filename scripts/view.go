@@ -77,6 +77,7 @@ func (r *Rule) newView() *lua.LUserData {
 	fields := L.NewTable()
 	fields.RawSetString("__index", L.NewFunction(r.viewField))
 	L.SetMetatable(methods, fields)
+	r.methods = methods
 
 	mt := L.NewTable()
 	mt.RawSetString("__index", methods)
@@ -87,6 +88,55 @@ func (r *Rule) newView() *lua.LUserData {
 	mt.RawSetString("__metatable", lua.LString("message view"))
 	L.SetMetatable(ud, mt)
 	return ud
+}
+
+// viewFields are the message fields, computed by viewField on access.
+var viewFields = []string{"topic", "ts", "gen_ts", "seq", "size"}
+
+// findUsedFields records which view fields the script names as constants.
+// Those are stored in the methods table before each on_message, so
+// reading m.ts is one table lookup instead of a call through __index
+// (which would also allocate the key). Fields reached by a computed key
+// still go through __index.
+func (r *Rule) findUsedFields(p *lua.FunctionProto) {
+	for _, c := range p.Constants {
+		if s, ok := c.(lua.LString); ok {
+			for i, f := range viewFields {
+				if string(s) == f {
+					r.usedFields |= 1 << i
+				}
+			}
+		}
+	}
+	for _, sub := range p.FunctionPrototypes {
+		r.findUsedFields(sub)
+	}
+}
+
+// storeFields puts the used fields of m into the methods table.
+func (r *Rule) storeFields(m *Message) {
+	u := r.usedFields
+	if u == 0 {
+		return
+	}
+	t := r.methods
+	if u&1 != 0 && (m.Topic != r.topicStr || !r.topicSet) {
+		// unchanged topic: the stored value is still right
+		r.topicStr, r.topicVal, r.topicSet = m.Topic, lua.LString(m.Topic), true
+		t.RawSetString("topic", r.topicVal)
+	}
+	if u&2 != 0 {
+		t.RawSetString("ts", r.nums.box(float64(m.TS)))
+	}
+	if u&4 != 0 {
+		t.RawSetString("gen_ts", r.nums.box(float64(m.GenTS)))
+	}
+	if u&8 != 0 {
+		t.RawSetString("seq", r.nums.box(float64(m.Seq)))
+	}
+	if u&16 != 0 {
+		t.RawSetString("size", r.nums.box(float64(len(m.Data))))
+	}
 }
 
 // message returns the current message or raises: the view is only valid
@@ -105,7 +155,7 @@ func (r *Rule) viewField(L *lua.LState) int {
 	switch key {
 	case "topic":
 		if m.Topic != r.topicStr || r.topicVal == nil {
-			r.topicStr, r.topicVal = m.Topic, lua.LString(m.Topic)
+			r.topicStr, r.topicVal, r.topicSet = m.Topic, lua.LString(m.Topic), false
 		}
 		L.Push(r.topicVal)
 	case "ts":

@@ -101,7 +101,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 		}
 	}
 	fmt.Fprintf(w, "topics:     %d\n", len(in.Topics))
-	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "  topic\tmessages\tbytes\trate\tlost\toversize\tbusy\ttype\t\n")
 	for _, t := range in.Topics {
 		rate := "-"

@@ -108,6 +108,7 @@ type Recorder struct {
 	Post              Duration `toml:"post"`
 	Guard             Duration `toml:"guard"`
 	MaxPacket         Size     `toml:"max_packet"`
+	TopicBytes        Size     `toml:"topic_bytes"`
 	Include           []string `toml:"include"`
 	Exclude           []string `toml:"exclude"`
 	BusySkipData      bool     `toml:"busy_skip_data"`
@@ -271,7 +272,8 @@ func defaults() *File {
 			Post:              Duration(5 * time.Second),
 			Guard:             Duration(500 * time.Millisecond),
 			MaxPacket:         4 << 20,
-			Include:           []string{"*"},
+			TopicBytes:        4 << 20,
+			Include:           []string{},
 			Exclude:           []string{},
 			Format:            "pack",
 			Compression:       "none",

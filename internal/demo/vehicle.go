@@ -64,7 +64,9 @@ func DefaultVehicle() Vehicle { return Vehicle{Cruise: 20, BrakeAt: 3 * time.Sec
 // Speed returns the speed in m/s at t since the start.
 func (v Vehicle) Speed(t time.Duration) float64 {
 	if t < v.BrakeAt {
-		return v.Cruise + 0.2*math.Sin(t.Seconds())
+		// steady cruise: capture times jitter, so any slope here could
+		// read as a hard brake to a rule differentiating over tiny gaps
+		return v.Cruise
 	}
 	s := v.Cruise - v.Decel*(t-v.BrakeAt).Seconds()
 	if s < 0 {

@@ -1,10 +1,8 @@
 package dumpfile
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 
 	"edr-lite/pack"
@@ -28,16 +26,16 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 	if len(ins) == 0 {
 		return nil, errors.New("dumpfile: merge needs at least one input")
 	}
-	var its mergeHeap
+	var readers []*pack.Reader
 	defer func() {
-		for _, it := range its {
-			it.r.Close()
+		for _, r := range readers {
+			r.Close()
 		}
 	}()
 	var info pack.DumpInfo
 	accounts := map[string]*pack.TopicAccount{}
 	var order []string
-	for i, p := range ins {
+	for _, p := range ins {
 		if f, err := Detect(p); err != nil {
 			return nil, err
 		} else if f != FormatPack {
@@ -47,8 +45,7 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 		if err != nil {
 			return nil, err
 		}
-		it := &msgIter{r: r, src: i}
-		its = append(its, it)
+		readers = append(readers, r)
 		if d, ok := r.DumpInfo(); ok {
 			info.Triggers = append(info.Triggers, d.Triggers...)
 			if d.StartNs != 0 && (info.StartNs == 0 || d.StartNs < info.StartNs) {
@@ -79,17 +76,7 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 			}
 		}
 	}
-	h := its[:0:0]
-	for _, it := range its {
-		ok, err := it.next()
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			h = append(h, it)
-		}
-	}
-	heap.Init(&h)
+	msgs := NewMessages(readers...)
 	if opts.Writer == "" {
 		opts.Writer = "edr-lite merge"
 	}
@@ -102,26 +89,24 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 		w.Close()
 		return nil, err
 	}
-	for h.Len() > 0 {
-		it := h[0]
-		m := it.f.Message(it.i)
-		data := it.f.Data(it.i)
-		if err := w.Add(m.Name, m.Channel, m.Meta, m.GenTs, MessageTime(&m, it.f.Time()), data); err != nil {
+	for {
+		ok, err := msgs.Next()
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			break
+		}
+		f, i := msgs.Frame()
+		m := f.Message(i)
+		data := f.Data(i)
+		if err := w.Add(m.Name, m.Channel, m.Meta, m.GenTs, msgs.Time(), data); err != nil {
 			return fail(fmt.Errorf("%s: %w", out, err))
 		}
 		rep.Messages++
 		rep.Bytes += uint64(len(data))
 		if progress != nil && rep.Messages%4096 == 0 {
 			progress(rep.Messages)
-		}
-		ok, err := it.next()
-		if err != nil {
-			return fail(err)
-		}
-		if ok {
-			heap.Fix(&h, 0)
-		} else {
-			heap.Pop(&h)
 		}
 	}
 	sort.Strings(order)
@@ -142,53 +127,4 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 		progress(rep.Messages)
 	}
 	return rep, nil
-}
-
-// msgIter walks one reader message by message.
-type msgIter struct {
-	r   *pack.Reader
-	src int
-	f   pack.Frame
-	i   int
-	n   uint64 // messages returned so far, for stable ties
-	ts  int64
-}
-
-func (it *msgIter) next() (bool, error) {
-	it.i++
-	for it.i >= it.f.Len() {
-		if err := it.r.ReadInto(&it.f); err != nil {
-			if err == io.EOF {
-				return false, nil
-			}
-			return false, err
-		}
-		it.i = 0
-	}
-	m := it.f.Message(it.i)
-	it.ts = MessageTime(&m, it.f.Time())
-	it.n++
-	return true, nil
-}
-
-type mergeHeap []*msgIter
-
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
-	if a.ts != b.ts {
-		return a.ts < b.ts
-	}
-	if a.src != b.src {
-		return a.src < b.src
-	}
-	return a.n < b.n
-}
-func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*msgIter)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

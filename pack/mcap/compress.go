@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/bits"
+	"slices"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -21,8 +23,14 @@ func newCompressor(name string, chunkSize int) (compressor, error) {
 	case CompressionLZ4:
 		return newLZ4Compressor(chunkSize), nil
 	case CompressionZstd:
+		// Each chunk is compressed on its own: a window larger than the
+		// chunk buys nothing and costs memory (8 MiB by default).
+		window := zstd.MinWindowSize
+		for window < chunkSize && window < zstd.MaxWindowSize {
+			window <<= 1
+		}
 		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1),
-			zstd.WithEncoderLevel(zstd.SpeedDefault))
+			zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(window), zstd.WithLowerEncoderMem(true))
 		if err != nil {
 			return nil, fmt.Errorf("mcap: zstd encoder: %w", err)
 		}
@@ -32,52 +40,84 @@ func newCompressor(name string, chunkSize int) (compressor, error) {
 		ErrCompression, name, CompressionLZ4, CompressionZstd)
 }
 
-// appendWriter is an io.Writer appending to a slice it owns.
-type appendWriter struct{ b []byte }
-
-func (a *appendWriter) Write(p []byte) (int, error) {
-	a.b = append(a.b, p...)
-	return len(p), nil
-}
-
 // lz4Compressor writes the LZ4 frame format (the one the MCAP
-// specification names "lz4"), reusing one frame writer.
+// specification names "lz4"): magic, frame descriptor with independent
+// blocks and no checksums (the chunk's CRC32 covers the data), blocks of at
+// most blockSize bytes (stored raw when they do not shrink), end mark. It
+// uses the block compressor directly so that it owns every buffer: the
+// frame writer of github.com/pierrec/lz4 takes its buffers from sync.Pools,
+// which a GC cycle empties, and would allocate on the dump path.
 type lz4Compressor struct {
-	zw  *lz4.Writer
-	out appendWriter
+	c         lz4.Compressor
+	blockSize int
+	bd        byte // frame descriptor BD byte: block max size
 }
+
+// LZ4 frame format constants (lz4_Frame_format.md).
+const (
+	lz4FrameMagic = 0x184D2204
+	lz4FLG        = 0x60 // version 01, block independence, no checksums, no content size
+	lz4RawBlock   = 1 << 31
+)
 
 func newLZ4Compressor(chunkSize int) *lz4Compressor {
-	c := &lz4Compressor{}
-	c.zw = lz4.NewWriter(&c.out)
-	bs := lz4.Block4Mb
+	c := &lz4Compressor{blockSize: 4 << 20, bd: 7 << 4}
 	switch {
 	case chunkSize <= 64<<10:
-		bs = lz4.Block64Kb
+		c.blockSize, c.bd = 64<<10, 4<<4
 	case chunkSize <= 256<<10:
-		bs = lz4.Block256Kb
+		c.blockSize, c.bd = 256<<10, 5<<4
 	case chunkSize <= 1<<20:
-		bs = lz4.Block1Mb
-	}
-	if err := c.zw.Apply(lz4.BlockSizeOption(bs), lz4.ConcurrencyOption(1),
-		lz4.CompressionLevelOption(lz4.Fast)); err != nil {
-		panic("BUG: lz4 options rejected: " + err.Error())
+		c.blockSize, c.bd = 1<<20, 6<<4
 	}
 	return c
 }
 
 func (c *lz4Compressor) compress(dst, src []byte) ([]byte, error) {
-	c.out.b = dst
-	c.zw.Reset(&c.out)
-	if _, err := c.zw.Write(src); err != nil {
-		return dst, fmt.Errorf("mcap: lz4: %w", err)
+	dst = le.AppendUint32(dst, lz4FrameMagic)
+	dst = append(dst, lz4FLG, c.bd, lz4HeaderChecksum(lz4FLG, c.bd))
+	for len(src) > 0 {
+		n := min(len(src), c.blockSize)
+		block := src[:n]
+		src = src[n:]
+		at := len(dst)
+		dst = slices.Grow(dst, 4+lz4.CompressBlockBound(n))
+		out := dst[at+4 : at+4+lz4.CompressBlockBound(n)]
+		size, err := c.c.CompressBlock(block, out)
+		if err != nil {
+			return dst[:at], fmt.Errorf("mcap: lz4: %w", err)
+		}
+		if size == 0 || size >= n {
+			dst = le.AppendUint32(dst[:at], uint32(n)|lz4RawBlock)
+			dst = append(dst, block...)
+			continue
+		}
+		dst = le.AppendUint32(dst[:at], uint32(size))
+		dst = dst[:at+4+size]
 	}
-	if err := c.zw.Close(); err != nil {
-		return dst, fmt.Errorf("mcap: lz4: %w", err)
+	return le.AppendUint32(dst, 0), nil // end mark
+}
+
+// lz4HeaderChecksum is the frame descriptor's HC byte: the second byte of
+// XXH32 (seed 0) of the FLG and BD bytes.
+func lz4HeaderChecksum(flg, bd byte) byte {
+	const (
+		p1 = 2654435761
+		p2 = 2246822519
+		p3 = 3266489917
+		p5 = 374761393
+	)
+	h := uint32(p5 + 2) // seed 0 + PRIME32_5 + input length
+	for _, b := range [2]byte{flg, bd} {
+		h += uint32(b) * p5
+		h = bits.RotateLeft32(h, 11) * p1
 	}
-	out := c.out.b
-	c.out.b = nil
-	return out, nil
+	h ^= h >> 15
+	h *= p2
+	h ^= h >> 13
+	h *= p3
+	h ^= h >> 16
+	return byte(h >> 8)
 }
 
 type zstdCompressor struct{ enc *zstd.Encoder }

@@ -21,14 +21,20 @@
 // type name and an empty encoding when the type name is known), which viewers
 // list with its counts and times but do not decode. See (*Writer).AddTopic.
 //
+// PackWriter writes pack-model messages (name, channel, meta, gen_ts,
+// done_ts, data) with pack.Writer's Add / SetDumpInfo / Close, so the
+// recorder writes MCAP dumps through the same calls; ExportPack converts a
+// pack file. docs/mcap.md gives the mapping and the metadata keys.
+//
 // The Reader (Open maps a file read-only; NewReader takes bytes) gives Info
-// (from the summary when present, else by scanning) and Messages (every
-// message in file order, chunks decompressed and CRC-checked). It reads
+// (from the summary when present, else by scanning), Messages (every
+// message in file order, chunks decompressed and CRC-checked) and
+// MessagesInTimeOrder (log-time order for files whose chunks overlap). It reads
 // other writers' files too: unchunked messages, files without a summary or
 // DataEnd, unknown record types (skipped, as the specification asks).
 //
-// It is not for: attachments (read as counts, never written), random access
-// by time (the reader walks the file), or decoding payloads.
+// It is not for: attachments (read as counts, never written), seeking by
+// time (the reader walks the file), or decoding payloads.
 //
 // # Caveats
 //

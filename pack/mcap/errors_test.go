@@ -196,3 +196,71 @@ func TestCorruptErrorText(t *testing.T) {
 		t.Error("does not unwrap")
 	}
 }
+
+// TestAmplificationBounded: records that expand (a metadata record indexed
+// thousands of times, channel records in well-compressed chunks) cannot make
+// the reader keep more than the file size plus one chunk.
+func TestAmplificationBounded(t *testing.T) {
+	// One 4 KiB Metadata record, then 5000 MetadataIndex records at it.
+	big := map[string]string{"k": strings.Repeat("x", 4096)}
+	b := append([]byte{}, Magic[:]...)
+	b = AppendHeader(b, "", "hand")
+	mdAt := len(b)
+	b = AppendMetadata(b, "m", big)
+	mdLen := len(b) - mdAt
+	b = appendDataEnd(b, 0)
+	summary := len(b)
+	b, st := beginRecord(b, OpStatistics)
+	b = append(b, make([]byte, 8+2+4+4+4+4+8+8+4)...)
+	b = endRecord(b, st)
+	for range 5000 {
+		b, st = beginRecord(b, OpMetadataIndex)
+		b = appendString(appendU64(appendU64(b, uint64(mdAt)), uint64(mdLen)), "m")
+		b = endRecord(b, st)
+	}
+	b = appendFooterPrefix(b, uint64(summary), 0)
+	b = append(appendU32(b, 0), Magic[:]...)
+	r, err := NewReader(b, "amp.mcap", ReaderOptions{MaxChunkSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Info(); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("metadata index amplification: %v", err)
+	}
+
+	// 8 zstd chunks of 1000 channels with 1 KiB of metadata each.
+	var buf bytes.Buffer
+	w, _ := NewWriter(&buf, Options{Compression: CompressionZstd})
+	md := map[string]string{"k": strings.Repeat("y", 1024)}
+	for i := range 8000 {
+		if _, err := w.AddChannel(0, fmt.Sprint("t", i), "x", md); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 999 {
+			_ = w.Flush()
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full := buf.Bytes()
+	// The summary holds the same channels uncompressed: Info is fine.
+	r, err = NewReader(full, "amp2.mcap", ReaderOptions{MaxChunkSize: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := r.Info(); err != nil || len(info.Channels) != 8000 {
+		t.Errorf("Info: %v", err)
+	}
+	// Without the summary, the file is small and its chunks expand.
+	summaryStart := le.Uint64(full[len(full)-magicLen-footerRecordLen+9:])
+	small := appendFooterPrefix(bytes.Clone(full[:summaryStart]), 0, 0)
+	small = append(appendU32(small, 0), Magic[:]...)
+	r, err = NewReader(small, "amp2.mcap", ReaderOptions{MaxChunkSize: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Info(); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%d-byte file: channel amplification: %v", len(small), err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"edr-lite/internal/demo"
+	"edr-lite/pack"
 )
 
 // benchWorkload is two simulated seconds of the demo vehicle (speed, brake,
@@ -73,11 +74,17 @@ func writeWorkload(b *testing.B, w *Writer, topics []Topic, msgs []Message) {
 	}
 }
 
-// BenchmarkWrite measures MCAP writing of the same messages per compression,
-// to io.Discard (encoding cost) and to a durable dump file through the mmap
-// FileWriter, beside a same-run baseline: the payload bytes written to a
-// file with write(2) and fsync. MB/s counts payload bytes; size-ratio is
-// file bytes per payload byte.
+// packCompression maps an MCAP compression name to pack's codec.
+var packCompression = map[string]pack.Compression{
+	CompressionNone: pack.CompressNone, CompressionLZ4: pack.CompressLZ4, CompressionZstd: pack.CompressZstd}
+
+// BenchmarkWrite measures writing the same messages as MCAP and as pack, per
+// compression, to io.Discard (encoding cost) and to a durable dump file
+// through each format's mmap file writer (fsync'd and renamed by Close),
+// and for MCAP also through buffered write(2) (sink=file-write, NoMmap),
+// beside a same-run baseline: the payload bytes written to a file with
+// write(2) and fsync. MB/s counts payload bytes; size-ratio is file bytes
+// per payload byte.
 func BenchmarkWrite(b *testing.B) {
 	for _, noisy := range []bool{false, true} {
 		topics, msgs, payload := benchWorkload(noisy)
@@ -86,6 +93,8 @@ func BenchmarkWrite(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "raw")
 			b.SetBytes(payload)
 			b.ReportAllocs()
+			cpu := startCPU()
+			defer func() { cpu.report(b, payload) }()
 			for b.Loop() {
 				f, err := os.Create(path)
 				if err != nil {
@@ -102,48 +111,90 @@ func BenchmarkWrite(b *testing.B) {
 				f.Close()
 			}
 		})
-		for _, comp := range compressions {
-			name := comp
-			if name == "" {
-				name = "none"
+		for _, sink := range []string{"discard", "file", "file-write"} {
+			for _, comp := range compressions {
+				name := comp
+				if name == "" {
+					name = "none"
+				}
+				b.Run(fmt.Sprintf("data=%s/sink=%s/format=mcap/compression=%s", wl, sink, name), func(b *testing.B) {
+					path := filepath.Join(b.TempDir(), "dump.mcap")
+					b.SetBytes(payload)
+					b.ReportAllocs()
+					var size int64
+					cpu := startCPU()
+					for b.Loop() {
+						if sink == "discard" {
+							w, err := NewWriter(io.Discard, Options{Compression: comp})
+							if err != nil {
+								b.Fatal(err)
+							}
+							writeWorkload(b, w, topics, msgs)
+							if err := w.Close(); err != nil {
+								b.Fatal(err)
+							}
+							size = w.Written()
+							continue
+						}
+						fw, err := Create(path, FileOptions{Options: Options{Compression: comp}, NoMmap: sink == "file-write"})
+						if err != nil {
+							b.Fatal(err)
+						}
+						writeWorkload(b, fw.Writer, topics, msgs)
+						if err := fw.Close(); err != nil {
+							b.Fatal(err)
+						}
+						size = fw.Written()
+					}
+					cpu.report(b, payload)
+					benchSink += size
+					b.ReportMetric(float64(size)/float64(payload), "size-ratio")
+				})
+				if sink == "file-write" {
+					continue // pack has no write(2) file writer
+				}
+				b.Run(fmt.Sprintf("data=%s/sink=%s/format=pack/compression=%s", wl, sink, name), func(b *testing.B) {
+					path := filepath.Join(b.TempDir(), "dump.pack")
+					opts := pack.WriterOptions{Compression: packCompression[comp]}
+					b.SetBytes(payload)
+					b.ReportAllocs()
+					var size int64
+					cpu := startCPU()
+					for b.Loop() {
+						var w *pack.Writer
+						var err error
+						if sink == "discard" {
+							w, err = pack.NewStreamWriter(io.Discard, opts)
+						} else {
+							w, err = pack.Create(path, opts)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						for i := range msgs {
+							m := &msgs[i]
+							tp := &topics[m.ChannelID]
+							if err := w.Add(tp.Name, tp.Channel, nil, int64(m.PublishTime), int64(m.LogTime), m.Data); err != nil {
+								b.Fatal(err)
+							}
+						}
+						if err := w.Close(); err != nil {
+							b.Fatal(err)
+						}
+						size = w.Offset()
+					}
+					cpu.report(b, payload)
+					if sink == "file" {
+						st, err := os.Stat(path)
+						if err != nil {
+							b.Fatal(err)
+						}
+						size = st.Size()
+					}
+					benchSink += size
+					b.ReportMetric(float64(size)/float64(payload), "size-ratio")
+				})
 			}
-			b.Run(fmt.Sprintf("data=%s/sink=discard/compression=%s", wl, name), func(b *testing.B) {
-				b.SetBytes(payload)
-				b.ReportAllocs()
-				var size int64
-				for b.Loop() {
-					w, err := NewWriter(io.Discard, Options{Compression: comp})
-					if err != nil {
-						b.Fatal(err)
-					}
-					writeWorkload(b, w, topics, msgs)
-					if err := w.Close(); err != nil {
-						b.Fatal(err)
-					}
-					size = w.Written()
-				}
-				benchSink += size
-				b.ReportMetric(float64(size)/float64(payload), "size-ratio")
-			})
-			b.Run(fmt.Sprintf("data=%s/sink=mmapfile/compression=%s", wl, name), func(b *testing.B) {
-				path := filepath.Join(b.TempDir(), "dump.mcap")
-				b.SetBytes(payload)
-				b.ReportAllocs()
-				var size int64
-				for b.Loop() {
-					fw, err := Create(path, FileOptions{Options: Options{Compression: comp}})
-					if err != nil {
-						b.Fatal(err)
-					}
-					writeWorkload(b, fw.Writer, topics, msgs)
-					if err := fw.Close(); err != nil {
-						b.Fatal(err)
-					}
-					size = fw.Written()
-				}
-				benchSink += size
-				b.ReportMetric(float64(size)/float64(payload), "size-ratio")
-			})
 		}
 	}
 }

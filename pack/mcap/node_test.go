@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"edr-lite/pack"
 )
 
 // nodeResult mirrors what testdata/node/validate.mjs prints per file.
@@ -184,5 +186,110 @@ func TestNodeReader(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNodeReadsExport: a pack dump exported to MCAP (each compression) and a
+// dump written directly as MCAP read back in @mcap/core with identical
+// messages per topic, and the trigger in the metadata.
+func TestNodeReadsExport(t *testing.T) {
+	dir := nodeValidator(t)
+	msgs := packMessages(600)
+	want := wantTopics(wantExport(msgs))
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "in.pack")
+	writePack(t, in, msgs, pack.CompressLZ4)
+	var files []string
+	for _, comp := range compressions {
+		out := filepath.Join(tmp, fmt.Sprintf("export-%s.mcap", comp))
+		exportFile(t, in, out, Options{Compression: comp, ChunkSize: 32 << 10})
+		files = append(files, out)
+	}
+	direct := filepath.Join(tmp, "direct.mcap")
+	pw, err := CreatePackWriter(direct, FileOptions{Options: Options{Compression: CompressionZstd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if err := pw.Add(m.name, m.channel, m.meta, m.gen, m.done, m.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = pw.SetDumpInfo(testDumpInfo)
+	if err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, direct)
+	res := runNode(t, dir, files...)
+	for _, f := range files {
+		r := res[f]
+		if r.Error != "" {
+			t.Fatalf("%s: @mcap/core failed: %s", filepath.Base(f), r.Error)
+		}
+		for name, got := range map[string]map[string]topicStat{"indexed": r.Indexed.Topics, "stream": r.Stream.Topics} {
+			if len(got) != len(want) {
+				t.Errorf("%s %s: %d topics, want %d", filepath.Base(f), name, len(got), len(want))
+			}
+			for k, w := range want {
+				if got[k] != w {
+					t.Errorf("%s %s: topic %q: got %+v, want %+v", filepath.Base(f), name, k, got[k], w)
+				}
+			}
+		}
+		found := false
+		for _, md := range r.Indexed.Metadata {
+			found = found || (md.Name == MetadataTrigger && md.KV["reason"] == "hard-brake")
+		}
+		if !found || !r.Indexed.DataSectionCrcOk {
+			t.Errorf("%s: trigger metadata found %v, data CRC ok %v", filepath.Base(f), found, r.Indexed.DataSectionCrcOk)
+		}
+	}
+}
+
+// TestNodeReadsDemoExport: two simulated seconds of the demo vehicle
+// (speed, brake, IMU, 200 KB camera frames) recorded as a pack dump,
+// exported to MCAP with each compression, read by @mcap/core with the
+// same messages per topic.
+func TestNodeReadsDemoExport(t *testing.T) {
+	dir := nodeValidator(t)
+	topics, msgs, _ := benchWorkload(false)
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "demo.pack")
+	w, err := pack.Create(in, pack.WriterOptions{Writer: "demo", Compression: pack.CompressLZ4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []sent
+	for _, m := range msgs {
+		tp := topics[m.ChannelID]
+		if err := w.Add(tp.Name, "", nil, int64(m.PublishTime), int64(m.LogTime), m.Data); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, sent{tp.Name, m})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, comp := range compressions {
+		out := filepath.Join(tmp, fmt.Sprintf("demo-%s.mcap", comp))
+		exportFile(t, in, out, Options{Compression: comp})
+		files = append(files, out)
+	}
+	res := runNode(t, dir, files...)
+	wt := wantTopics(want)
+	for _, f := range files {
+		r := res[f]
+		if r.Error != "" {
+			t.Fatalf("%s: @mcap/core failed: %s", filepath.Base(f), r.Error)
+		}
+		if len(r.Indexed.Topics) != len(wt) || len(r.Stream.Topics) != len(wt) {
+			t.Errorf("%s: topics %v / %v", filepath.Base(f), r.Indexed.Topics, r.Stream.Topics)
+		}
+		for k, w := range wt {
+			if r.Indexed.Topics[k] != w || r.Stream.Topics[k] != w {
+				t.Errorf("%s: topic %q: indexed %+v stream %+v, want %+v", filepath.Base(f), k, r.Indexed.Topics[k], r.Stream.Topics[k], w)
+			}
+		}
 	}
 }

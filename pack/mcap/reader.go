@@ -186,7 +186,9 @@ func (r *Reader) Scan() (*Info, error) {
 	info := &Info{Profile: r.Profile, Library: r.Library, Compression: map[string]int{}, Scanned: true}
 	chans := map[uint16]*ChannelInfo{}
 	schemas := map[uint16]Schema{}
-	v := visitor{
+	var v visitor
+	v = visitor{
+		chunkAt: -1,
 		schema: func(s *Schema) {
 			if _, ok := schemas[s.ID]; !ok {
 				schemas[s.ID] = *s
@@ -217,6 +219,9 @@ func (r *Reader) Scan() (*Info, error) {
 			case OpAttachment:
 				info.Attachments++
 			case OpMetadata:
+				if err := r.retain(&v.kept, len(rec.body), rec.at, "Metadata"); err != nil {
+					return err
+				}
 				md, err := r.parseMetadata(rec)
 				if err != nil {
 					return err
@@ -267,7 +272,7 @@ func (info *Info) linkSchemas() {
 // channel, valid until the Reader is closed. An error from fn stops the
 // walk and is returned as is.
 func (r *Reader) Messages(fn func(c *Channel, m *Message) error) error {
-	v := visitor{message: fn}
+	v := visitor{message: fn, chunkAt: -1}
 	return r.walk(&v)
 }
 
@@ -278,8 +283,24 @@ type visitor struct {
 	other       func(record) error
 	compression func(string)
 
-	chans []*Channel // by id
-	msg   Message
+	chans   []*Channel // by id
+	msg     Message
+	kept    uint64 // bytes of Schema, Channel and Metadata records retained
+	chunkAt int64  // file offset of the chunk being walked, -1 outside chunks
+	recAt   int64  // offset of the current record (in the chunk's records when chunkAt >= 0)
+}
+
+// retainBudget bounds what a walk keeps (schemas, channels, metadata) so a
+// hostile file cannot make the reader hold more than its own size plus one
+// chunk, however well its chunks compress.
+func (r *Reader) retainBudget() uint64 { return uint64(len(r.b)) + r.opt.MaxChunkSize }
+
+func (r *Reader) retain(kept *uint64, n int, at int64, field string) error {
+	*kept += uint64(n)
+	if *kept > r.retainBudget() {
+		return r.corrupt(at, field, fmt.Errorf("%w: schemas, channels and metadata exceed %d bytes", ErrTooLarge, r.retainBudget()))
+	}
+	return nil
 }
 
 // walk visits the data section: from after the Header to DataEnd (or the
@@ -335,44 +356,18 @@ func (r *Reader) walk(v *visitor) error {
 }
 
 func (r *Reader) walkChunk(v *visitor, rec record) error {
-	d := dec{b: rec.body}
-	d.u64() // message_start_time
-	d.u64() // message_end_time
-	usize := d.u64()
-	ucrc := d.u32()
-	comp := d.str()
-	payload := d.bytes64()
-	if d.bad {
-		return r.corrupt(rec.at, "Chunk", ErrTruncated)
+	var err error
+	var records []byte
+	var comp string
+	records, r.scratch, comp, err = r.chunkRecords(rec, r.scratch)
+	if err != nil {
+		return err
 	}
 	if v.compression != nil {
 		v.compression(comp)
 	}
-	var records []byte
-	if comp == CompressionNone {
-		if uint64(len(payload)) != usize {
-			return r.corrupt(rec.at, "Chunk.uncompressed_size",
-				fmt.Errorf("%w: %d, records field holds %d bytes", ErrCorrupt, usize, len(payload)))
-		}
-		records = payload
-	} else {
-		if usize > r.opt.MaxChunkSize {
-			return r.corrupt(rec.at, "Chunk.uncompressed_size",
-				fmt.Errorf("%w: %d over limit %d", ErrTooLarge, usize, r.opt.MaxChunkSize))
-		}
-		var err error
-		r.scratch, err = r.dc.decompress(r.scratch, comp, payload, usize)
-		if err != nil {
-			return r.corrupt(rec.at, "Chunk.records", err)
-		}
-		records = r.scratch
-	}
-	if ucrc != 0 {
-		if got := crc32.ChecksumIEEE(records); got != ucrc {
-			return r.corrupt(rec.at, "Chunk.uncompressed_crc",
-				fmt.Errorf("%w: computed 0x%08x, stored 0x%08x", ErrCRC, got, ucrc))
-		}
-	}
+	v.chunkAt = rec.at
+	defer func() { v.chunkAt = -1 }()
 	it := recIter{b: records}
 	for {
 		in, ok, trunc := it.next()
@@ -386,6 +381,46 @@ func (r *Reader) walkChunk(v *visitor, rec record) error {
 			return err
 		}
 	}
+}
+
+// chunkRecords returns the uncompressed records of a Chunk record,
+// decompressing into buf (returned, possibly grown) and checking the CRC.
+// Uncompressed records alias the file.
+func (r *Reader) chunkRecords(rec record, buf []byte) (records, bufOut []byte, comp string, err error) {
+	d := dec{b: rec.body}
+	d.u64() // message_start_time
+	d.u64() // message_end_time
+	usize := d.u64()
+	ucrc := d.u32()
+	comp = d.str()
+	payload := d.bytes64()
+	if d.bad {
+		return nil, buf, comp, r.corrupt(rec.at, "Chunk", ErrTruncated)
+	}
+	if comp == CompressionNone {
+		if uint64(len(payload)) != usize {
+			return nil, buf, comp, r.corrupt(rec.at, "Chunk.uncompressed_size",
+				fmt.Errorf("%w: %d, records field holds %d bytes", ErrCorrupt, usize, len(payload)))
+		}
+		records = payload
+	} else {
+		if usize > r.opt.MaxChunkSize {
+			return nil, buf, comp, r.corrupt(rec.at, "Chunk.uncompressed_size",
+				fmt.Errorf("%w: %d over limit %d", ErrTooLarge, usize, r.opt.MaxChunkSize))
+		}
+		buf, err = r.dc.decompress(buf, comp, payload, usize)
+		if err != nil {
+			return nil, buf, comp, r.corrupt(rec.at, "Chunk.records", err)
+		}
+		records = buf
+	}
+	if ucrc != 0 {
+		if got := crc32.ChecksumIEEE(records); got != ucrc {
+			return nil, buf, comp, r.corrupt(rec.at, "Chunk.uncompressed_crc",
+				fmt.Errorf("%w: computed 0x%08x, stored 0x%08x", ErrCRC, got, ucrc))
+		}
+	}
+	return records, buf, comp, nil
 }
 
 // visitRecord handles one record of the data section or of a chunk
@@ -405,6 +440,9 @@ func (r *Reader) visitRecord(v *visitor, rec record, inChunk string) error {
 			return fail("Schema", ErrTruncated)
 		}
 		if s.ID != 0 && v.schema != nil {
+			if err := r.retain(&v.kept, len(rec.body), rec.at, "Schema"); err != nil {
+				return err
+			}
 			v.schema(&s)
 		}
 	case OpChannel:
@@ -416,6 +454,9 @@ func (r *Reader) visitRecord(v *visitor, rec record, inChunk string) error {
 			v.chans = slices.Grow(v.chans, int(c.ID)+1-len(v.chans))[:int(c.ID)+1]
 		}
 		if v.chans[c.ID] == nil {
+			if err := r.retain(&v.kept, len(rec.body), rec.at, "Channel"); err != nil {
+				return err
+			}
 			v.chans[c.ID] = &c
 			if v.channel != nil {
 				v.channel(&c)
@@ -432,6 +473,7 @@ func (r *Reader) visitRecord(v *visitor, rec record, inChunk string) error {
 		m.LogTime = le.Uint64(b[6:])
 		m.PublishTime = le.Uint64(b[14:])
 		m.Data = b[messageFixedLen:]
+		v.recAt = rec.at
 		if int(m.ChannelID) >= len(v.chans) || v.chans[m.ChannelID] == nil {
 			return fail("Message.channel_id", fmt.Errorf("%w: %d", ErrUnknownChannel, m.ChannelID))
 		}
@@ -494,6 +536,7 @@ func (r *Reader) summaryInfo() (*Info, bool, error) {
 	info := &Info{Profile: r.Profile, Library: r.Library, Compression: map[string]int{}}
 	var stats, haveChannels bool
 	counts := map[uint16]uint64{}
+	var kept uint64
 	seenCh := map[uint16]bool{}
 	seenSc := map[uint16]bool{}
 	it := recIter{b: r.b[ss:r.footerAt], base: int64(ss)}
@@ -553,6 +596,10 @@ func (r *Reader) summaryInfo() (*Info, bool, error) {
 			off, length, name := d.u64(), d.u64(), d.str()
 			if d.bad {
 				return nil, false, r.corrupt(rec.at, "MetadataIndex", ErrTruncated)
+			}
+			// Indexes may point at the same bytes many times: bound the total.
+			if err := r.retain(&kept, int(min(length, uint64(len(r.b)))), rec.at, "MetadataIndex"); err != nil {
+				return nil, false, err
 			}
 			md, err := r.metadataAt(off, length, name)
 			if err != nil {

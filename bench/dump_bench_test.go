@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"edr-lite/engine"
+
+	"golang.org/x/sys/unix"
+)
+
+// dumpBytes is the payload volume of one benchmarked dump.
+const dumpBytes = 64 << 20
+
+// newDumpRecorder makes a started recorder on the system clock with a "big"
+// topic holding dumpBytes of 64 KiB messages and a "hot" topic for latency
+// probes.
+func newDumpRecorder(tb testing.TB) (*engine.Recorder, engine.TopicID, engine.TopicID) {
+	tb.Helper()
+	r, err := engine.New(engine.Config{
+		CacheSize:  2 * dumpBytes,
+		TopicBytes: dumpBytes,
+		Pre:        time.Hour, Post: time.Millisecond, Guard: -1,
+		Topics: []engine.TopicOverride{{Match: "hot", MaxBytes: 4 << 20}},
+		Dump:   engine.DumpConfig{Dir: tb.TempDir(), MaxFiles: 1, Policy: engine.PolicySeparate},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	if err := r.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	big, _ := r.Discover(engine.TopicInfo{Name: "big"})
+	hot, _ := r.Discover(engine.TopicInfo{Name: "hot"})
+	p := makePayload(64 << 10)
+	for range dumpBytes/len(p) - 32 { // fill the ring (minus headers and slack)
+		r.Ingest(big, 0, p)
+	}
+	return r, big, hot
+}
+
+func dumpOnce(tb testing.TB, r *engine.Recorder, topics ...string) engine.DumpResult {
+	id, err := r.Trigger(engine.TriggerParams{Reason: "bench", Topics: topics})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := r.Wait(context.Background(), id)
+	if err != nil || res.Err != nil {
+		tb.Fatalf("dump: %v %v", err, res.Err)
+	}
+	return res
+}
+
+// BenchmarkDumpWrite: writing one ~64 MiB uncompressed dump (pack mmap
+// writer, .tmp, fsync, rename, dir fsync). Compare with BenchmarkRawWrite.
+func BenchmarkDumpWrite(b *testing.B) {
+	r, _, _ := newDumpRecorder(b)
+	res := dumpOnce(b, r, "big")
+	b.SetBytes(res.Bytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		dumpOnce(b, r, "big")
+	}
+}
+
+// BenchmarkRawWrite is the same run's durable-write baseline for the same
+// number of bytes: fallocate + write in 1 MiB chunks + fsync.
+func BenchmarkRawWrite(b *testing.B) {
+	r, _, _ := newDumpRecorder(b)
+	size := dumpOnce(b, r, "big").Bytes
+	r.Close()
+	dir := b.TempDir()
+	chunk := makePayload(1 << 20)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		path := filepath.Join(dir, "raw")
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+			b.Fatal(err)
+		}
+		for left := size; left > 0; left -= int64(len(chunk)) {
+			if _, err := f.Write(chunk[:min(left, int64(len(chunk)))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		os.Remove(path)
+	}
+}
+
+// BenchmarkIngestLatency measures single 256-byte Ingest calls on the "hot"
+// topic, idle and while a 64 MiB dump is being written, and reports the
+// p50 / p99 / p99.9 latency in ns (timer overhead included in both).
+func BenchmarkIngestLatency(b *testing.B) {
+	for _, dumping := range []bool{false, true} {
+		name := "dump=idle"
+		if dumping {
+			name = "dump=writing"
+		}
+		b.Run(name, func(b *testing.B) {
+			r, _, hot := newDumpRecorder(b)
+			p := makePayload(256)
+			lat := make([]int64, 0, 1<<20)
+			b.ReportAllocs()
+			for b.Loop() {
+				var id engine.TriggerID
+				if dumping {
+					var err error
+					if id, err = r.Trigger(engine.TriggerParams{Reason: "lat", Topics: []string{"big"}}); err != nil {
+						b.Fatal(err)
+					}
+					for !r.IsDumping() {
+					}
+				}
+				for i := 0; i < 1<<16 && (!dumping || r.IsDumping()); i++ {
+					t0 := time.Now()
+					r.Ingest(hot, 0, p)
+					lat = append(lat, int64(time.Since(t0)))
+				}
+				if dumping {
+					r.Wait(context.Background(), id)
+				}
+			}
+			slices.Sort(lat)
+			q := func(f float64) float64 { return float64(lat[int(f*float64(len(lat)-1))]) }
+			b.ReportMetric(q(0.5), "p50-ns")
+			b.ReportMetric(q(0.99), "p99-ns")
+			b.ReportMetric(q(0.999), "p99.9-ns")
+			b.ReportMetric(float64(len(lat)), "samples")
+		})
+	}
+}

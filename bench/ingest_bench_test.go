@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"edr-lite/engine"
+)
+
+// BenchmarkIngest: one topic, one writer, Recorder.Ingest (coarse clock).
+func BenchmarkIngest(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprint("size=", n), func(b *testing.B) {
+			r, ids := newIngestRecorder(b, 1, ringBytesFor(n))
+			benchIngest(b, r, ids[0], n)
+		})
+	}
+}
+
+func benchIngest(b *testing.B, r interface {
+	Ingest(id engine.TopicID, genNs int64, p []byte) bool
+}, id engine.TopicID, n int) {
+	p := makePayload(n)
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	ok := 0
+	for b.Loop() {
+		if r.Ingest(id, 1, p) {
+			ok++
+		}
+	}
+	if ok == 0 {
+		b.Fatal("every Ingest rejected")
+	}
+	sink += ok
+}
+
+// BenchmarkCopy is the same-run ceiling: a plain copy of the same payloads
+// into a wrapping buffer of the same capacity.
+func BenchmarkCopy(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprint("size=", n), func(b *testing.B) {
+			benchCopy(b, newCopyRing(b, ringBytesFor(n)), n)
+		})
+	}
+}
+
+func benchCopy(b *testing.B, c *copyRing, n int) {
+	p := makePayload(n)
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	for b.Loop() {
+		c.put(p)
+	}
+	sink += c.pos
+}
+
+// BenchmarkIngestParallel: N writers on N topics at once, 256-byte messages.
+// It uses b.N (not b.Loop) because the work is split across goroutines.
+func BenchmarkIngestParallel(b *testing.B) {
+	for _, topics := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprint("topics=", topics), func(b *testing.B) {
+			r, ids := newIngestRecorder(b, topics, engine.DefaultTopicBytes)
+			p := makePayload(256)
+			b.SetBytes(256)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for w := range topics {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < b.N; i += topics {
+						r.Ingest(ids[w], 1, p)
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// BenchmarkChannel is what a user would write instead of a ring: copy into
+// a buffer from a fixed pool and hand it to a consumer goroutine through a
+// buffered channel.
+func BenchmarkChannel(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprint("size=", n), func(b *testing.B) {
+			const depth = 64
+			pool := make([][]byte, depth+2)
+			for i := range pool {
+				pool[i] = make([]byte, n)
+			}
+			ch := make(chan []byte, depth)
+			done := make(chan int)
+			go func() {
+				s := 0
+				for m := range ch {
+					s += int(m[0])
+				}
+				done <- s
+			}()
+			p := makePayload(n)
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				buf := pool[i%len(pool)]
+				copy(buf, p)
+				ch <- buf
+				i++
+			}
+			close(ch)
+			sink += <-done
+		})
+	}
+}

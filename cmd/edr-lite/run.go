@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"edr-lite/engine"
+	"edr-lite/internal/config"
+	"edr-lite/internal/control"
+	"edr-lite/internal/daemon"
+	"edr-lite/internal/units"
+)
+
+const defaultSocket = "/run/edr-lite.sock"
+
+func init() {
+	register(&verb{name: "run", summary: "run the recorder daemon from a configuration file", run: runRun})
+	register(&verb{name: "trigger", summary: "ask a running recorder for a dump and print its path", run: runTrigger})
+	register(&verb{name: "status", summary: "show a running recorder's topics, windows, drops and dumps", run: runStatus})
+	register(&verb{name: "reload", summary: "reload a running recorder's Lua rules", run: runReload})
+}
+
+func runRun(e *env) int {
+	c := newCommand(e, "run", "edr-lite run --config FILE",
+		`Run the recorder: read the configuration (see "edr-lite config init"), start
+its sources (shared memory, UDP, raw Ethernet), rules and control socket, and
+record until stopped.
+
+Signals: SIGUSR1 triggers a manual dump; SIGHUP reloads the rules (a broken
+new version keeps the old one running); SIGINT / SIGTERM stop gracefully,
+finishing a pending dump within recorder.stop_deadline.`,
+		"edr-lite config init > edr.toml && $EDITOR edr.toml\nedr-lite run --config edr.toml --log-format json", 0, 0)
+	cfgPath := c.fs.String("config", "", "configuration file (TOML; required)")
+	c.withLogFlags()
+	_, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	if *cfgPath == "" {
+		return c.usageErr("--config FILE is required (start from \"edr-lite config init\")")
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return c.fail(err)
+	}
+	log := c.logger()
+	d, err := daemon.New(daemon.Options{Config: cfg, Logger: log, Version: "edr-lite"})
+	if err != nil {
+		return c.fail(err)
+	}
+	if err := d.Start(); err != nil {
+		d.Stop()
+		return c.fail(err)
+	}
+	if cfg.Control.Socket != "" {
+		log.Info("control socket", "path", cfg.Control.Socket)
+	}
+	if a := d.HTTPAddr(); a != "" {
+		log.Info("http", "addr", "http://"+a, "paths", "/metrics /status /debug/pprof/")
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	for s := range sigs {
+		switch s {
+		case syscall.SIGUSR1:
+			id, _, err := d.Trigger(context.Background(), engine.TriggerParams{Reason: "manual", Source: "signal"}, false)
+			if err != nil {
+				log.Warn("SIGUSR1 trigger not accepted", "err", err)
+			} else {
+				log.Info("SIGUSR1 trigger accepted", "id", id)
+			}
+		case syscall.SIGHUP:
+			if err := d.Reload(); err != nil {
+				log.Error("rule reload", "err", err)
+			} else {
+				log.Info("rules reloaded")
+			}
+		default:
+			log.Info("stopping", "signal", s.String(), "deadline", cfg.Recorder.StopDeadline.D())
+			d.Stop()
+			return exitOK
+		}
+	}
+	return exitOK
+}
+
+func runTrigger(e *env) int {
+	c := newCommand(e, "trigger", "edr-lite trigger [--socket S] [--reason R] [--pre D] [--post D] [--topics G,...] [--tag T]",
+		`Ask the recorder listening on the control socket for a dump around now. By
+default it waits until the dump file is finalized (the post window plus the
+write) and prints its path; the trigger is recorded in the dump with source
+"command". Exit 1 when the recorder refused the trigger (rate limit, low disk,
+stopped) or the dump failed.`,
+		"edr-lite trigger --socket /run/edr-lite.sock --reason lane-departure --pre 20s --post 5s", 0, 0)
+	sock := c.fs.String("socket", defaultSocket, "control socket of the running recorder")
+	reason := c.fs.String("reason", "manual", "reason recorded in the dump and its file name")
+	pre := c.fs.String("pre", "", "history before now to keep (default: the configured windows)")
+	post := c.fs.String("post", "", "time after now to keep recording (default: the configured windows)")
+	topics := c.fs.String("topics", "", "comma-separated topic globs to dump (default: all)")
+	tag := c.fs.String("tag", "", "free-text tag recorded with the trigger")
+	noWait := c.fs.Bool("no-wait", false, "return once the trigger is accepted, without waiting for the file")
+	timeout := c.fs.Duration("timeout", 5*time.Minute, "give up waiting for the dump after this long")
+	_, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	for _, d := range []struct{ n, v string }{{"pre", *pre}, {"post", *post}} {
+		if d.v != "" {
+			if _, err := time.ParseDuration(d.v); err != nil {
+				return c.usageErr("--%s %q: want a duration like 10s", d.n, d.v)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	resp, err := control.Do(ctx, *sock, &control.Request{Op: "trigger", Reason: *reason, Pre: *pre, Post: *post,
+		Topics: splitList(*topics), Tag: *tag, NoWait: *noWait, Timeout: timeout.String()})
+	if err != nil {
+		return c.fail(err)
+	}
+	if *noWait {
+		fmt.Fprintf(e.stdout, "trigger %d accepted\n", resp.ID)
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "%s\n", resp.Path)
+	fmt.Fprintf(e.stderr, "trigger %d: %s written\n", resp.ID, units.FormatSize(resp.Bytes))
+	return exitOK
+}
+
+func runReload(e *env) int {
+	c := newCommand(e, "reload", "edr-lite reload [--socket S]",
+		`Reload the Lua rules of the recorder listening on the control socket (as
+SIGHUP does). A rule whose new version fails to load keeps running its old
+version; the error is printed and the exit status is 1.`,
+		"edr-lite reload --socket /run/edr-lite.sock", 0, 0)
+	sock := c.fs.String("socket", defaultSocket, "control socket of the running recorder")
+	_, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	if _, err := control.Do(context.Background(), *sock, &control.Request{Op: "reload"}); err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintln(e.stdout, "rules reloaded")
+	return exitOK
+}
+
+func runStatus(e *env) int {
+	c := newCommand(e, "status", "edr-lite status [--socket S] [--json]",
+		`Show the running recorder's state: cache use, dumps (written, failed,
+refused, coalesced, rate-limited, pending), and per topic the rate, the
+window actually held, and drops by cause; per rule, messages, triggers,
+lag and errors.`,
+		"edr-lite status --socket /run/edr-lite.sock\nedr-lite status --json | jq '.topics[] | {name, held_seconds}'", 0, 0)
+	sock := c.fs.String("socket", defaultSocket, "control socket of the running recorder")
+	asJSON := c.fs.Bool("json", false, "print the status document as JSON")
+	_, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := control.Do(ctx, *sock, &control.Request{Op: "status"})
+	if err != nil {
+		return c.fail(err)
+	}
+	if *asJSON {
+		fmt.Fprintf(e.stdout, "%s\n", resp.Status)
+		return exitOK
+	}
+	var st daemon.Status
+	if err := json.Unmarshal(resp.Status, &st); err != nil {
+		return c.fail(fmt.Errorf("bad status document: %w", err))
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "uptime:  %s\n", time.Duration(st.UptimeS*float64(time.Second)).Round(time.Second))
+	fmt.Fprintf(w, "cache:   %s used of %s (largest free block %s)\n", units.FormatSize(st.Arena.Used),
+		units.FormatSize(st.Arena.Total), units.FormatSize(st.Arena.LargestFree))
+	dm := st.Dumps
+	fmt.Fprintf(w, "dumps:   %d written, %d failed, %d refused (low disk), %d pending, dumping=%v; triggers coalesced %d, rate-limited %d; rotated %d\n",
+		dm.Written, dm.Failed, dm.RefusedDisk, dm.Pending, dm.Dumping, dm.Coalesced, dm.RateLimited, dm.Rotated)
+	if dm.LastError != "" {
+		fmt.Fprintf(w, "last dump error: %s\n", dm.LastError)
+	}
+	for _, t := range dm.LeftoverTmp {
+		fmt.Fprintf(w, "leftover incomplete dump: %s (salvage with edr-lite recover)\n", t)
+	}
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nTOPIC\tONLINE\tRATE\tHELD\tWINDOW\tOVERSIZE\tLOST\tEVICTED(size)\tSOURCE\n")
+	for _, t := range st.Topics {
+		name := t.Name
+		if t.Channel != "" {
+			name += "#" + t.Channel
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%.1f Hz\t%s\t%.1fs of %.1fs\t%d\t%d\t%d\t%s\n", name, t.Online, t.RateHz,
+			units.FormatSize(int64(t.HeldBytes)), t.HeldSeconds, t.RetentionSeconds, t.RejectedOversize,
+			t.LostToReaders, t.EvictedSize, t.Source)
+	}
+	tw.Flush()
+	if len(st.Rules) > 0 {
+		tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+		fmt.Fprintf(tw, "\nRULE\tMESSAGES\tTRIGGERS\tSUPPRESSED\tSKIPPED\tLAG\tSTATE\n")
+		for _, r := range st.Rules {
+			state := "ok"
+			if r.Disabled {
+				state = "DISABLED: " + r.Why
+			}
+			if r.ReloadError != "" {
+				state += " (last reload failed: " + r.ReloadError + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.Messages, r.TriggersFired, r.TriggersSuppressed,
+				r.Skipped, time.Duration(r.LagNs).Round(time.Millisecond), state)
+		}
+		tw.Flush()
+	}
+	if len(st.Sources) > 0 {
+		fmt.Fprintln(w)
+		for _, s := range st.Sources {
+			fmt.Fprintf(w, "source %s %s: %d messages, %s, %d lost, %d rejected, %d errors\n", s.Kind, s.Name, s.Messages,
+				units.FormatSize(int64(s.Bytes)), s.Lost, s.Rejected, s.Errors)
+		}
+	}
+	return exitOK
+}

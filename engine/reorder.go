@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"container/heap"
+
+	"edr-lite/pack"
+)
+
+// DefaultReorderMaxMessages bounds the reorder stage when
+// DumpConfig.ReorderMaxMessages is 0.
+const DefaultReorderMaxMessages = 1 << 16
+
+// reorderStage sits between the capture-time merge and the DumpWriter and
+// re-emits messages in producer-time order (capture time when a message has
+// none), holding at most window of capture time and maxMsgs messages: a
+// message whose producer time lags its capture by more than the window is
+// written late (out of order) rather than held without bound. It copies the
+// messages it holds. Dumper goroutine only.
+type reorderStage struct {
+	w       DumpWriter
+	window  int64
+	maxMsgs int
+	h       reorderHeap
+	n       uint64
+	free    [][]byte // recycled data buffers
+}
+
+type reorderItem struct {
+	topic    *TopicInfo
+	key      int64 // producer time, else capture time
+	gen, cap int64
+	order    uint64 // arrival order: ties keep capture order
+	data     []byte
+}
+
+type reorderHeap []reorderItem
+
+func (h reorderHeap) Len() int { return len(h) }
+func (h reorderHeap) Less(i, k int) bool {
+	if h[i].key != h[k].key {
+		return h[i].key < h[k].key
+	}
+	return h[i].order < h[k].order
+}
+func (h reorderHeap) Swap(i, k int) { h[i], h[k] = h[k], h[i] }
+func (h *reorderHeap) Push(x any)   { *h = append(*h, x.(reorderItem)) }
+func (h *reorderHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func newReorderStage(w DumpWriter, window int64, maxMsgs int) *reorderStage {
+	if maxMsgs <= 0 {
+		maxMsgs = DefaultReorderMaxMessages
+	}
+	return &reorderStage{w: w, window: window, maxMsgs: maxMsgs}
+}
+
+// WriteMessage takes one message in capture order and writes every held
+// message that can no longer be overtaken.
+func (s *reorderStage) WriteMessage(t *TopicInfo, gen, capNs int64, data []byte) error {
+	key := gen
+	if key == 0 {
+		key = capNs
+	}
+	var buf []byte
+	if n := len(s.free); n > 0 {
+		buf, s.free = s.free[n-1][:0], s.free[:n-1]
+	}
+	s.n++
+	heap.Push(&s.h, reorderItem{topic: t, key: key, gen: gen, cap: capNs, order: s.n, data: append(buf, data...)})
+	for s.h.Len() > 0 && (s.h[0].key <= capNs-s.window || s.h.Len() > s.maxMsgs) {
+		if err := s.emit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *reorderStage) emit() error {
+	it := heap.Pop(&s.h).(reorderItem)
+	err := s.w.WriteMessage(it.topic, it.gen, it.cap, it.data)
+	s.free = append(s.free, it.data)
+	return err
+}
+
+// flush writes everything still held.
+func (s *reorderStage) flush() error {
+	for s.h.Len() > 0 {
+		if err := s.emit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *reorderStage) SetInfo(info pack.DumpInfo) error { return s.w.SetInfo(info) }
+func (s *reorderStage) Close() error                     { return s.w.Close() }
+func (s *reorderStage) Abort() error                     { return s.w.Abort() }

@@ -1,0 +1,193 @@
+// Package control is the operator's channel to a running recorder: a unix
+// socket (mode 0600) speaking one JSON request and one JSON response per
+// connection, used by "edr-lite trigger", "edr-lite status" and rule reload.
+//
+// It is not for: remote access (the socket is local and owner-only) or
+// streaming data.
+//
+// # Caveats
+//
+// A Server calls its Handler from one goroutine per connection: the Handler
+// must be safe for concurrent use. A trigger request holds its connection
+// open until the dump is finalized (or fails), which can take the post
+// window plus the write time.
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// Request is one operation.
+type Request struct {
+	Op      string   `json:"op"` // "trigger", "status" or "reload"
+	Reason  string   `json:"reason,omitempty"`
+	Pre     string   `json:"pre,omitempty"`  // duration, "" = configured default
+	Post    string   `json:"post,omitempty"` // duration, "" = configured default
+	Topics  []string `json:"topics,omitempty"`
+	Tag     string   `json:"tag,omitempty"`
+	NoWait  bool     `json:"no_wait,omitempty"` // trigger: answer once accepted, not once written
+	Timeout string   `json:"timeout,omitempty"` // trigger: give up waiting after this long
+}
+
+// Response answers a Request.
+type Response struct {
+	OK     bool            `json:"ok"`
+	Error  string          `json:"error,omitempty"`
+	ID     uint64          `json:"id,omitempty"`     // trigger id
+	Path   string          `json:"path,omitempty"`   // finalized dump
+	Bytes  int64           `json:"bytes,omitempty"`  // dump size
+	Status json.RawMessage `json:"status,omitempty"` // status document
+}
+
+// Handler carries out requests.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) *Response
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request) *Response
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) *Response { return f(ctx, req) }
+
+// maxRequest bounds a request line.
+const maxRequest = 64 << 10
+
+// Server serves a Handler on a unix socket.
+type Server struct {
+	path string
+	ln   net.Listener
+	h    Handler
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// Listen creates the socket at path with mode 0600 (replacing a stale socket
+// left by a crashed recorder, refusing to replace anything else) and serves
+// h until Close.
+func Listen(path string, h Handler) (*Server, error) {
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("control: %s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("control: %s: another recorder is listening", path)
+		}
+		os.Remove(path)
+	}
+	old := umask(0o177)
+	ln, err := net.Listen("unix", path)
+	umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Server{path: path, ln: ln, h: h, ctx: ctx, stop: stop}
+	s.wg.Add(1)
+	go s.serve()
+	return s, nil
+}
+
+// Path returns the socket path.
+func (s *Server) Path() string { return s.path }
+
+func (s *Server) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer c.Close()
+			s.handle(c)
+		}()
+	}
+}
+
+func (s *Server) handle(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReaderSize(io.LimitReader(c, maxRequest), 4096)
+	line, err := br.ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	var req Request
+	var resp *Response
+	if err := json.Unmarshal(line, &req); err != nil {
+		resp = &Response{Error: fmt.Sprintf("bad request: %v", err)}
+	} else {
+		resp = s.h.Handle(s.ctx, &req)
+		if resp == nil {
+			resp = &Response{Error: "no response"}
+		}
+	}
+	b, _ := json.Marshal(resp)
+	c.Write(append(b, '\n'))
+}
+
+// Close stops accepting, cancels in-flight requests, waits for them and
+// removes the socket.
+func (s *Server) Close() error {
+	s.stop()
+	err := s.ln.Close()
+	s.wg.Wait()
+	os.Remove(s.path)
+	return err
+}
+
+// ErrNoRecorder is returned by Do when nothing listens on the socket.
+var ErrNoRecorder = errors.New("control: no recorder is listening on the socket")
+
+// Do sends req to the recorder listening at path and returns its response.
+// A response with OK false is returned as an error carrying its message.
+func Do(ctx context.Context, path string, req *Request) (*Response, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s): %v", ErrNoRecorder, path, err)
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	b, _ := json.Marshal(req)
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return nil, fmt.Errorf("control: send: %w", err)
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("control: the recorder closed the connection without answering: %w", err)
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, fmt.Errorf("control: bad response: %w", err)
+	}
+	if !resp.OK {
+		return &resp, errors.New(resp.Error)
+	}
+	return &resp, nil
+}

@@ -1,0 +1,47 @@
+package daemon
+
+import (
+	"fmt"
+
+	"edr-lite/engine"
+	"edr-lite/pack"
+	"edr-lite/pack/mcap"
+)
+
+// mcapDump writes one dump as MCAP through pack/mcap's PackWriter, so a
+// recorder with format = "mcap" produces files Foxglove and the ROS 2
+// tooling open directly. The engine manages NAME.tmp and the rename; the
+// writer writes the file in place.
+type mcapDump struct {
+	w    *mcap.PackWriter
+	seen map[*engine.TopicInfo]bool // topics declared (type information)
+}
+
+func newMCAPDump(path string, o engine.DumpWriterOptions) (engine.DumpWriter, error) {
+	fo := mcap.FileOptions{InPlace: true}
+	fo.Library = o.WriterName
+	fo.Compression = o.Compression
+	if fo.Compression == "none" {
+		fo.Compression = ""
+	}
+	if o.FrameSize > 0 {
+		fo.ChunkSize = o.FrameSize
+	}
+	w, err := mcap.CreatePackWriter(path, fo)
+	if err != nil {
+		return nil, fmt.Errorf("mcap dump %s: %w", path, err)
+	}
+	return &mcapDump{w: w, seen: map[*engine.TopicInfo]bool{}}, nil
+}
+
+func (m *mcapDump) WriteMessage(t *engine.TopicInfo, genNs, captureNs int64, data []byte) error {
+	if !m.seen[t] {
+		m.seen[t] = true
+		m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type})
+	}
+	return m.w.Add(t.Name, t.Channel, nil, genNs, captureNs, data)
+}
+
+func (m *mcapDump) SetInfo(info pack.DumpInfo) error { return m.w.SetDumpInfo(info) }
+func (m *mcapDump) Close() error                     { return m.w.Close() }
+func (m *mcapDump) Abort() error                     { return m.w.Abort() }

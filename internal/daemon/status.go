@@ -1,0 +1,199 @@
+package daemon
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"edr-lite/scripts"
+)
+
+// Status is the document served by "edr-lite status --json" and /status.
+type Status struct {
+	UptimeS float64       `json:"uptime_s"`
+	Arena   ArenaStatus   `json:"arena"`
+	Dumps   DumpStatus    `json:"dumps"`
+	Topics  []TopicStatus `json:"topics"`
+	Rules   []RuleStatus  `json:"rules"`
+	Sources []SourceStat  `json:"sources"`
+}
+
+// ArenaStatus is the cache's occupancy.
+type ArenaStatus struct {
+	Total       int64 `json:"total"`
+	Used        int64 `json:"used"`
+	LargestFree int64 `json:"largest_free"`
+	Locked      bool  `json:"locked"`
+}
+
+// DumpStatus counts dumps and triggers.
+type DumpStatus struct {
+	Written            uint64   `json:"written"`
+	Failed             uint64   `json:"failed"`
+	RefusedDisk        uint64   `json:"refused_low_disk"`
+	Coalesced          uint64   `json:"triggers_coalesced"`
+	RateLimited        uint64   `json:"triggers_rate_limited"`
+	Rotated            uint64   `json:"rotated"`
+	HookResultsDropped uint64   `json:"hook_results_dropped"`
+	Pending            int      `json:"pending"`
+	Dumping            bool     `json:"dumping"`
+	LastError          string   `json:"last_error,omitempty"`
+	LeftoverTmp        []string `json:"leftover_tmp,omitempty"`
+}
+
+// TopicStatus is one topic's figures: rate, window held, drops by cause.
+type TopicStatus struct {
+	Name             string  `json:"name"`
+	Channel          string  `json:"channel,omitempty"`
+	Type             string  `json:"type,omitempty"`
+	Source           string  `json:"source,omitempty"`
+	Online           bool    `json:"online"`
+	RateHz           float64 `json:"rate_hz"`
+	RingBytes        int     `json:"ring_bytes"`
+	HeldBytes        uint64  `json:"held_bytes"`
+	HeldMessages     uint64  `json:"held_messages"`
+	HeldSeconds      float64 `json:"held_seconds"`
+	RetentionSeconds float64 `json:"retention_seconds"`
+	Written          uint64  `json:"written"`
+	EvictedAge       uint64  `json:"evicted_age"`
+	EvictedSize      uint64  `json:"evicted_size"`
+	RejectedOversize uint64  `json:"rejected_oversize"`
+	LostToReaders    uint64  `json:"lost_to_readers"`
+	RejectedOffline  uint64  `json:"rejected_offline"`
+}
+
+// RuleStatus is one rule's figures.
+type RuleStatus = scripts.RuleStatus
+
+// SourceStat is one source's figures.
+type SourceStat struct {
+	Kind     string `json:"kind"` // shm, udp, raw
+	Name     string `json:"name"`
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	Lost     uint64 `json:"lost"`
+	Rejected uint64 `json:"rejected"`
+	Errors   uint64 `json:"errors"`
+}
+
+// Status returns a snapshot of everything.
+func (d *Daemon) Status() Status {
+	st := d.rec.Status()
+	out := Status{
+		Arena: ArenaStatus{Total: st.Arena.Total, Used: st.Arena.Used, LargestFree: st.Arena.LargestFree, Locked: st.Arena.Locked},
+		Dumps: DumpStatus{Written: st.DumpsWritten, Failed: st.DumpsFailed, RefusedDisk: st.DumpsRefusedDisk,
+			Coalesced: st.TriggersCoalesced, RateLimited: st.TriggersRateLimited, Rotated: st.DumpsRotated,
+			HookResultsDropped: st.HookResultsDropped, Pending: st.Pending, Dumping: st.Dumping,
+			LastError: st.LastError, LeftoverTmp: st.LeftoverTmp},
+		Topics:  []TopicStatus{},
+		Rules:   []RuleStatus{},
+		Sources: []SourceStat{},
+	}
+	if !d.started.IsZero() {
+		out.UptimeS = time.Since(d.started).Seconds()
+	}
+	for _, t := range st.Topics {
+		c := t.Counters
+		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type, Source: t.Info.Source,
+			Online: t.Online, RateHz: t.RateHz, RingBytes: t.RingBytes, HeldBytes: c.HeldBytes, HeldMessages: c.HeldMessages,
+			RetentionSeconds: float64(t.RetentionNs) / 1e9, Written: c.Written, EvictedAge: c.EvictedAge,
+			EvictedSize: c.EvictedSize, RejectedOversize: c.RejectedOversize, LostToReaders: c.LostToReaders,
+			RejectedOffline: c.RejectedOffline}
+		if c.NewestNs > c.OldestNs {
+			ts.HeldSeconds = float64(c.NewestNs-c.OldestNs) / 1e9
+		}
+		out.Topics = append(out.Topics, ts)
+	}
+	d.liveMu.Lock()
+	live := d.live
+	d.liveMu.Unlock()
+	if live != nil {
+		out.Rules = append(out.Rules, live.Status()...)
+	}
+	for i, c := range d.shms {
+		s := c.Stats()
+		out.Sources = append(out.Sources, SourceStat{Kind: "shm", Name: d.cfg.Sources.SHM[i].Dir, Messages: s.Messages,
+			Bytes: s.Bytes, Lost: s.Lost, Rejected: s.Rejected, Errors: uint64(len(s.Errors))})
+	}
+	for i, u := range d.udps {
+		s := u.Stats()
+		out.Sources = append(out.Sources, SourceStat{Kind: "udp", Name: d.cfg.Sources.UDP[i].Listen, Messages: s.Ingested,
+			Bytes: s.Bytes, Lost: s.Lost, Rejected: s.Rejected, Errors: s.Malformed + s.Truncated + s.Unmapped})
+	}
+	for i, r := range d.raws {
+		s := r.Stats()
+		out.Sources = append(out.Sources, SourceStat{Kind: "raw", Name: d.cfg.Sources.Raw[i].Interface, Messages: s.Ingested,
+			Bytes: s.Bytes, Lost: s.Lost, Rejected: s.Rejected, Errors: s.Malformed + s.Truncated + s.Unmapped})
+	}
+	return out
+}
+
+// metricsHandler serves the status as Prometheus metrics, computed at scrape
+// time from one snapshot.
+func (d *Daemon) metricsHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&collector{d: d})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+type collector struct{ d *Daemon }
+
+var (
+	descTopicWritten = prometheus.NewDesc("edr_topic_messages_total", "Messages stored in the topic's ring.", []string{"topic"}, nil)
+	descTopicBytes   = prometheus.NewDesc("edr_topic_held_bytes", "Bytes of history the topic's ring holds now.", []string{"topic"}, nil)
+	descTopicHeld    = prometheus.NewDesc("edr_topic_held_seconds", "Seconds of history the topic's ring holds now.", []string{"topic"}, nil)
+	descTopicRate    = prometheus.NewDesc("edr_topic_rate_hz", "Message rate over the history held.", []string{"topic"}, nil)
+	descTopicDropped = prometheus.NewDesc("edr_topic_dropped_total", "Messages dropped or lost, by cause.", []string{"topic", "cause"}, nil)
+	descArena        = prometheus.NewDesc("edr_cache_bytes", "Cache (arena) bytes by state.", []string{"state"}, nil)
+	descDumps        = prometheus.NewDesc("edr_dumps_total", "Dumps by outcome.", []string{"outcome"}, nil)
+	descTriggers     = prometheus.NewDesc("edr_triggers_total", "Triggers not turned into their own dump, by cause.", []string{"cause"}, nil)
+	descRuleTriggers = prometheus.NewDesc("edr_rule_triggers_total", "Triggers fired by a rule.", []string{"rule"}, nil)
+	descRuleDisabled = prometheus.NewDesc("edr_rule_disabled", "1 when the rule was disabled by an error or a blown budget.", []string{"rule"}, nil)
+	descSourceLost   = prometheus.NewDesc("edr_source_lost_total", "Messages a source lost before the recorder could read them.", []string{"kind", "source"}, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped,
+		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descSourceLost} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.d.Status()
+	for _, t := range st.Topics {
+		name := t.Name
+		if t.Channel != "" {
+			name += "#" + t.Channel
+		}
+		ch <- prometheus.MustNewConstMetric(descTopicWritten, prometheus.CounterValue, float64(t.Written), name)
+		ch <- prometheus.MustNewConstMetric(descTopicBytes, prometheus.GaugeValue, float64(t.HeldBytes), name)
+		ch <- prometheus.MustNewConstMetric(descTopicHeld, prometheus.GaugeValue, t.HeldSeconds, name)
+		ch <- prometheus.MustNewConstMetric(descTopicRate, prometheus.GaugeValue, t.RateHz, name)
+		for cause, v := range map[string]uint64{"evicted_age": t.EvictedAge, "evicted_size": t.EvictedSize,
+			"oversize": t.RejectedOversize, "lost_to_readers": t.LostToReaders, "offline": t.RejectedOffline} {
+			ch <- prometheus.MustNewConstMetric(descTopicDropped, prometheus.CounterValue, float64(v), name, cause)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descArena, prometheus.GaugeValue, float64(st.Arena.Used), "used")
+	ch <- prometheus.MustNewConstMetric(descArena, prometheus.GaugeValue, float64(st.Arena.Total-st.Arena.Used), "free")
+	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Written), "written")
+	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Failed), "failed")
+	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.RefusedDisk), "refused_low_disk")
+	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Rotated), "rotated")
+	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.Coalesced), "coalesced")
+	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.RateLimited), "rate_limited")
+	for _, r := range st.Rules {
+		ch <- prometheus.MustNewConstMetric(descRuleTriggers, prometheus.CounterValue, float64(r.TriggersFired), r.Name)
+		dis := 0.0
+		if r.Disabled {
+			dis = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descRuleDisabled, prometheus.GaugeValue, dis, r.Name)
+	}
+	for _, s := range st.Sources {
+		ch <- prometheus.MustNewConstMetric(descSourceLost, prometheus.CounterValue, float64(s.Lost), s.Kind, s.Name)
+	}
+}

@@ -1,0 +1,180 @@
+package dumpfile
+
+import (
+	"container/heap"
+	"io"
+
+	"edr-lite/pack"
+)
+
+// Messages reads the messages of several pack readers as one stream in
+// message time order (MessageTime; ties keep the order of the readers, then
+// file order), merging message by message: frames of different files may
+// overlap in time, and a FreeSync frame spans a period. Steady state does
+// not allocate.
+//
+// A Messages is not safe for concurrent use. It does not own the readers.
+type Messages struct {
+	its    []*msgIter
+	h      mergeHeap
+	cur    *msgIter // returned by the last Next; advanced by the next one
+	from   int64
+	seeked bool
+}
+
+// NewMessages merges readers from their first message.
+func NewMessages(readers ...*pack.Reader) *Messages {
+	m := &Messages{}
+	for i, r := range readers {
+		m.its = append(m.its, &msgIter{r: r, src: i})
+	}
+	m.h = make(mergeHeap, 0, len(m.its))
+	return m
+}
+
+// SeekTime positions every reader at its first message with time >= fromNs
+// (fromNs <= 0: from the start) and restarts the merge. Frames are skipped
+// by their metas only; a frame is read with data only from the first frame
+// holding a message at or after fromNs.
+func (m *Messages) SeekTime(fromNs int64) error {
+	m.from = fromNs
+	m.seeked = true
+	m.h = m.h[:0]
+	m.cur = nil
+	for _, it := range m.its {
+		it.r.Rewind()
+		it.f.Reset(0, 0)
+		it.i = -1
+		it.n = 0
+		if err := it.skipTo(fromNs); err != nil {
+			return err
+		}
+		ok, err := it.next(fromNs)
+		if err != nil {
+			return err
+		}
+		if ok {
+			m.h = append(m.h, it)
+		}
+	}
+	heap.Init(&m.h)
+	return nil
+}
+
+// Next moves to the next message and reports whether there is one. Without
+// a SeekTime before, the merge starts at the first message. A damaged frame stops
+// the merge with an error naming the file.
+func (m *Messages) Next() (bool, error) {
+	if !m.seeked {
+		if err := m.SeekTime(0); err != nil {
+			return false, err
+		}
+	}
+	if m.cur != nil {
+		ok, err := m.cur.next(m.from)
+		if err != nil {
+			m.cur = nil
+			return false, err
+		}
+		if ok {
+			heap.Fix(&m.h, 0)
+		} else {
+			heap.Pop(&m.h)
+		}
+	}
+	if len(m.h) == 0 {
+		m.cur = nil
+		return false, nil
+	}
+	m.cur = m.h[0]
+	return true, nil
+}
+
+// Frame returns the frame holding the current message and the message's
+// index in it. The frame is valid until the next Next or SeekTime.
+func (m *Messages) Frame() (*pack.Frame, int) { return &m.cur.f, m.cur.i }
+
+// Time returns the current message's time (MessageTime).
+func (m *Messages) Time() int64 { return m.cur.ts }
+
+// Source returns the index of the reader the current message came from.
+func (m *Messages) Source() int { return m.cur.src }
+
+// msgIter walks one reader message by message.
+type msgIter struct {
+	r   *pack.Reader
+	src int
+	f   pack.Frame
+	i   int
+	n   uint64 // messages returned so far, for stable ties
+	ts  int64
+}
+
+// skipTo moves the reader to the first frame holding a message with time
+// >= from, reading metas only.
+func (it *msgIter) skipTo(from int64) error {
+	if from <= 0 {
+		return nil
+	}
+	for {
+		off := it.r.Tell()
+		if err := it.r.ReadMetaInto(&it.f); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		for i := 0; i < it.f.Len(); i++ {
+			msg := it.f.Message(i)
+			if MessageTime(&msg, it.f.Time()) >= from {
+				it.f.Reset(0, 0)
+				return it.r.SeekFrame(off)
+			}
+		}
+	}
+}
+
+// next moves to the next message with time >= from.
+func (it *msgIter) next(from int64) (bool, error) {
+	for {
+		it.i++
+		for it.i >= it.f.Len() {
+			if err := it.r.ReadInto(&it.f); err != nil {
+				if err == io.EOF {
+					return false, nil
+				}
+				return false, err
+			}
+			it.i = 0
+		}
+		msg := it.f.Message(it.i)
+		it.ts = MessageTime(&msg, it.f.Time())
+		if from > 0 && it.ts < from {
+			continue
+		}
+		it.n++
+		return true, nil
+	}
+}
+
+type mergeHeap []*msgIter
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.ts != b.ts {
+		return a.ts < b.ts
+	}
+	if a.src != b.src {
+		return a.src < b.src
+	}
+	return a.n < b.n
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*msgIter)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,352 @@
+package mcap
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"edr-lite/pack"
+)
+
+// Metadata record names written for a dump's self-description.
+const (
+	// MetadataTrigger: one record per trigger (reason, time_ns, source,
+	// rule, tag, severity, pre_ns, post_ns, id, and param.<key> entries).
+	MetadataTrigger = "edr.trigger"
+	// MetadataTopicStats: one record per topic (topic, type, messages,
+	// bytes, overwritten, oversize, skipped_busy, first_ns, last_ns).
+	MetadataTopicStats = "edr.topic_stats"
+	// MetadataDump: the dump's window and origin (writer, host, start_ns,
+	// end_ns, created_ns, label.<key>) and, under "json", the whole
+	// pack.DumpInfo as pack stores it, so a round trip loses nothing.
+	MetadataDump = "edr.dump_info"
+	// MetaChannelSuffix is appended to a topic for the channel that carries
+	// the meta bytes of messages that have both meta and a data block.
+	MetaChannelSuffix = "/meta"
+	// MetaEncoding is the message encoding of such meta channels: the
+	// serialized message bytes of the pack entry (usually protobuf, schema
+	// unknown to edr-lite).
+	MetaEncoding = "x-edr-pack-meta"
+)
+
+type topicKey struct{ name, channel string }
+
+type topicState struct {
+	id, metaID uint16
+	hasMeta    bool
+	seq        uint32
+}
+
+// PackWriter writes pack-model messages (name, channel, meta, gen_ts,
+// done_ts, data) as MCAP. It has the same Add, WriteFrame, AddMetadata,
+// SetDumpInfo, Flush, Offset and Close methods as pack.Writer, so the
+// recorder can write either format through one interface, and ExportPack
+// uses it to convert pack files.
+//
+// Mapping of one pack message to MCAP messages:
+//   - the MCAP message on topic TopicName(name, channel) carries the data
+//     block when the message has one, else its meta bytes;
+//   - a message with both meta and data also gets a message with the meta
+//     bytes on topic+MetaChannelSuffix (encoding MetaEncoding), same times;
+//   - log_time is done_ts (capture time), else gen_ts; publish_time is gen_ts,
+//     else log_time (negative times become 0);
+//   - sequence counts the topic's messages from 0.
+//
+// Channels are created on a topic's first message (or by DeclareTopic,
+// which can give the type). A PackWriter is not safe for concurrent use.
+type PackWriter struct {
+	w      *Writer
+	fw     *FileWriter // nil when writing to an io.Writer
+	topics map[topicKey]*topicState
+	types  map[topicKey]Topic
+	info   *pack.DumpInfo
+	msg    Message
+	closed bool
+}
+
+// NewPackWriter writes MCAP to w; Close does not close w.
+func NewPackWriter(w io.Writer, opt Options) (*PackWriter, error) {
+	mw, err := NewWriter(w, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &PackWriter{w: mw, topics: map[topicKey]*topicState{}, types: map[topicKey]Topic{}}, nil
+}
+
+// CreatePackWriter writes an MCAP dump file at path through the mmap
+// FileWriter (path.tmp, renamed by Close).
+func CreatePackWriter(path string, opt FileOptions) (*PackWriter, error) {
+	fw, err := Create(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &PackWriter{w: fw.Writer, fw: fw, topics: map[topicKey]*topicState{}, types: map[topicKey]Topic{}}, nil
+}
+
+// Writer returns the underlying MCAP writer (for AddMetadata and the like).
+func (p *PackWriter) Writer() *Writer { return p.w }
+
+// DeclareTopic gives a topic's type information before its first message
+// (t.Name and t.Channel identify it). Declaring after the first message has
+// no effect on the already created channel.
+func (p *PackWriter) DeclareTopic(t Topic) {
+	p.types[topicKey{t.Name, t.Channel}] = t
+}
+
+func (p *PackWriter) topic(name, channel string) (*topicState, error) {
+	if ts, ok := p.topics[topicKey{name, channel}]; ok {
+		return ts, nil
+	}
+	t, ok := p.types[topicKey{name, channel}]
+	if !ok {
+		t = Topic{Name: name, Channel: channel}
+	}
+	id, err := p.w.AddTopic(t)
+	if err != nil {
+		return nil, err
+	}
+	ts := &topicState{id: id}
+	p.topics[topicKey{name, channel}] = ts
+	return ts, nil
+}
+
+func nonNegative(ns int64) uint64 { return uint64(max(ns, 0)) }
+
+// Add writes one pack message (see the mapping in the type's doc). meta and
+// data are copied. It allocates only when a topic is seen for the first time.
+func (p *PackWriter) Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error {
+	ts, err := p.topic(name, channel)
+	if err != nil {
+		return err
+	}
+	logTime := doneTs
+	if logTime == 0 {
+		logTime = genTs
+	}
+	pub := genTs
+	if pub == 0 {
+		pub = logTime
+	}
+	m := &p.msg
+	m.ChannelID, m.Sequence = ts.id, ts.seq
+	m.LogTime, m.PublishTime = nonNegative(logTime), nonNegative(pub)
+	m.Data = data
+	if data == nil {
+		m.Data = meta
+	}
+	ts.seq++
+	if err := p.w.WriteMessage(m); err != nil {
+		return err
+	}
+	if data != nil && len(meta) > 0 {
+		if !ts.hasMeta {
+			id, err := p.w.AddChannel(0, TopicName(name, channel)+MetaChannelSuffix, MetaEncoding,
+				map[string]string{"edr.name": name, "edr.channel": channel, "edr.part": "meta"})
+			if err != nil {
+				return err
+			}
+			ts.metaID, ts.hasMeta = id, true
+		}
+		m.ChannelID, m.Data = ts.metaID, meta
+		if err := p.w.WriteMessage(m); err != nil {
+			return err
+		}
+	}
+	m.Data = nil
+	return nil
+}
+
+// WriteFrame writes every message of f (see Add; a message without gen_ts
+// and done_ts takes the frame time).
+func (p *PackWriter) WriteFrame(f *pack.Frame) error {
+	for i := range f.Len() {
+		m := f.Message(i)
+		doneTs := m.DoneTs
+		if doneTs == 0 && m.GenTs == 0 {
+			doneTs = f.Time()
+		}
+		if err := p.Add(m.Name, m.Channel, m.Meta, m.GenTs, doneTs, f.Data(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddMetadata writes a pack-style metadata section (a name and opaque
+// bytes) as a Metadata record with the bytes base64-encoded under "base64".
+func (p *PackWriter) AddMetadata(name string, data []byte) error {
+	return p.w.AddMetadata(name, map[string]string{"base64": base64.StdEncoding.EncodeToString(data)})
+}
+
+// Flush writes the open chunk.
+func (p *PackWriter) Flush() error { return p.w.Flush() }
+
+// Offset returns the bytes written so far.
+func (p *PackWriter) Offset() int64 { return p.w.Written() }
+
+// SetDumpInfo records the dump's triggers and per-topic accounting; Close
+// writes them as Metadata records (MetadataTrigger, MetadataTopicStats,
+// MetadataDump). A later call replaces an earlier one.
+func (p *PackWriter) SetDumpInfo(d pack.DumpInfo) error {
+	p.info = &d
+	return nil
+}
+
+// Close writes the dump information and finishes the file.
+func (p *PackWriter) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	var err error
+	if p.info != nil {
+		err = WriteDumpInfo(p.w, *p.info)
+	}
+	if p.fw != nil {
+		if err != nil {
+			return errors.Join(err, p.fw.Abort())
+		}
+		return p.fw.Close()
+	}
+	if err != nil {
+		return err
+	}
+	return p.w.Close()
+}
+
+// Abort stops writing; a file being written is removed.
+func (p *PackWriter) Abort() error {
+	p.closed = true
+	if p.fw != nil {
+		return p.fw.Abort()
+	}
+	return nil
+}
+
+// WriteDumpInfo writes d as Metadata records: one MetadataTrigger per
+// trigger, one MetadataTopicStats per topic and one MetadataDump.
+func WriteDumpInfo(w *Writer, d pack.DumpInfo) error {
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	for _, t := range d.Triggers {
+		kv := map[string]string{"id": u64(t.ID), "reason": t.Reason, "time_ns": i64(t.TimeNs),
+			"pre_ns": i64(t.PreNs), "post_ns": i64(t.PostNs), "severity": strconv.Itoa(t.Severity)}
+		for k, v := range map[string]string{"source": t.Source, "rule": t.Rule, "tag": t.Tag} {
+			if v != "" {
+				kv[k] = v
+			}
+		}
+		for k, v := range t.Params {
+			kv["param."+k] = v
+		}
+		if err := w.AddMetadata(MetadataTrigger, kv); err != nil {
+			return err
+		}
+	}
+	for _, a := range d.Topics {
+		kv := map[string]string{"topic": displayTopic(a.Topic), "messages": u64(a.Messages), "bytes": u64(a.Bytes),
+			"overwritten": u64(a.Overwritten), "oversize": u64(a.Oversize), "skipped_busy": u64(a.SkippedBusy),
+			"first_ns": i64(a.FirstNs), "last_ns": i64(a.LastNs)}
+		if a.Type != "" {
+			kv["type"] = a.Type
+		}
+		if err := w.AddMetadata(MetadataTopicStats, kv); err != nil {
+			return err
+		}
+	}
+	js, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("mcap: dump info: %w", err)
+	}
+	kv := map[string]string{"json": string(js), "writer": d.Writer, "host": d.Host,
+		"start_ns": i64(d.StartNs), "end_ns": i64(d.EndNs), "created_ns": i64(d.CreatedNs)}
+	for k, v := range d.Labels {
+		kv["label."+k] = v
+	}
+	return w.AddMetadata(MetadataDump, kv)
+}
+
+// displayTopic renders a pack topic "name#channel" as the MCAP topic.
+func displayTopic(t string) string {
+	name, ch := pack.SplitTopic(t)
+	return TopicName(name, ch)
+}
+
+// ExportOptions configure ExportPack.
+type ExportOptions struct {
+	Options
+	// Topics gives type information per topic (Name and Channel identify
+	// it); topics not listed take their type from the dump info.
+	Topics []Topic
+}
+
+// ExportStats reports what ExportPack wrote.
+type ExportStats struct {
+	Frames   int
+	Messages uint64 // pack messages read (an entry with meta and data counts once)
+	Bytes    uint64 // data and meta bytes carried
+	Written  int64  // MCAP bytes written
+}
+
+// ExportPack converts the pack file behind r to MCAP on w, frames in file
+// order, with the dump information (triggers, per-topic accounting) as
+// Metadata records and the pack file's other metadata sections as Metadata
+// named after them (value under "base64"). It reads r from its current
+// position (a new Reader starts at the first frame).
+func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, error) {
+	var st ExportStats
+	pw, err := NewPackWriter(w, opts.Options)
+	if err != nil {
+		return st, err
+	}
+	di, hasInfo := r.DumpInfo()
+	if hasInfo {
+		for _, a := range di.Topics {
+			if a.Type != "" {
+				name, ch := pack.SplitTopic(a.Topic)
+				pw.DeclareTopic(Topic{Name: name, Channel: ch, Type: a.Type})
+			}
+		}
+	}
+	for _, t := range opts.Topics {
+		pw.DeclareTopic(t)
+	}
+	var f pack.Frame
+	for {
+		err := r.ReadInto(&f)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return st, fmt.Errorf("mcap: export %s: %w", r.Path(), err)
+		}
+		st.Frames++
+		if err := pw.WriteFrame(&f); err != nil {
+			return st, err
+		}
+		for i := range f.Len() {
+			st.Messages++
+			st.Bytes += uint64(len(f.Message(i).Meta) + len(f.Data(i)))
+		}
+	}
+	for _, name := range r.MetadataNames() {
+		if name == pack.DumpInfoName {
+			continue
+		}
+		b, _ := r.Metadata(name)
+		if err := pw.AddMetadata(name, b); err != nil {
+			return st, err
+		}
+	}
+	if hasInfo {
+		_ = pw.SetDumpInfo(di)
+	}
+	if err := pw.Close(); err != nil {
+		return st, err
+	}
+	st.Written = pw.w.Written()
+	return st, nil
+}

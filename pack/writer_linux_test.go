@@ -1,0 +1,95 @@
+//go:build linux
+
+package pack
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// A full disk is an error from WriteFrame (fallocate says ENOSPC before any
+// page is touched, so there is no SIGBUS), Close reports it, and every frame
+// WriteFrame accepted is in the file.
+func TestMmapWriterDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("needs CAP_SYS_ADMIN to mount a small tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, 0) })
+	path := filepath.Join(dir, "full.pack")
+	w, err := Create(path, WriterOptions{Window: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 32<<10)
+	accepted := 0
+	var werr error
+	for i := 0; i < 100; i++ {
+		f := NewFrame(uint64(i), int64(i))
+		f.AddMetaBorrowed("big", "", nil, int64(i), 0, data)
+		if werr = w.WriteFrame(f); werr != nil {
+			break
+		}
+		accepted++
+	}
+	if !errors.Is(werr, syscall.ENOSPC) {
+		t.Fatalf("after %d frames: %v, want ENOSPC", accepted, werr)
+	}
+	if err := w.WriteFrame(NewFrame(0, 0)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("error is not sticky: %v", err)
+	}
+	if err := w.Close(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Close: %v, want the ENOSPC", err)
+	}
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullCopy := filepath.Join(t.TempDir(), "full.copy")
+	if err := os.WriteFile(fullCopy, full, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// With default windows (far larger than the disk), a dump that fits is
+	// still written: preallocation falls back to what each frame needs.
+	os.Remove(path)
+	small := filepath.Join(dir, "small.pack")
+	sw, err := Create(small, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 8; i++ {
+		f := NewFrame(uint64(i), int64(i))
+		f.AddMetaBorrowed("big", "", nil, int64(i), 0, data)
+		if err := sw.WriteFrame(f); err != nil {
+			t.Fatalf("frame %d of a 256 KiB dump on an empty 1 MiB disk: %v", i, err)
+		}
+	}
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyFile(small); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "rec.pack")
+	rep, err := Recover(fullCopy, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Frames != accepted {
+		t.Fatalf("recovered %d frames, writer accepted %d", rep.Frames, accepted)
+	}
+}
+
+func TestCreateErrors(t *testing.T) {
+	if _, err := Create(filepath.Join(t.TempDir(), "no", "such", "dir.pack"), WriterOptions{}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Create in a missing directory: %v", err)
+	}
+	if _, err := Create(filepath.Join(t.TempDir(), "x.pack"), WriterOptions{Compression: 9}); !errors.Is(err, ErrUnsupportedCodec) {
+		t.Fatalf("unknown codec: %v", err)
+	}
+}

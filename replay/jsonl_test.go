@@ -1,0 +1,207 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"edr-lite/pack"
+)
+
+// richDump writes a dump exercising everything the export must keep:
+// channels, meta bytes, missing producer or capture times, messages without
+// data and with empty data, compression, dump info and another metadata
+// section.
+func richDump(t *testing.T, comp pack.Compression) string {
+	p := filepath.Join(t.TempDir(), "rich.pack")
+	w, err := pack.Create(p, pack.WriterOptions{Writer: "rich test", CreatedNs: 1234, Compression: comp, TargetFrameSize: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		ts := t0 + int64(i)*1e6
+		var err error
+		switch i % 6 {
+		case 0:
+			err = w.Add("vehicle/speed", "", nil, ts-10, ts, payload("s", i, 64))
+		case 1:
+			err = w.Add("vehicle/speed", "rear", []byte{1, 2, byte(i)}, ts-10, ts, payload("r", i, 64))
+		case 2:
+			err = w.Add("camera/front", "", nil, 0, ts, bytes.Repeat([]byte{byte(i)}, 1500)) // compressible
+		case 3:
+			err = w.Add("heartbeat", "", []byte("meta only"), ts, ts, nil)
+		case 4:
+			err = w.Add("heartbeat", "", nil, ts, 0, []byte{}) // empty data block, no capture time
+		case 5:
+			err = w.Add("odd\"name\\é#x", "ch\n1", nil, ts, ts+5, payload("o", i, 10))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.SetDumpInfo(pack.DumpInfo{Triggers: []pack.TriggerRecord{{ID: 3, Reason: "hard-brake", Rule: "hard_brake", Source: "lua", TimeNs: t0 + 5e6, PreNs: 1, PostNs: 2, Params: map[string]string{"decel": "6"}}},
+		Topics: []pack.TopicAccount{{Topic: "vehicle/speed", Type: "f32", Messages: 50}, {Topic: "camera/front", Type: "gray8", Messages: 50}},
+		Labels: map[string]string{"vin": "X"}})
+	w.AddMetadata("calibration", []byte{0, 1, 2, 255})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type packMsg struct {
+	name, ch  string
+	meta      []byte
+	gen, done int64
+	data      []byte
+	hasData   bool
+}
+
+func readAll(t *testing.T, path string) (msgs []packMsg, meta map[string]string) {
+	t.Helper()
+	r, err := pack.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var f pack.Frame
+	for {
+		if err := r.ReadInto(&f); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < f.Len(); i++ {
+			m := f.Message(i)
+			msgs = append(msgs, packMsg{m.Name, m.Channel, bytes.Clone(m.Meta), m.GenTs, m.DoneTs, bytes.Clone(f.Data(i)), m.DataIndex != pack.NoData})
+		}
+	}
+	meta = map[string]string{}
+	for _, n := range r.MetadataNames() {
+		b, _ := r.Metadata(n)
+		meta[n] = string(b)
+	}
+	return msgs, meta
+}
+
+func exportFile(t *testing.T, path string) []byte {
+	t.Helper()
+	r, err := pack.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var b bytes.Buffer
+	if _, err := ExportJSONL(r, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func importTo(path string, in []byte) (*JSONLReport, error) {
+	return ImportJSONL(bytes.NewReader(in), func(o pack.WriterOptions) (*pack.Writer, error) { return pack.Create(path, o) })
+}
+
+func TestJSONLRoundTripBitExact(t *testing.T) {
+	for _, comp := range []pack.Compression{pack.CompressNone, pack.CompressZstd} {
+		t.Run(comp.String(), func(t *testing.T) {
+			src := richDump(t, comp)
+			js := exportFile(t, src)
+			out := filepath.Join(t.TempDir(), "back.pack")
+			rep, err := importTo(out, js)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantMeta := readAll(t, src)
+			got, gotMeta := readAll(t, out)
+			if rep.Messages != uint64(len(want)) || rep.Topics != 5 {
+				t.Errorf("report %+v, want %d messages, 5 topics", rep, len(want))
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d messages back, want %d", len(got), len(want))
+			}
+			for i := range want {
+				g, w := got[i], want[i]
+				if g.name != w.name || g.ch != w.ch || !bytes.Equal(g.meta, w.meta) || g.gen != w.gen || g.done != w.done ||
+					!bytes.Equal(g.data, w.data) || g.hasData != w.hasData {
+					t.Fatalf("message %d:\n got %+v\nwant %+v", i, g, w)
+				}
+			}
+			if fmt.Sprint(gotMeta) != fmt.Sprint(wantMeta) {
+				t.Errorf("metadata\n got %q\nwant %q", gotMeta, wantMeta)
+			}
+			// exporting the import gives the same lines, header included
+			if again := exportFile(t, out); !bytes.Equal(again, js) {
+				t.Errorf("re-export differs:\n%s\n---\n%s", firstDiff(js, again), "")
+			}
+		})
+	}
+}
+
+func firstDiff(a, b []byte) string {
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return fmt.Sprintf("line %d:\n%s\n%s", i+1, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("%d lines vs %d", len(al), len(bl))
+}
+
+func TestJSONLFormat(t *testing.T) {
+	js := string(exportFile(t, richDump(t, pack.CompressNone)))
+	lines := strings.Split(js, "\n")
+	if !strings.HasPrefix(lines[0], `{"format":"edr-lite-jsonl","version":1,"writer":"rich test","created_ns":1234,"topics":[{"topic":"camera/front","name":"camera/front","type":"gray8","messages":50},`) {
+		t.Errorf("header %s", lines[0])
+	}
+	for i, want := range []string{
+		`{"seq":0,"topic":"vehicle/speed","ts":1764670000000000000,"gen_ts":1764669999999999990,"data":"`,
+		`{"seq":1,"topic":"vehicle/speed#rear","ts":1764670000001000000,"gen_ts":1764670000000999990,"meta":"AQIB","data":"`,
+		`{"seq":3,"topic":"heartbeat","ts":1764670000003000000,"gen_ts":1764670000003000000,"meta":"bWV0YSBvbmx5"}`,
+		`{"seq":4,"topic":"heartbeat","ts":1764670000004000000,"gen_ts":1764670000004000000,"done_ts":0,"data":""}`,
+		`{"seq":5,"topic":"odd\"name\\é#x#ch\n1","ts":1764670000005000005,"gen_ts":1764670000005000000,"data":"`,
+	} {
+		n := []int{1, 2, 4, 5, 6}[i]
+		if !strings.HasPrefix(lines[n], want) {
+			t.Errorf("line %d:\n got %s\nwant %s…", n+1, lines[n], want)
+		}
+	}
+}
+
+func TestJSONLImportErrors(t *testing.T) {
+	good := exportFile(t, richDump(t, pack.CompressNone))
+	lines := strings.SplitAfter(string(good), "\n")
+	hdr := lines[0]
+	f := func(in string, has string) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "x.pack")
+		rep, err := importTo(out, []byte(in))
+		if !errors.Is(err, ErrJSONL) || !strings.Contains(err.Error(), has) || rep != nil {
+			t.Errorf("import of %.60q: %v (report %v), want ErrJSONL containing %q", in, err, rep, has)
+		}
+	}
+	f("", "empty input")
+	f("not json\n", "line 1: header")
+	f(`{"format":"other","version":1}`+"\n", `format "other"`)
+	f(`{"format":"edr-lite-jsonl","version":2}`+"\n", "version 2 not supported")
+	f(`{"format":"edr-lite-jsonl","version":1,"topics":[{"topic":"a","name":"a"},{"topic":"a","name":"a"}]}`+"\n", "listed twice")
+	f(`{"format":"edr-lite-jsonl","version":1,"dump_info":{"triggers":7}}`+"\n", "dump_info")
+	f(hdr+lines[2], "line 2: seq 1, want 0")
+	f(hdr+lines[1]+"\n", "line 3: empty line")
+	f(hdr+`{"seq":0,"topic":"nope","ts":1}`+"\n", `topic "nope" is not in the header`)
+	f(hdr+`{"seq":0,"topic":"heartbeat"}`+"\n", "no ts")
+	f(hdr+`{"topic":"heartbeat","ts":1}`+"\n", "no seq")
+	f(hdr+`{"seq":0,"ts":1}`+"\n", "no topic")
+	f(hdr+`{"seq":0,"topic":"heartbeat","ts":1,"data":"!!"}`+"\n", "line 2: data")
+	f(hdr+`{"seq":0,"topic":"heartbeat","ts":1,"meta":"!!"}`+"\n", "line 2:")
+	f(hdr+`{"seq":0,"topic":"heartbeat","ts":"x"}`+"\n", "line 2:")
+	// a file without a final newline is fine
+	out := filepath.Join(t.TempDir(), "ok.pack")
+	if rep, err := importTo(out, []byte(strings.TrimSuffix(string(good), "\n"))); err != nil || rep.Messages != 300 {
+		t.Errorf("no final newline: %v %+v", err, rep)
+	}
+}

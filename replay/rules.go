@@ -1,0 +1,345 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"edr-lite/pack"
+	"edr-lite/scripts"
+)
+
+// BuiltinPrefix names a shipped rule in a rules spec: "builtin:hard_brake".
+const BuiltinPrefix = "builtin:"
+
+// Trigger is one trigger as "rules test" prints and compares it: fired by a
+// rule during a replay, or recorded in a dump's DumpInfo. Its JSON form
+// (field order as declared, params sorted by key) is the same on every run.
+type Trigger struct {
+	Rule     string            `json:"rule"`
+	Reason   string            `json:"reason"`
+	TimeNs   int64             `json:"time_ns"`
+	Time     string            `json:"time"` // TimeNs in RFC 3339, UTC
+	PreNs    int64             `json:"pre_ns"`
+	PostNs   int64             `json:"post_ns"`
+	Tag      string            `json:"tag,omitempty"`
+	Severity int               `json:"severity,omitempty"`
+	Topics   []string          `json:"topics,omitempty"`
+	Params   map[string]string `json:"params,omitempty"`
+	// Source is where a recorded trigger came from (source and dump path);
+	// "" for a fired one. Not part of the JSON form.
+	Source string `json:"-"`
+}
+
+func fmtNs(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+
+// RulesOptions configure RunRules.
+type RulesOptions struct {
+	// Params are given to every rule (param(name, default) in Lua).
+	Params map[string]string
+	// RuleParams are given to the rule loaded from the file with this base
+	// name (without .lua; for "builtin:NAME", NAME), over Params.
+	RuleParams map[string]map[string]string
+	// Budget bounds each rule; zero fields take the defaults.
+	Budget scripts.Budget
+	// Logger receives the rules' log(...) lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// RulesResult is what RunRules found.
+type RulesResult struct {
+	Rules    []string  // names of the loaded rules, in load order
+	Fired    []Trigger // in firing order (message time)
+	Recorded []Trigger // from the dumps' DumpInfo, by time, duplicates removed
+	Status   []scripts.RuleStatus
+	Messages uint64 // messages fed
+}
+
+// Disabled returns "rule: why" for every rule disabled by an error during
+// the run.
+func (r *RulesResult) Disabled() []string {
+	var out []string
+	for _, s := range r.Status {
+		if s.Disabled {
+			out = append(out, s.Name+": "+s.Why)
+		}
+	}
+	return out
+}
+
+// ruleSources expands specs (a .lua file, a directory of them, or
+// builtin:NAME) into (base name, spec) pairs in a stable order.
+func ruleSources(specs []string) ([][2]string, error) {
+	var out [][2]string
+	for _, s := range specs {
+		if name, ok := strings.CutPrefix(s, BuiltinPrefix); ok {
+			out = append(out, [2]string{name, s})
+			continue
+		}
+		st, err := os.Stat(s)
+		if err != nil {
+			return nil, fmt.Errorf("replay: rules: %w", err)
+		}
+		if !st.IsDir() {
+			out = append(out, [2]string{strings.TrimSuffix(filepath.Base(s), ".lua"), s})
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join(s, "*.lua"))
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%w: rules directory %s holds no .lua file", ErrOptions, s)
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			out = append(out, [2]string{strings.TrimSuffix(filepath.Base(f), ".lua"), f})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no rules given", ErrOptions)
+	}
+	return out, nil
+}
+
+// RunRules loads the rules named by specs (each a .lua file, a directory
+// of them, or "builtin:NAME" for a shipped rule), feeds them every message
+// of the pack dumps in message time order (scripts.Host.Feed, the same
+// path the live recorder uses), ticks them up to the last message, and
+// returns the triggers they fired next to those recorded in the dumps.
+// The same dumps and rules give the same result on every run and machine.
+func RunRules(dumps []string, specs []string, opts RulesOptions) (*RulesResult, error) {
+	srcs, err := ruleSources(specs)
+	if err != nil {
+		return nil, err
+	}
+	res := &RulesResult{}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	onTrigger := func(t scripts.Trigger) {
+		res.Fired = append(res.Fired, Trigger{Rule: t.Rule, Reason: t.Reason, TimeNs: t.TimeNs, Time: fmtNs(t.TimeNs),
+			PreNs: int64(t.Pre), PostNs: int64(t.Post), Tag: t.Tag, Severity: t.Severity, Topics: t.Topics, Params: t.Params})
+	}
+	host, err := scripts.NewHost()
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	for _, s := range srcs {
+		params := map[string]string{}
+		for k, v := range opts.Params {
+			params[k] = v
+		}
+		for k, v := range opts.RuleParams[s[0]] {
+			params[k] = v
+		}
+		o := scripts.Options{Params: params, Budget: opts.Budget, OnTrigger: onTrigger, Logger: logger}
+		var r *scripts.Rule
+		if name, ok := strings.CutPrefix(s[1], BuiltinPrefix); ok {
+			r, err = scripts.LoadShipped(name, o)
+		} else {
+			r, err = scripts.Load(s[1], o)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := host.Add(r); err != nil {
+			r.Close()
+			return nil, err
+		}
+		res.Rules = append(res.Rules, r.Name())
+	}
+
+	p, err := Open(dumps, Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	out := &rulesOutput{host: host}
+	st, err := p.Run(context.Background(), out)
+	if err != nil {
+		return nil, err
+	}
+	if st.Messages > 0 {
+		host.Tick(st.LastNs)
+	}
+	res.Messages = st.Messages
+	res.Status = host.Status()
+	for i, path := range dumps {
+		r := p.readers[i]
+		d, ok := r.DumpInfo()
+		if !ok {
+			continue
+		}
+		for _, t := range d.Triggers {
+			res.Recorded = append(res.Recorded, recordedTrigger(&t, path))
+		}
+	}
+	res.Recorded = dedupe(res.Recorded)
+	return res, nil
+}
+
+func recordedTrigger(t *pack.TriggerRecord, path string) Trigger {
+	src := t.Source
+	if src == "" {
+		src = "?"
+	}
+	return Trigger{Rule: t.Rule, Reason: t.Reason, TimeNs: t.TimeNs, Time: fmtNs(t.TimeNs), PreNs: t.PreNs,
+		PostNs: t.PostNs, Tag: t.Tag, Severity: t.Severity, Params: t.Params, Source: src + " in " + path}
+}
+
+// dedupe sorts recorded triggers by time and drops repeats of one trigger
+// recorded in several dumps (same rule, reason and time).
+func dedupe(ts []Trigger) []Trigger {
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].TimeNs < ts[j].TimeNs })
+	out := ts[:0]
+	for _, t := range ts {
+		if n := len(out); n > 0 && out[n-1].TimeNs == t.TimeNs && out[n-1].Rule == t.Rule && out[n-1].Reason == t.Reason {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// rulesOutput feeds replayed messages to a scripts.Host.
+type rulesOutput struct {
+	host  *scripts.Host
+	names []string
+	m     scripts.Message
+}
+
+func (o *rulesOutput) Open(topics []Topic) error {
+	o.names = make([]string, len(topics))
+	for i := range topics {
+		o.names[i] = topics[i].String()
+	}
+	return nil
+}
+
+func (o *rulesOutput) Write(m *Message) error {
+	o.m = scripts.Message{Topic: o.names[m.Topic.Index], TS: m.TimeNs, GenTS: m.GenNs, Seq: m.Seq, Data: m.Data}
+	o.host.Feed(&o.m)
+	return nil
+}
+
+func (o *rulesOutput) Close() error { return nil }
+
+// Pair is a recorded trigger and the fired one that matches it.
+type Pair struct{ Recorded, Fired Trigger }
+
+// Comparison is the result of CompareTriggers.
+type Comparison struct {
+	Tolerance  time.Duration
+	Matched    []Pair
+	Missing    []Trigger // recorded by a loaded rule, not fired by the replay
+	Unexpected []Trigger // fired by the replay, not recorded
+	Unchecked  []Trigger // recorded by other sources or rules not loaded
+}
+
+// OK reports whether every checked trigger matched.
+func (c *Comparison) OK() bool { return len(c.Missing) == 0 && len(c.Unexpected) == 0 }
+
+// CompareTriggers matches recorded triggers of the loaded rules against the
+// fired ones: same rule and reason, time within tol, each used once,
+// earliest first. Recorded triggers of other sources are Unchecked.
+func CompareTriggers(fired, recorded []Trigger, rules []string, tol time.Duration) *Comparison {
+	c := &Comparison{Tolerance: tol}
+	loaded := map[string]bool{}
+	for _, r := range rules {
+		loaded[r] = true
+	}
+	used := make([]bool, len(fired))
+	for _, r := range recorded {
+		if !loaded[r.Rule] {
+			c.Unchecked = append(c.Unchecked, r)
+			continue
+		}
+		best := -1
+		for i, f := range fired {
+			if used[i] || f.Rule != r.Rule || f.Reason != r.Reason || absNs(f.TimeNs-r.TimeNs) > int64(tol) {
+				continue
+			}
+			if best < 0 || absNs(f.TimeNs-r.TimeNs) < absNs(fired[best].TimeNs-r.TimeNs) {
+				best = i
+			}
+		}
+		if best < 0 {
+			c.Missing = append(c.Missing, r)
+			continue
+		}
+		used[best] = true
+		c.Matched = append(c.Matched, Pair{Recorded: r, Fired: fired[best]})
+	}
+	for i, f := range fired {
+		if !used[i] {
+			c.Unexpected = append(c.Unexpected, f)
+		}
+	}
+	return c
+}
+
+// signed renders a time difference with its sign: "+500µs", "-2ms", "0s".
+func signed(ns int64) string {
+	if ns > 0 {
+		return "+" + time.Duration(ns).String()
+	}
+	return time.Duration(ns).String()
+}
+
+func absNs(d int64) int64 {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// WriteDiff writes a readable diff: "-" lines are recorded triggers the
+// replay did not fire, "+" lines fired triggers that were not recorded,
+// each with the nearest trigger of the same rule and reason on the other
+// side; then the matches and what was not checked.
+func (c *Comparison) WriteDiff(w io.Writer, fired []Trigger, recorded []Trigger) {
+	fmt.Fprintf(w, "--- recorded in the dumps\n+++ fired by the replayed rules\n")
+	type line struct {
+		t    int64
+		text string
+	}
+	var lines []line
+	near := func(t Trigger, in []Trigger) string {
+		best := -1
+		for i, o := range in {
+			if o.Rule == t.Rule && o.Reason == t.Reason && (best < 0 || absNs(o.TimeNs-t.TimeNs) < absNs(in[best].TimeNs-t.TimeNs)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return "none of this rule and reason on the other side"
+		}
+		return fmt.Sprintf("nearest on the other side at %s (%s, tolerance %v)", in[best].Time, signed(in[best].TimeNs-t.TimeNs), c.Tolerance)
+	}
+	for _, t := range c.Missing {
+		lines = append(lines, line{t.TimeNs, fmt.Sprintf("- %s %s at %s (%s): recorded, not fired; %s", t.Rule, t.Reason, t.Time, t.Source, near(t, fired))})
+	}
+	for _, t := range c.Unexpected {
+		lines = append(lines, line{t.TimeNs, fmt.Sprintf("+ %s %s at %s: fired, not recorded; %s", t.Rule, t.Reason, t.Time, near(t, recorded))})
+	}
+	for _, p := range c.Matched {
+		lines = append(lines, line{p.Recorded.TimeNs, fmt.Sprintf("  %s %s at %s: matched (%s)", p.Recorded.Rule, p.Recorded.Reason,
+			p.Recorded.Time, signed(p.Fired.TimeNs-p.Recorded.TimeNs))})
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].t < lines[j].t })
+	for _, l := range lines {
+		fmt.Fprintln(w, l.text)
+	}
+	for _, t := range c.Unchecked {
+		fmt.Fprintf(w, "  (not checked: %s at %s, %s: no loaded rule made it)\n", strings.TrimSpace(t.Rule+" "+t.Reason), t.Time, t.Source)
+	}
+}

@@ -1,0 +1,49 @@
+//go:build !race
+
+package scripts
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestOnMessageAllocs: delivering a message to a rule allocates nothing per
+// message. Numbers handed to Lua are boxed in blocks (one allocation per
+// numBoxBlock values, the same for gopher-lua's arithmetic), so the exact
+// count over many messages is also checked to stay under one per ten
+// messages.
+func TestOnMessageAllocs(t *testing.T) {
+	for _, br := range benchRules {
+		t.Run(br.name, func(t *testing.T) {
+			var r *Rule
+			if br.src == "" {
+				r, _ = shipped(t, br.name, br.params)
+			} else {
+				r, _ = load(t, br.src, nil)
+			}
+			m := &Message{Topic: "vehicle/speed", TS: base, Data: f32(20)}
+			feed := func() {
+				m.TS += int64(10 * time.Millisecond)
+				r.Feed(m)
+			}
+			for range 1000 { // warm up: registry, match cache, first blocks
+				feed()
+			}
+			if n := testing.AllocsPerRun(10000, feed); n != 0 {
+				t.Errorf("%v allocs per message, want 0", n)
+			}
+			const runs = 20000
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range runs {
+				feed()
+			}
+			runtime.ReadMemStats(&after)
+			if n := after.Mallocs - before.Mallocs; n > runs/10 {
+				t.Errorf("%d allocations for %d messages, want at most one per 10", n, runs)
+			}
+			mustNotBeDisabled(t, r)
+		})
+	}
+}

@@ -1,0 +1,356 @@
+package scripts
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"edr-lite/engine"
+)
+
+// LiveOptions configure a Live runner. Zero fields take the defaults.
+type LiveOptions struct {
+	// Poll is how long a rule's goroutine waits when all its readers are
+	// caught up. Default 5ms.
+	Poll time.Duration
+	// TopicPoll is how often new topics matching a rule are looked for.
+	// Default 500ms.
+	TopicPoll time.Duration
+	// MaxLag: a rule whose newest delivered message is more than MaxLag
+	// older than the recorder's clock skips to the newest messages, and
+	// counts what it skipped. Default 2s.
+	MaxLag time.Duration
+	// Batch is how many messages a rule handles between looks at reload
+	// and dump requests. Default 256.
+	Batch int
+}
+
+func (o LiveOptions) withDefaults() LiveOptions {
+	if o.Poll <= 0 {
+		o.Poll = 5 * time.Millisecond
+	}
+	if o.TopicPoll <= 0 {
+		o.TopicPoll = 500 * time.Millisecond
+	}
+	if o.MaxLag <= 0 {
+		o.MaxLag = 2 * time.Second
+	}
+	if o.Batch <= 0 {
+		o.Batch = 256
+	}
+	return o
+}
+
+// Live runs rules on a recorder: each rule on its own goroutine, reading
+// the rings of the topics its globs match through its own readers, from
+// the newest message at start on, merged by capture time. Lua cost never
+// reaches the ingest path: a rule that falls behind loses the messages the
+// ring overwrote (counted as Skipped) and, past MaxLag, jumps to the newest
+// messages (also counted). When no message arrives, ticks follow the
+// recorder's clock.
+//
+// Live's methods are safe for concurrent use.
+type Live struct {
+	rec     *engine.Recorder
+	opts    LiveOptions
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	runners []*runner
+	once    sync.Once
+}
+
+// runner is one rule's goroutine state.
+type runner struct {
+	live *Live
+	ctl  chan func()
+
+	mu   sync.Mutex // guards rule against Status and Reload
+	rule *Rule
+
+	readers  []*topicReader
+	known    map[engine.TopicID]bool
+	msg      Message // reused for every delivery
+	lastTS   int64
+	lastPoll time.Time
+}
+
+// topicReader is one topic's cursor for one rule.
+type topicReader struct {
+	rd       *engine.Reader
+	name     string
+	m        engine.Message
+	has      bool   // m holds the next message, not yet delivered
+	next     uint64 // Seq expected next
+	lost     uint64 // rd.Lost() already counted
+	skipFrom uint64 // after a skip: Seq the skip started at
+	skipped  bool
+}
+
+// StartLive starts one goroutine per rule over rec. It takes ownership of
+// the rules: Close closes them.
+func StartLive(rec *engine.Recorder, rules []*Rule, opts LiveOptions) (*Live, error) {
+	seen := map[string]string{}
+	for _, r := range rules {
+		if f, ok := seen[r.decl.Name]; ok {
+			return nil, fmt.Errorf("%w: %s: rule %q already loaded from %s", ErrDeclaration, r.file, r.decl.Name, f)
+		}
+		seen[r.decl.Name] = r.file
+	}
+	l := &Live{rec: rec, opts: opts.withDefaults(), stop: make(chan struct{})}
+	for _, r := range rules {
+		ru := &runner{live: l, rule: r, ctl: make(chan func()), known: map[engine.TopicID]bool{}}
+		l.runners = append(l.runners, ru)
+	}
+	for _, ru := range l.runners {
+		l.wg.Add(1)
+		go ru.run()
+	}
+	return l, nil
+}
+
+// Status returns every rule's counters, including Skipped and LagNs.
+func (l *Live) Status() []RuleStatus {
+	out := make([]RuleStatus, len(l.runners))
+	for i, ru := range l.runners {
+		ru.mu.Lock()
+		out[i] = ru.rule.Status()
+		ru.mu.Unlock()
+	}
+	return out
+}
+
+// Reload reloads the named rule from its file on the rule's goroutine; see
+// Host.Reload.
+func (l *Live) Reload(name string) error {
+	ru := l.find(name)
+	if ru == nil {
+		return fmt.Errorf("%w: %q", ErrNoRule, name)
+	}
+	ru.mu.Lock()
+	r := ru.rule
+	ru.mu.Unlock()
+	src, err := readRule(r)
+	if err != nil {
+		return err
+	}
+	return l.ReloadSource(name, src)
+}
+
+// ReloadSource replaces the named rule by src; see Host.ReloadSource.
+func (l *Live) ReloadSource(name, src string) error {
+	ru := l.find(name)
+	if ru == nil {
+		return fmt.Errorf("%w: %q", ErrNoRule, name)
+	}
+	var others []*Rule
+	for _, o := range l.runners {
+		o.mu.Lock()
+		others = append(others, o.rule)
+		o.mu.Unlock()
+	}
+	var err error
+	ok := ru.do(func() {
+		var nr *Rule
+		nr, err = reload(ru.rule, src, others)
+		if err != nil {
+			return
+		}
+		ru.mu.Lock()
+		old := ru.rule
+		ru.rule = nr
+		ru.mu.Unlock()
+		old.Close()
+		// the new version may watch other topics
+		kept := ru.readers[:0]
+		for _, tr := range ru.readers {
+			if nr.Matches(tr.name) {
+				kept = append(kept, tr)
+			} else {
+				tr.rd.Close()
+			}
+		}
+		ru.readers = kept
+		ru.known = map[engine.TopicID]bool{}
+		for _, tr := range kept {
+			ru.known[tr.rd.Topic()] = true
+		}
+		ru.lastPoll = time.Time{}
+	})
+	if !ok {
+		return fmt.Errorf("scripts: reload %s: %w", name, errLiveClosed)
+	}
+	return err
+}
+
+var errLiveClosed = fmt.Errorf("live runner closed")
+
+// DumpFinished calls on_dump_finished on every rule, each on its goroutine,
+// and returns when all have run.
+func (l *Live) DumpFinished(d DumpResult) {
+	for _, ru := range l.runners {
+		ru.do(func() { ru.rule.DumpFinished(d) })
+	}
+}
+
+// Close stops the goroutines and closes the readers and the rules.
+func (l *Live) Close() error {
+	l.once.Do(func() {
+		close(l.stop)
+		l.wg.Wait()
+		for _, ru := range l.runners {
+			for _, tr := range ru.readers {
+				tr.rd.Close()
+			}
+			ru.rule.Close()
+		}
+	})
+	return nil
+}
+
+func (l *Live) find(name string) *runner {
+	for _, ru := range l.runners {
+		ru.mu.Lock()
+		n := ru.rule.decl.Name
+		ru.mu.Unlock()
+		if n == name {
+			return ru
+		}
+	}
+	return nil
+}
+
+// do runs f on the runner's goroutine and waits; false when stopped.
+func (ru *runner) do(f func()) bool {
+	done := make(chan struct{})
+	select {
+	case ru.ctl <- func() { f(); close(done) }:
+	case <-ru.live.stop:
+		return false
+	}
+	<-done
+	return true
+}
+
+func (ru *runner) run() {
+	l := ru.live
+	defer l.wg.Done()
+	idle := time.NewTimer(l.opts.Poll)
+	defer idle.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case f := <-ru.ctl:
+			f()
+		default:
+		}
+		if time.Since(ru.lastPoll) >= l.opts.TopicPoll {
+			ru.discover()
+		}
+		if ru.drain(l.opts.Batch) > 0 {
+			continue
+		}
+		// caught up: let time pass in the rule, then wait
+		ru.rule.Tick(l.rec.Now() - int64(l.opts.Poll))
+		idle.Reset(l.opts.Poll)
+		select {
+		case <-l.stop:
+			return
+		case f := <-ru.ctl:
+			f()
+		case <-idle.C:
+		}
+	}
+}
+
+// discover opens readers, at the newest message, for new matching topics.
+func (ru *runner) discover() {
+	ru.lastPoll = time.Now()
+	for _, ts := range ru.live.rec.Topics() {
+		if ru.known[ts.ID] {
+			continue
+		}
+		ru.known[ts.ID] = true
+		if !ru.rule.Matches(ts.Info.Name) {
+			continue
+		}
+		rd, err := ru.live.rec.NewReader(ts.ID)
+		if err != nil {
+			ru.rule.logger.Warn("rule cannot read topic", "rule", ru.rule.decl.Name, "topic", ts.Info.Name, "err", err)
+			continue
+		}
+		rd.SeekNewest()
+		ru.readers = append(ru.readers, &topicReader{rd: rd, name: ts.Info.Name, next: ^uint64(0)})
+	}
+}
+
+// drain delivers up to n messages, oldest capture time first across the
+// rule's topics, and returns how many it delivered.
+func (ru *runner) drain(n int) int {
+	r := ru.rule
+	i := 0
+	for ; i < n; i++ {
+		var best *topicReader
+		for _, tr := range ru.readers {
+			if !tr.has && tr.rd.ReadInto(&tr.m) {
+				tr.has = true
+				if tr.skipped {
+					r.st.skipped.Add(tr.m.Seq - tr.skipFrom)
+					tr.skipped = false
+				}
+			}
+			if tr.has && (best == nil || tr.m.CaptureNs < best.m.CaptureNs) {
+				best = tr
+			}
+		}
+		if best == nil {
+			break
+		}
+		m := &ru.msg
+		m.Topic, m.TS, m.GenTS, m.Seq, m.Data = best.name, best.m.CaptureNs, best.m.GenNs, best.m.Seq, best.m.Data
+		r.Feed(m)
+		best.has, best.next = false, best.m.Seq+1
+		ru.lastTS = m.TS
+	}
+	for _, tr := range ru.readers {
+		if lost := tr.rd.Lost(); lost != tr.lost {
+			r.st.skipped.Add(lost - tr.lost)
+			tr.lost = lost
+		}
+	}
+	if i > 0 {
+		lag := ru.live.rec.Now() - ru.lastTS
+		r.st.lag.Store(lag)
+		if lag > int64(ru.live.opts.MaxLag) {
+			ru.skipToNewest()
+		}
+	}
+	return i
+}
+
+// skipToNewest moves every reader past the newest message. What lay
+// between is counted now up to the messages written before the seek, and
+// the rest when the next message shows its Seq.
+func (ru *runner) skipToNewest() {
+	written := map[engine.TopicID]uint64{}
+	for _, ts := range ru.live.rec.Topics() {
+		written[ts.ID] = ts.Counters.Written
+	}
+	for _, tr := range ru.readers {
+		from := tr.next
+		if tr.has {
+			from, tr.has = tr.m.Seq, false
+		}
+		tr.rd.SeekNewest()
+		if from == ^uint64(0) {
+			continue
+		}
+		if w := written[tr.rd.Topic()]; w > from {
+			ru.rule.st.skipped.Add(w - from)
+			from = w
+		}
+		tr.skipFrom, tr.skipped = from, true
+	}
+	ru.lastTS = ru.live.rec.Now()
+	ru.rule.st.lag.Store(0)
+}

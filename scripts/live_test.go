@@ -1,0 +1,256 @@
+package scripts
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"edr-lite/engine"
+	"edr-lite/internal/clock"
+)
+
+func newLiveRecorder(t *testing.T, topicBytes int64) (*engine.Recorder, *clock.Virtual) {
+	t.Helper()
+	vc := clock.NewVirtual(base)
+	rec, err := engine.New(engine.Config{Clock: vc, CacheSize: 4 << 20, TopicBytes: topicBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Close() })
+	return rec, vc
+}
+
+// settle runs two empty requests through every rule goroutine: afterwards
+// each has completed at least one full loop (topic discovery included).
+func settle(l *Live) {
+	for range 2 {
+		for _, ru := range l.runners {
+			ru.do(func() {})
+		}
+	}
+}
+
+// waitFor runs loop iterations of every rule until cond holds.
+func waitFor(t *testing.T, l *Live, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %+v", what, l.Status())
+		}
+		settle(l)
+	}
+}
+
+func TestLiveHardBrake(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 64<<10)
+	id, err := rec.Discover(engine.TopicInfo{Name: "vehicle/speed", Source: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Trigger, 16)
+	r, err := LoadShipped("hard_brake", Options{Logger: quiet, OnTrigger: func(tr Trigger) { got <- tr }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the whole stream is ingested before the rule reads: a lag that must
+	// not make it skip
+	l, err := StartLive(rec, []*Rule{r}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, MaxLag: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	settle(l)
+
+	speeds := ramp(20, 0, 0.09, 300, 600)
+	for i, v := range speeds {
+		ts := at(time.Duration(i) * 10 * time.Millisecond)
+		vc.Set(ts)
+		if !rec.IngestAt(id, ts, ts-1000, f32(v)) {
+			t.Fatal("ingest refused")
+		}
+	}
+	select {
+	case tr := <-got:
+		if tr.TimeNs != at(3*time.Second) || tr.Rule != "hard_brake" {
+			t.Errorf("trigger %+v", tr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no trigger: %+v", l.Status())
+	}
+	waitFor(t, l, "all messages", func() bool { return l.Status()[0].Messages == uint64(len(speeds)) })
+	st := l.Status()[0]
+	if st.TriggersFired != 1 || st.Skipped != 0 || st.Disabled {
+		t.Errorf("status %+v", st)
+	}
+	if st.LagNs != 0 {
+		t.Errorf("lag %d ns with the clock at the last message", st.LagNs)
+	}
+}
+
+func TestLiveTopicsMergeAndDiscovery(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 64<<10)
+	a, _ := rec.Discover(engine.TopicInfo{Name: "s/a"})
+	r, _ := load(t, `rule{name='order', topics='s/*'}
+seen = {}
+function on_message(m) seen[#seen+1] = m.topic .. '#' .. m.seq end`, nil)
+	l, err := StartLive(rec, []*Rule{r}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ru := l.runners[0]
+	settle(l)
+	b, _ := rec.Discover(engine.TopicInfo{Name: "s/b"})
+	rec.Discover(engine.TopicInfo{Name: "other"})
+	waitFor(t, l, "the new topic's reader", func() bool {
+		n := 0
+		ru.do(func() { n = len(ru.readers) })
+		return n == 2
+	})
+	// ingest b's messages first: the rule still sees capture-time order
+	for _, x := range []struct {
+		id engine.TopicID
+		ms int
+	}{{b, 2}, {b, 4}, {a, 1}, {a, 3}, {a, 5}} {
+		rec.IngestAt(x.id, at(time.Duration(x.ms)*time.Millisecond), 0, []byte{1})
+	}
+	vc.Set(at(5 * time.Millisecond))
+	waitFor(t, l, "5 messages", func() bool { return l.Status()[0].Messages == 5 })
+	var seen string
+	ru.do(func() { seen = luaList(ru.rule, "seen") })
+	if seen != "s/a#0,s/b#0,s/a#1,s/b#1,s/a#2" {
+		t.Errorf("order %s", seen)
+	}
+}
+
+func TestLiveSlowRuleSkips(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 4096)
+	id, _ := rec.Discover(engine.TopicInfo{Name: "fast"})
+	r, _ := load(t, `rule{name='slow', topics='fast'}
+function on_message(m) local x = 0 for i = 1, 20000 do x = x + i end end`, nil)
+	l, err := StartLive(rec, []*Rule{r}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, MaxLag: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	settle(l)
+	const n = 20000
+	payload := make([]byte, 64)
+	for i := range n {
+		ts := at(time.Duration(i) * time.Millisecond)
+		vc.Set(ts)
+		rec.IngestAt(id, ts, 0, payload)
+	}
+	// one more message far later: the rule skips to it when lagging
+	last := at(n * time.Millisecond)
+	vc.Set(last)
+	rec.IngestAt(id, last, 0, payload)
+	waitFor(t, l, "every message delivered or skipped", func() bool {
+		st := l.Status()[0]
+		return st.Messages+st.Skipped == n+1
+	})
+	st := l.Status()[0]
+	if st.Skipped == 0 || st.Disabled {
+		t.Errorf("a slow rule on a small ring skipped nothing: %+v", st)
+	}
+}
+
+func TestLiveReloadAndDump(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 64<<10)
+	id, _ := rec.Discover(engine.TopicInfo{Name: "x"})
+	got := make(chan Trigger, 16)
+	r, err := LoadSource("t.lua", "rule{name='r', topics='x'}\nfunction on_message(m) trigger{reason='v1'} end\nfunction on_dump_finished(d) trigger{reason=d.path} end",
+		Options{Logger: quiet, OnTrigger: func(tr Trigger) { got <- tr }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := StartLive(rec, []*Rule{r}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond})
+	defer l.Close()
+	settle(l)
+	if err := l.ReloadSource("r", "rule{name='r', topics='x'"); err == nil || !strings.Contains(err.Error(), "old version keeps running") {
+		t.Errorf("broken reload: %v", err)
+	}
+	rec.IngestAt(id, at(0), 0, nil)
+	if tr := <-got; tr.Reason != "v1" {
+		t.Errorf("old version: %+v", tr)
+	}
+	l.DumpFinished(DumpResult{Path: "/d/1.mcap", TimeNs: at(500 * time.Millisecond)})
+	if tr := <-got; tr.Reason != "/d/1.mcap" || tr.TimeNs != at(500*time.Millisecond) {
+		t.Errorf("on_dump_finished: %+v", tr)
+	}
+	if err := l.ReloadSource("r", "rule{name='r', topics='x'}\nfunction on_message(m) trigger{reason='v2'} end"); err != nil {
+		t.Fatal(err)
+	}
+	vc.Set(at(time.Second))
+	rec.IngestAt(id, at(time.Second), 0, nil)
+	if tr := <-got; tr.Reason != "v2" {
+		t.Errorf("new version: %+v", tr)
+	}
+	if st := l.Status()[0]; st.Reloads != 1 || st.TriggersFired != 3 {
+		t.Errorf("status %+v", st)
+	}
+	if err := l.Reload("nope"); err == nil {
+		t.Error("reload of an unknown rule")
+	}
+	l.Close()
+	if err := l.ReloadSource("r", ""); err == nil {
+		t.Error("reload after Close")
+	}
+}
+
+// TestLiveRunawayRulesDoNotStopIngest: a runaway loop and a memory bomb
+// are disabled within their budgets on their own goroutines; ingest never
+// waits for them and a healthy rule on the same topic keeps firing.
+func TestLiveRunawayRulesDoNotStopIngest(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 64<<10)
+	id, _ := rec.Discover(engine.TopicInfo{Name: "x"})
+	got := make(chan Trigger, 64)
+	mk := func(name, body string) *Rule {
+		r, err := LoadSource(name+".lua", "rule{name='"+name+"', topics='x'}\nfunction on_message(m) "+body+" end",
+			Options{Logger: quiet, OnTrigger: func(tr Trigger) { got <- tr }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	rules := []*Rule{
+		mk("loop", "while true do end"),
+		mk("bomb", "local t, s = {}, string.rep('x', 1000000) while true do t[#t+1] = s .. s end"),
+		mk("ok", "trigger{}"),
+	}
+	l, err := StartLive(rec, rules, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, MaxLag: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	settle(l)
+	for i := range 10 {
+		ts := at(time.Duration(i) * time.Second)
+		vc.Set(ts)
+		if !rec.IngestAt(id, ts, 0, []byte{1}) {
+			t.Fatal("ingest refused")
+		}
+	}
+	for i := range 10 {
+		select {
+		case tr := <-got:
+			if tr.Rule != "ok" {
+				t.Errorf("trigger from %s", tr.Rule)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("healthy rule fired %d of 10: %+v", i, l.Status())
+		}
+	}
+	waitFor(t, l, "both bad rules disabled", func() bool {
+		st := l.Status()
+		return st[0].Disabled && st[1].Disabled
+	})
+	st := l.Status()
+	if !strings.Contains(st[0].Why, "loop.lua:2: instruction budget exhausted") || !strings.Contains(st[1].Why, "bomb.lua:2:") || st[2].Disabled {
+		t.Errorf("status %+v", st)
+	}
+	if c := rec.Topics()[0].Counters; c.Written != 10 {
+		t.Errorf("ingest wrote %d of 10", c.Written)
+	}
+}
