@@ -48,7 +48,7 @@ type ConsumerOptions struct {
 	BatchBytes int
 
 	// CheckInterval is how often an idle segment's liveness (pid,
-	// heartbeat, state, header integrity) is checked; 250ms when 0. A
+	// heartbeat, state, header integrity) is checked; 1s when 0. A
 	// segment with a heartbeat period checks at least twice per period.
 	CheckInterval time.Duration
 
@@ -91,7 +91,7 @@ func (o *ConsumerOptions) setDefaults() {
 		o.BatchBytes = 256 << 10
 	}
 	if o.CheckInterval <= 0 {
-		o.CheckInterval = 250 * time.Millisecond
+		o.CheckInterval = time.Second
 	}
 	if o.ScanInterval <= 0 {
 		o.ScanInterval = time.Second

@@ -30,8 +30,15 @@ func TestProducerRestartKeepsTopic(t *testing.T) {
 			}
 			p1.Close()
 			sink.waitFor(t, "offline", func() bool { return !sink.isOnline(id) })
-			if _, err := os.Stat(p1.Path()); keep == errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("KeepFiles=%v but file exists: %v", keep, err == nil)
+			if keep {
+				if _, err := os.Stat(p1.Path()); err != nil {
+					t.Fatalf("KeepFiles but the file is gone: %v", err)
+				}
+			} else {
+				sink.waitFor(t, "file removal", func() bool {
+					_, err := os.Stat(p1.Path())
+					return errors.Is(err, os.ErrNotExist)
+				})
 			}
 			p2 := newProducer(t, dir, ProducerOptions{Name: "restart"})
 			sink.waitFor(t, "back online", func() bool { return sink.isOnline(id) })
