@@ -29,7 +29,7 @@ func TestReplayAllocs(t *testing.T) {
 	for _, rate := range []float64{0, 1e12} {
 		allocs := func(r *pack.Reader) float64 {
 			return testing.AllocsPerRun(5, func() {
-				p, err := New([]*pack.Reader{r}, Options{Rate: rate, Spin: -1})
+				p, err := New([]*pack.Reader{r}, Options{Rate: rate})
 				if err != nil {
 					t.Fatal(err)
 				}

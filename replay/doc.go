@@ -29,10 +29,10 @@
 //   - Message.Meta and Message.Data alias the dump's read-only mapping and
 //     are valid only until Output.Write returns.
 //   - Timing: a message is due at start + (message time - first message
-//     time) / Rate. The player sleeps until Options.Spin before that, then
-//     polls the clock; timing error is measured from the due time to the
-//     moment the message is handed to the output (late only: the player is
-//     never early). Time spent paused is not made up.
+//     time) / Rate. The player sleeps until then (or until Options.Spin
+//     before, then polls the clock); timing error is measured from the due
+//     time to the moment the message is handed to the output (late only:
+//     the player is never early). Time spent paused is not made up.
 //   - Outputs never block: the shm producer overwrites the oldest records of
 //     a full segment when its consumer lags (as fast as possible, size
 //     ShmOptions.Capacity to the data or replay at a rate), and UDP receivers

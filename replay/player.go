@@ -17,10 +17,6 @@ import (
 	"edr-lite/pack/mcap"
 )
 
-// DefaultSpin is how long before a message's due time the player stops
-// sleeping and polls the clock instead (Options.Spin).
-const DefaultSpin = 200 * time.Microsecond
-
 // Options configure a Player. The zero value replays every topic of the
 // dumps once, as fast as possible.
 type Options struct {
@@ -43,9 +39,12 @@ type Options struct {
 	// Loop starts over from the start when the end is reached, until the
 	// context is cancelled.
 	Loop bool
-	// Spin is how long before a due time the player polls instead of
-	// sleeping, trading CPU for timing accuracy; 0 means DefaultSpin,
-	// negative means never spin.
+	// Spin, when positive, is how long before a due time the player stops
+	// sleeping and polls the clock (yielding between polls): better timing
+	// on an idle machine for a busy core, worse when the CPU is contended
+	// (see BenchmarkTimingError). 0 sleeps only: on a Go timer until 2ms
+	// before, then in clock_nanosleep (Linux), whose precision is the
+	// kernel's timer slack rather than the millisecond of Go's timers.
 	Spin time.Duration
 }
 
@@ -141,6 +140,7 @@ type Player struct {
 
 	clk   clock.Clock
 	sleep func(ctx context.Context, d time.Duration, wake <-chan struct{}) error // tests
+	nap   func(d time.Duration)                                                  // tests
 	spin  time.Duration
 	timer *time.Timer // reused by timerSleep
 
@@ -210,10 +210,7 @@ func New(readers []*pack.Reader, opts Options) (*Player, error) {
 	}
 	p := &Player{opts: opts, readers: readers, index: map[topicKey]int{},
 		clk: clock.System{}, wake: make(chan struct{}, 1), spin: opts.Spin}
-	if p.spin == 0 {
-		p.spin = DefaultSpin
-	}
-	p.sleep = p.timerSleep
+	p.sleep, p.nap = p.timerSleep, nap
 	types := map[string]string{}
 	counts := map[topicKey]uint64{}
 	for _, r := range readers {
@@ -490,28 +487,31 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 	}
 }
 
-// waitUntil waits until the clock reaches due: it sleeps until Spin before,
-// then polls. It returns errWoken when Pause, Resume or Step woke it.
+// napMax is the longest wait the player does with nap (not interruptible
+// by Pause or ctx); longer waits sleep on a Go timer until napMax before.
+const napMax = 2 * time.Millisecond
+
+// waitUntil waits until the clock reaches due: a Go timer (interruptible)
+// until napMax before, then nap (precise) until Spin before, then polling.
+// It returns errWoken when Pause, Resume or Step woke it.
 func (p *Player) waitUntil(ctx context.Context, due int64) error {
 	for {
 		d := time.Duration(due - p.clk.Now())
-		if d <= 0 {
+		switch {
+		case d <= 0:
 			return nil
-		}
-		if p.spin < 0 || d > p.spin {
-			s := d
-			if p.spin > 0 {
-				s = d - p.spin
-			}
-			if err := p.sleep(ctx, s, p.wake); err != nil {
+		case d > napMax:
+			if err := p.sleep(ctx, d-napMax, p.wake); err != nil {
 				return err
 			}
-			continue
+		case d > p.spin:
+			p.nap(d - max(p.spin, 0))
+		default:
+			if p.pauseF.Load() {
+				return errWoken
+			}
+			runtime.Gosched()
 		}
-		if p.pauseF.Load() {
-			return errWoken
-		}
-		runtime.Gosched()
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"edr-lite/internal/clock"
 	"edr-lite/internal/dumpfile"
+	"edr-lite/pack"
 )
 
 // twoDumps writes two dumps whose messages interleave in time, with equal
@@ -136,11 +137,12 @@ func TestPlayerTopics(t *testing.T) {
 func virtualPlayer(p *Player) *clock.Virtual {
 	v := clock.NewVirtual(1e18)
 	p.clk = v
-	p.spin = -1
+	p.spin = 0
 	p.sleep = func(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
 		v.Advance(d)
 		return ctx.Err()
 	}
+	p.nap = func(d time.Duration) { v.Advance(d) }
 	return v
 }
 
@@ -303,5 +305,34 @@ func TestPlayerBadInput(t *testing.T) {
 	}
 	if _, err := p.Run(context.Background(), Discard{}); err == nil {
 		t.Error("second Run succeeded")
+	}
+}
+
+func TestPlayerCorruptFrame(t *testing.T) {
+	paths, _ := twoDumps(t)
+	b, err := os.ReadFile(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// flip the last data byte of the second frame: the replay starts, then
+	// meets the damage
+	r, err := pack.Open(paths[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := r.FrameOffsets()
+	r.Close()
+	b[offs[2]-1] ^= 0xff
+	bad := filepath.Join(t.TempDir(), "bad.pack")
+	os.WriteFile(bad, b, 0o644)
+	p, err := Open([]string{paths[0], bad}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	st, err := p.Run(context.Background(), Discard{})
+	var ce *pack.CorruptError
+	if !errors.As(err, &ce) || ce.Path != bad || st.Messages == 0 {
+		t.Fatalf("err %v after %d messages, want a *pack.CorruptError naming %s", err, st.Messages, bad)
 	}
 }

@@ -7,16 +7,17 @@ import (
 
 	"edr-lite/internal/units"
 	"edr-lite/pack"
+	"edr-lite/pack/mcap"
 	"edr-lite/replay"
 )
 
 func init() {
-	register(&verb{name: "export", summary: "export a pack dump as JSON lines", run: runExport})
+	register(&verb{name: "export", summary: "export a pack dump as JSON lines or MCAP", run: runExport})
 	register(&verb{name: "import", summary: "turn a JSON-lines export back into a pack dump", run: runImport})
 }
 
 func runExport(e *env) int {
-	c := newCommand(e, "export", "edr-lite export --format jsonl IN -o OUT|-",
+	c := newCommand(e, "export", "edr-lite export --format jsonl|mcap IN -o OUT|- [--compression none|lz4|zstd]",
 		`Export a pack dump as JSON lines, readable with head and jq, streamable and
 appendable. The first line is a header: {"format":"edr-lite-jsonl","version":1,
 "writer","created_ns","topics":[{"topic","name","channel","type","messages"}],
@@ -29,21 +30,33 @@ recorded capture time was unknown, "meta" when the message has meta bytes,
 into a pack dump with the same messages, times, channels, dump info and
 metadata. -o - writes to stdout.
 
---format mcap: not yet available (MCAP export lands with pack/mcap's
-ExportPack).`,
-		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.pack -o - | head -3", 1, 1)
-	format := c.fs.String("format", "jsonl", "output format: jsonl (mcap: not yet)")
+--format mcap writes an MCAP file (Foxglove, ros2 bag tooling): one channel
+per topic with its type, the dump information and metadata as MCAP metadata
+records; --compression picks the chunk compression.`,
+		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.pack -o - | head -3\nedr-lite export --format mcap dump.pack -o dump.mcap --compression zstd", 1, 1)
+	format := c.fs.String("format", "jsonl", "output format: jsonl or mcap")
+	comp := c.fs.String("compression", "none", "mcap: chunk compression, none, lz4 or zstd")
 	out := c.fs.String("o", "", "output file, or - for stdout (required)")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
+	mopts := mcap.ExportOptions{}
 	switch *format {
 	case "jsonl":
 	case "mcap":
-		return c.usageErr("mcap export: not yet (use --format jsonl)")
+		switch *comp {
+		case "none":
+			mopts.Compression = mcap.CompressionNone
+		case "lz4":
+			mopts.Compression = mcap.CompressionLZ4
+		case "zstd":
+			mopts.Compression = mcap.CompressionZstd
+		default:
+			return c.usageErr("--compression %q: want none, lz4 or zstd", *comp)
+		}
 	default:
-		return c.usageErr("--format %q: want jsonl", *format)
+		return c.usageErr("--format %q: want jsonl or mcap", *format)
 	}
 	if *out == "" {
 		return c.usageErr("-o OUT is required (- for stdout)")
@@ -53,17 +66,24 @@ ExportPack).`,
 		return c.fail(err)
 	}
 	defer r.Close()
-	var rep *replay.JSONLReport
+	var summary string
 	err = writeOutput(*out, e.stdout, func(w io.Writer) error {
-		var err error
-		rep, err = replay.ExportJSONL(r, w)
+		if *format == "mcap" {
+			st, err := mcap.ExportPack(r, w, mopts)
+			summary = fmt.Sprintf("%d messages, %s of data, %s written", st.Messages, units.FormatSize(int64(st.Bytes)), units.FormatSize(st.Written))
+			return err
+		}
+		rep, err := replay.ExportJSONL(r, w)
+		if rep != nil {
+			summary = fmt.Sprintf("%d topics, %d messages, %s of data", rep.Topics, rep.Messages, units.FormatSize(int64(rep.Bytes)))
+		}
 		return err
 	})
 	if err != nil {
 		return c.fail(err)
 	}
 	if *out != "-" {
-		fmt.Fprintf(e.stdout, "%s: %d topics, %d messages, %s of data\n", *out, rep.Topics, rep.Messages, units.FormatSize(int64(rep.Bytes)))
+		fmt.Fprintf(e.stdout, "%s: %s\n", *out, summary)
 	}
 	return exitOK
 }

@@ -58,6 +58,7 @@ stops cleanly and prints the summary.`,
 	start := c.fs.String("start", "0", "skip this much message time from the first message (e.g. 10s)")
 	duration := c.fs.String("duration", "0", "replay this much message time (0 = to the end)")
 	capacity := c.fs.String("capacity", "", "shm: ring size of each segment (default 1MiB)")
+	spin := c.fs.String("spin", "0", "timed modes: poll the clock for this long before each due time instead of sleeping (e.g. 200us; costs a core)")
 	var maps multiFlag
 	c.fs.Var(&maps, "map", "udp: TOPIC=HOST:PORT sends TOPIC there instead (repeatable)")
 	args, code, ok := c.parse()
@@ -81,6 +82,9 @@ stops cleanly and prints the summary.`,
 	}
 	if opts.Duration, err = units.ParseDuration(*duration); err != nil || opts.Duration < 0 {
 		return c.usageErr("--duration %q: want a duration like 5s", *duration)
+	}
+	if opts.Spin, err = units.ParseDuration(*spin); err != nil || opts.Spin < 0 {
+		return c.usageErr("--spin %q: want a duration like 200us", *spin)
 	}
 	var out replay.Output
 	var udp *replay.UDPOutput

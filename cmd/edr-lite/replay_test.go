@@ -78,7 +78,7 @@ func TestReplayTimedToUDP(t *testing.T) {
 	defer conn.Close()
 	addr := conn.LocalAddr().String()
 	// camera/front sorts first and takes the base port; speed is mapped.
-	code, out, errs := runCLI(t, "replay", dump, "--to", "udp:"+addr, "--rate", "20", "--topics", "vehicle/speed",
+	code, out, errs := runCLI(t, "replay", dump, "--to", "udp:"+addr, "--rate", "20", "--spin", "100us", "--topics", "vehicle/speed",
 		"--map", "vehicle/speed="+addr)
 	if code != exitOK || !strings.Contains(out, "replayed 100 messages") || !strings.Contains(out, "timing error: p50") {
 		t.Fatalf("code %d, stdout %q, stderr %q", code, out, errs)
