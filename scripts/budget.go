@@ -78,6 +78,29 @@ type meter struct {
 	strBytes  int64 // bytes of strings built since the last memory walk
 	maxString int
 	tripped   string // why the budget blew; sticky until start
+
+	proto       *lua.FunctionProto // last prototype seen by the hook
+	protoConcat bool               // it contains OP_CONCAT
+	concat      map[*lua.FunctionProto]bool
+}
+
+// hasConcat reports whether a function prototype contains a concatenation.
+// Called only when the running prototype changes.
+func (m *meter) hasConcat(p *lua.FunctionProto) bool {
+	c, ok := m.concat[p]
+	if !ok {
+		if m.concat == nil {
+			m.concat = map[*lua.FunctionProto]bool{}
+		}
+		for _, inst := range p.Code {
+			if int(inst>>26) == lua.OP_CONCAT {
+				c = true
+				break
+			}
+		}
+		m.concat[p] = c
+	}
+	return c
 }
 
 var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -109,8 +132,14 @@ func (m *meter) Done() <-chan struct{} {
 		// a script caught the budget error with pcall: keep failing
 		return closedDone
 	}
-	inst, ok := currentInst(m.L)
-	if ok && int(inst>>26) == lua.OP_CONCAT {
+	p, pc := currentFrame(m.L)
+	if p != m.proto {
+		m.proto, m.protoConcat = p, p != nil && m.hasConcat(p)
+	}
+	if !m.protoConcat || pc < 1 || pc > len(p.Code) {
+		return nil
+	}
+	if inst := p.Code[pc-1]; int(inst>>26) == lua.OP_CONCAT {
 		b, c := int(inst&0x1ff), int(inst>>9)&0x1ff
 		n := 0
 		for i := b; i <= c; i++ {

@@ -5,8 +5,9 @@ package scripts
 //   - numBox turns a float64 into a lua.LValue without one heap allocation
 //     per value, by carving values out of a block of float64s (the same
 //     trick gopher-lua's VM uses for arithmetic results);
-//   - currentInst reads the instruction the VM is about to execute, so the
-//     budget hook can refuse a string concatenation before it allocates.
+//   - currentFrame reads the running function prototype and program counter,
+//     so the budget hook can refuse a string concatenation before it
+//     allocates.
 //
 // Both depend on gopher-lua's internal layout; the layout is checked once at
 // init through reflect and peek is switched off (concatenation then is only
@@ -81,20 +82,20 @@ func init() {
 	peekOK = true
 }
 
-// currentInst returns the instruction the VM fetched last in the current
-// frame (the one about to execute when called from the context hook).
-func currentInst(L *lua.LState) (uint32, bool) {
+// currentFrame returns the function prototype running in the current frame
+// and its program counter (one past the instruction about to execute when
+// called from the context hook), or nil.
+func currentFrame(L *lua.LState) (*lua.FunctionProto, int) {
 	if !peekOK {
-		return 0, false
+		return nil, 0
 	}
 	cf := *(*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(L), offCurFrame))
 	if cf == nil {
-		return 0, false
+		return nil, 0
 	}
 	fn := *(**lua.LFunction)(unsafe.Add(cf, offFn))
-	pc := *(*int)(unsafe.Add(cf, offPc))
-	if fn == nil || fn.IsG || fn.Proto == nil || pc < 1 || pc > len(fn.Proto.Code) {
-		return 0, false
+	if fn == nil {
+		return nil, 0
 	}
-	return fn.Proto.Code[pc-1], true
+	return fn.Proto, *(*int)(unsafe.Add(cf, offPc))
 }
