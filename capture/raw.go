@@ -59,6 +59,9 @@ type RawOptions struct {
 	// BlockTimeout is how long the kernel waits before handing over a
 	// part-full block (0 = DefaultBlockTimeout; at least 1ms). It bounds
 	// the delay between a frame's arrival and its ingestion at low rates.
+	// Each timeout hands over a block however little it holds, so a Run
+	// that stalls for Blocks*BlockTimeout at a low rate fills the ring
+	// with part-full blocks and the kernel drops (Stats.Lost) the rest.
 	BlockTimeout time.Duration
 	// MaxTopics bounds the topics this source discovers (0 =
 	// DefaultMaxTopics).

@@ -18,9 +18,11 @@
 // rounded down), holding entries of a 40-byte header (length, sequence,
 // capture ns, producer ns, cumulative bytes) plus the payload, 8-byte
 // aligned, never straddling the end. The writer evicts the oldest entries to
-// make room (in chunks of 1/32 of the ring, so it publishes its tail rarely)
-// and entries older than the retention (pre + max post + 2*guard, with a
-// tolerance of 1/32 of it), except the topic's keep_last newest. A message
+// make room (jumping between checkpoints it keeps for each 1/64 of the ring,
+// so it reads no evicted header and publishes its tail about once per
+// segment; up to 1/32 of the ring may stand empty) and entries older than the
+// retention (pre + max post + 2*guard, with a tolerance of 1/32 of it),
+// except the topic's keep_last newest. A message
 // larger than the topic's max packet or its ring is rejected and counted,
 // never truncated. See ring.go and ring_read.go.
 //

@@ -664,3 +664,34 @@ func TestBusySkipData(t *testing.T) {
 	f(false)
 	f(true)
 }
+
+// slowWriter sleeps per message, like a very slow disk.
+type slowWriter struct{ DumpWriter }
+
+func (s slowWriter) WriteMessage(t *TopicInfo, g, c int64, d []byte) error {
+	time.Sleep(100 * time.Microsecond)
+	return s.DumpWriter.WriteMessage(t, g, c, d)
+}
+
+func TestStopAbandonsAtDeadline(t *testing.T) {
+	r, vc, dir := dumpRecorder(t, Config{Pre: time.Hour, Post: time.Hour, Guard: -1,
+		Dump: DumpConfig{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
+			w, err := newPackWriter(path, o)
+			return slowWriter{w}, err
+		}}})
+	ids := discover(t, r, "a")
+	feed(r, vc, ids, t0, t0+5000*ms, ms) // 5001 messages: ~0.5 s to write
+	id, _ := r.Trigger(TriggerParams{Reason: "abandon"})
+	start := time.Now()
+	r.Stop()
+	res := wait(t, r, id)
+	if !errors.Is(res.Err, ErrStopped) || res.Path != "" {
+		t.Fatalf("result %+v, want ErrStopped", res)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Stop took %v with a 50ms deadline", d)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}

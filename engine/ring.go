@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 )
 
@@ -67,6 +68,21 @@ type TopicCounters struct {
 
 type pad [64]byte
 
+// numSegments is how many segments a ring is divided into for eviction.
+// The writer remembers the first entry starting in each segment (a
+// checkpoint), so evicting for space jumps the tail from checkpoint to
+// checkpoint instead of reading every evicted entry's header, and the tail
+// is published about once per segment.
+const numSegments = 64
+
+// checkpoint describes the first entry starting in a segment.
+type checkpoint struct {
+	pos   uint64 // its position (absolute: identifies the segment and lap)
+	seq   uint64
+	cum   uint64 // payload bytes stored before it
+	capNs int64
+}
+
 // ring is a single-writer byte ring of timestamped messages living in
 // caller-provided memory (an arena block).
 //
@@ -80,8 +96,10 @@ type ring struct {
 	buf       []byte
 	mask      uint64
 	size      uint64
-	slack     uint64 // extra bytes evicted at once, so tail is published rarely
-	ageSlack  int64  // extra age tolerated before evicting, for the same reason
+	segShift  uint   // log2 of the segment size (size / numSegments)
+	curSeg    uint64 // absolute segment of the newest entry's start
+	cps       [numSegments]checkpoint
+	ageSlack  int64 // extra age tolerated before evicting, for the same reason
 	cfg       ringConfig
 	maxLen    uint64 // effective max payload
 	wHead     uint64 // position where the next entry goes
@@ -135,7 +153,7 @@ func newRing(buf []byte, cfg ringConfig) (*ring, error) {
 	if cfg.maxPacket > 0 && uint64(cfg.maxPacket) < maxLen {
 		maxLen = uint64(cfg.maxPacket)
 	}
-	r := &ring{buf: buf, mask: n - 1, size: n, slack: n / 32, cfg: cfg, maxLen: maxLen}
+	r := &ring{buf: buf, mask: n - 1, size: n, segShift: uint(bits.TrailingZeros64(n / numSegments)), curSeg: ^uint64(0), cfg: cfg, maxLen: maxLen}
 	if cfg.retentionNs > 0 {
 		r.ageSlack = cfg.retentionNs / 32
 	}
@@ -190,6 +208,10 @@ func (r *ring) append(capNs, genNs int64, p []byte) bool {
 		pos += skip
 		phys = 0
 	}
+	if g := pos >> r.segShift; g != r.curSeg {
+		r.curSeg = g
+		r.cps[g%numSegments] = checkpoint{pos: pos, seq: r.nextSeq, cum: r.cumLen, capNs: capNs}
+	}
 	e := r.buf[phys : phys+sz]
 	binary.LittleEndian.PutUint64(e[0:], n)
 	binary.LittleEndian.PutUint64(e[8:], r.nextSeq)
@@ -204,19 +226,59 @@ func (r *ring) append(capNs, genNs int64, p []byte) bool {
 	return true
 }
 
-// evictTo evicts entries until every entry starting below need (plus the
-// slack) is gone. When that empties the ring the tail jumps to the head.
+// evictTo evicts every entry starting below need, and more up to a
+// checkpoint at least one segment further, so the next eviction (and tail
+// publication) is a segment away. It reads no entry header. When that
+// empties the ring the tail jumps to the head.
 func (r *ring) evictTo(need uint64) {
-	target := need + r.slack
-	for r.wTail < target && r.wTail != r.wHead {
-		r.evictOne(&r.evSize)
+	k := need >> r.segShift
+	for g := k + 2; g<<r.segShift < r.wHead; g++ {
+		if r.tailToCheckpoint(g, need) {
+			return
+		}
 	}
-	r.loadTailCap()
+	// No entry starts two or more segments on: try the nearer ones before
+	// emptying the ring (a few large entries).
+	if r.tailToCheckpoint(k+1, need) || r.tailToCheckpoint(k, need) {
+		return
+	}
+	r.evSize += r.nextSeq - r.tailSeq
+	r.wTail, r.tailSeq, r.tailCum = r.wHead, r.nextSeq, r.cumLen
+}
+
+// tailToCheckpoint evicts up to the first entry starting in segment g if
+// there is one, at or after need, still held.
+func (r *ring) tailToCheckpoint(g, need uint64) bool {
+	cp := &r.cps[g%numSegments]
+	if cp.pos>>r.segShift != g || cp.pos < need || cp.pos >= r.wHead {
+		return false // no entry starts in segment g (this lap)
+	}
+	r.evSize += cp.seq - r.tailSeq
+	r.setTail(cp)
+	return true
+}
+
+// setTail moves the tail to a checkpointed entry.
+func (r *ring) setTail(cp *checkpoint) {
+	r.wTail, r.tailSeq, r.tailCum, r.tailCap = cp.pos, cp.seq, cp.cum, cp.capNs
 }
 
 // evictOlder evicts entries captured before cutoff, keeping the last
-// keepLast entries.
+// keepLast entries: whole segments first (capture times never go back, so
+// every entry before a checkpoint older than cutoff is older too), then
+// entry by entry.
 func (r *ring) evictOlder(cutoff int64) {
+	for g := r.wTail>>r.segShift + 1; g<<r.segShift < r.wHead; g++ {
+		cp := &r.cps[g%numSegments]
+		if cp.pos>>r.segShift != g || cp.pos <= r.wTail || cp.pos >= r.wHead {
+			continue
+		}
+		if cp.capNs >= cutoff || r.nextSeq+1-cp.seq < r.cfg.keepLast {
+			break
+		}
+		r.evAge += cp.seq - r.tailSeq
+		r.setTail(cp)
+	}
 	for r.wTail != r.wHead && r.tailCap < cutoff && r.nextSeq+1-r.tailSeq > r.cfg.keepLast {
 		r.evictOne(&r.evAge)
 		r.loadTailCap()

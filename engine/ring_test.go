@@ -343,3 +343,22 @@ func TestRingStressIntegrity(t *testing.T) {
 		t.Errorf("ring LostToReaders = %d, readers lost %d", got, lostAll)
 	}
 }
+
+// TestRingEvictLargeEntries: with entries spanning many segments, eviction
+// for space still keeps what fits instead of emptying the ring.
+func TestRingEvictLargeEntries(t *testing.T) {
+	f := func(size, n int, minHeld uint64) {
+		t.Helper()
+		r := newTestRing(t, size, ringConfig{})
+		for i := range 50 {
+			r.append(int64(i), 0, payload(i, n))
+			if c := r.counters(); c.HeldMessages < min(minHeld, uint64(i+1)) {
+				t.Fatalf("ring %d, %d-byte entries: after %d appends holds %d, want >= %d", size, n, i+1, c.HeldMessages, minHeld)
+			}
+		}
+	}
+	f(8192, 2000, 2)
+	f(8192, 4000, 2)
+	f(1<<16, 20000, 2)
+	f(1<<16, 1000, 50)
+}

@@ -12,9 +12,10 @@ import (
 const fuzzMaxChunk = 1 << 20
 
 // FuzzMCAPRead feeds arbitrary bytes to the MCAP reader as a hostile .mcap
-// file: Info, Scan and Messages must never panic, must return nil results
-// with an error, and must never hand out more payload bytes than a chunk
-// may decompress to.
+// file: Info, Scan, Messages and MessagesInTimeOrder must never panic, must
+// return nil results with an error, must never hand out more payload bytes
+// than a chunk may decompress to, and the time-ordered walk must be ordered
+// and carry the same bytes as the file-order walk.
 func FuzzMCAPRead(f *testing.F) {
 	f.Add(mcapSeed(mcap.CompressionNone))
 	f.Add(mcapSeed(mcap.CompressionLZ4))
@@ -35,7 +36,7 @@ func FuzzMCAPRead(f *testing.F) {
 			}
 		}
 		var total int
-		_ = r.Messages(func(c *mcap.Channel, m *mcap.Message) error {
+		err = r.Messages(func(c *mcap.Channel, m *mcap.Message) error {
 			if c == nil || c.ID != m.ChannelID {
 				t.Fatalf("message on channel %d handed channel %+v", m.ChannelID, c)
 			}
@@ -44,6 +45,19 @@ func FuzzMCAPRead(f *testing.F) {
 		})
 		if total > len(data)*1024+fuzzMaxChunk {
 			t.Fatalf("%d payload bytes from %d input bytes", total, len(data))
+		}
+		var last uint64
+		ordered := 0
+		err = r.MessagesInTimeOrder(func(_ *mcap.Channel, m *mcap.Message) error {
+			if m.LogTime < last {
+				t.Fatalf("time order: %d after %d", m.LogTime, last)
+			}
+			last = m.LogTime
+			ordered += len(m.Data)
+			return nil
+		})
+		if err == nil && ordered != total {
+			t.Fatalf("time order handed %d payload bytes, file order %d", ordered, total)
 		}
 	})
 }

@@ -21,5 +21,3 @@ func mapFile(path string) ([]byte, func() error, error) {
 	}
 	return b, func() error { return nil }, nil
 }
-
-func adviseSequential([]byte) {}

@@ -434,10 +434,13 @@ func BenchmarkWriteDurableRounds(b *testing.B) {
 		fn   func() error
 	}{
 		{"mmap", mmapWith(WriterOptions{CreatedNs: 1})},
-		{"mmap-naive", mmapWith(WriterOptions{CreatedNs: 1, NoPrefault: true, NoAsyncWriteback: true})},
+		{"mmap-naive", mmapWith(WriterOptions{CreatedNs: 1, NoPrefault: true, NoAsyncWriteback: true, NoHugePages: true})},
 		{"fallocate+write+fsync", writeWith(true, false)},
 		{"write+fsync", writeWith(false, false)},
 		{"fallocate+write+syncfilerange+fsync", writeWith(true, true)},
+		{"pack-NoMmap", mmapWith(WriterOptions{CreatedNs: 1, NoMmap: true})},
+		{"mmap-nohuge", mmapWith(WriterOptions{CreatedNs: 1, NoHugePages: true})},
+		{"mmap-win16M", mmapWith(WriterOptions{CreatedNs: 1, Window: 16 << 20})},
 	}
 	durs := make([][]float64, len(variants))
 	round := 0
@@ -463,6 +466,35 @@ func BenchmarkWriteDurableRounds(b *testing.B) {
 	best := max(mbps[2], mbps[3], mbps[4])
 	b.ReportMetric(mbps[0]/best, "mmap/best-write")
 	b.ReportMetric(mbps[1]/best, "naive/best-write")
+	b.ReportMetric(mbps[5]/best, "NoMmap/best-write")
 }
 
 func nowNs() int64 { return time.Now().UnixNano() }
+
+// BenchmarkMeta encodes and decodes the meta of a frame of 16 messages.
+func BenchmarkMeta(b *testing.B) {
+	f := benchFrames(1, 16, 1024, sensorData(1<<20, 4))[0]
+	for i := 0; i < 16; i++ {
+		f.msgs[i].Meta = []byte("0123456789abcdef0123456789abcdef")
+	}
+	enc := f.AppendMeta(nil)
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		buf := make([]byte, 0, len(enc))
+		for b.Loop() {
+			buf = f.AppendMeta(buf[:0])
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(enc)))
+		var g Frame
+		for b.Loop() {
+			if err := g.UnmarshalMeta(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*16)/b.Elapsed().Seconds(), "msgs/s")
+	})
+}

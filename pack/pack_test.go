@@ -110,12 +110,19 @@ func TestStreamAndMmapIdentical(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			wopts := opts
+			wopts.NoMmap, wopts.Prealloc = true, 10000
+			wpath := filepath.Join(t.TempDir(), "w.pack")
+			ww, err := Create(wpath, wopts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var buf bytes.Buffer
 			sw, err := NewStreamWriter(&buf, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, x := range []*Writer{w, sw} {
+			for _, x := range []*Writer{w, ww, sw} {
 				for _, f := range frames {
 					if err := x.WriteFrame(f); err != nil {
 						t.Fatal(err)
@@ -134,6 +141,9 @@ func TestStreamAndMmapIdentical(t *testing.T) {
 			}
 			if !bytes.Equal(got, buf.Bytes()) {
 				t.Fatalf("mmap file (%d bytes) differs from stream (%d bytes)", len(got), buf.Len())
+			}
+			if got, _ := os.ReadFile(wpath); !bytes.Equal(got, buf.Bytes()) {
+				t.Fatalf("NoMmap file (%d bytes) differs from stream (%d bytes)", len(got), buf.Len())
 			}
 		})
 	}

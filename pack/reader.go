@@ -60,7 +60,6 @@ func OpenWith(path string, opts ReaderOptions) (*Reader, error) {
 		return nil, errors.Join(err, release())
 	}
 	r.release = release
-	adviseSequential(b)
 	return r, nil
 }
 

@@ -25,17 +25,27 @@ type WriterOptions struct {
 	TargetFrameSize int
 
 	// Window is the size of the mmap writer's mapping window (rounded up to
-	// the page size); 0 means 64 MiB (16 MiB on 32-bit platforms). A frame
+	// the page size); 0 means 256 MiB (16 MiB on 32-bit platforms). A frame
 	// larger than the window gets a window of its own size.
 	Window int
-	// Prealloc is how far ahead the mmap writer fallocates; 0 means Window.
+	// Prealloc is the step in which Create fallocates ahead; 0 means
+	// 64 MiB (or Window when smaller). Near a full disk it falls back to
+	// allocating exactly what a frame needs.
 	Prealloc int64
 	// NoPrefault disables populating each window before it is written
 	// (MADV_POPULATE_WRITE). For benchmarks.
 	NoPrefault bool
-	// NoAsyncWriteback disables starting writeback of a finished window
-	// (sync_file_range) when the writer moves to the next. For benchmarks.
+	// NoHugePages disables asking for huge folios (MADV_HUGEPAGE) on the
+	// mmap writer's windows. For benchmarks.
+	NoHugePages bool
+	// NoAsyncWriteback disables starting writeback (sync_file_range) every
+	// few MiB written. For benchmarks.
 	NoAsyncWriteback bool
+	// NoMmap makes Create write with write(2) instead of an mmap window:
+	// fallocate ahead (keeping the size), sync_file_range every 8 MiB,
+	// fsync on Close. Same bytes, same durability; on a loaded machine it is
+	// the faster path (see the package doc's figures).
+	NoMmap bool
 }
 
 // sink is where a Writer puts records: an mmap window or a stream buffer.

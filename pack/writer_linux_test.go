@@ -46,8 +46,37 @@ func TestMmapWriterDiskFull(t *testing.T) {
 	if err := w.Close(); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Close: %v, want the ENOSPC", err)
 	}
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullCopy := filepath.Join(t.TempDir(), "full.copy")
+	if err := os.WriteFile(fullCopy, full, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// With default windows (far larger than the disk), a dump that fits is
+	// still written: preallocation falls back to what each frame needs.
+	os.Remove(path)
+	small := filepath.Join(dir, "small.pack")
+	sw, err := Create(small, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 8; i++ {
+		f := NewFrame(uint64(i), int64(i))
+		f.AddMetaBorrowed("big", "", nil, int64(i), 0, data)
+		if err := sw.WriteFrame(f); err != nil {
+			t.Fatalf("frame %d of a 256 KiB dump on an empty 1 MiB disk: %v", i, err)
+		}
+	}
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyFile(small); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(t.TempDir(), "rec.pack")
-	rep, err := Recover(path, out)
+	rep, err := Recover(fullCopy, out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,10 @@
 // globs match; Tick(now) moves time without a message; DumpFinished tells
 // rules a dump is written; Reload swaps a rule for a new version of its file
 // and keeps the old one when the new one does not load. Status reports
-// counters per rule. The same messages through the same rules give the same
+// counters per rule. StartLive runs rules on an engine.Recorder instead: one
+// goroutine per rule reading the rings of its topics through its own
+// readers, so Lua cost never reaches ingest. The same messages through the
+// same rules give the same
 // triggers on any machine and at any replay speed: time inside a rule is
 // message time, budgets count VM instructions (not wall time), and
 // math.random is seeded per rule.
@@ -29,7 +32,8 @@
 //
 // It is not for: sockets, files or wall-clock time; rules see messages and
 // message time only. Wiring triggers to the recorder is the caller's job
-// (OnTrigger), so this package does not import engine.
+// (OnTrigger): this package reads the engine's rings but never calls its
+// trigger API.
 //
 // # Caveats
 //
@@ -41,11 +45,15 @@
 // times (about 1.8e18) lose precision; at current dates times are exact to
 // 256 ns.
 //
-// A Go library function (a pathological string.find pattern on a large
-// string, say) cannot be interrupted by the instruction budget while it
-// runs; its input sizes are bounded by MaxString.
+// A Go library function cannot be interrupted by the instruction budget
+// while it runs. Copies are charged by size; string.find, match, gmatch and
+// gsub refuse a pattern with q repetition items on a subject of n bytes when
+// n^q exceeds 1e9 backtracking steps, which still allows a slow (about a
+// second) match in the worst case.
 //
 // Rule and Host are not safe for concurrent use: one goroutine feeds them.
-// Status (on both) is safe from any goroutine. OnTrigger and the Logger run
+// Status (on both) is safe from any goroutine. Live is safe for concurrent
+// use. Message, Trigger, DumpResult, Decl, Options and Budget are plain
+// values. OnTrigger and the Logger run
 // on the feeding goroutine inside the callback.
 package scripts

@@ -172,6 +172,7 @@ type Rule struct {
 	now      int64
 	topicStr string
 	topicVal lua.LValue
+	topicSet bool // topicVal is stored in the view's methods table
 
 	loading    bool
 	declared   bool

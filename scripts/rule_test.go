@@ -112,6 +112,10 @@ func TestSandbox(t *testing.T) {
 	for _, n := range present {
 		fmt.Fprintf(&src, "assert(type(%s) == 'function', '%s is missing')\n", n, n)
 	}
+	// the wrapped functions still do their job
+	src.WriteString("assert(string.format('%s!', setmetatable({}, {__tostring = function() return 'obj' end})) == 'obj!')\n")
+	src.WriteString("assert(('abab'):gsub('a', 'c') == 'cbcb' and ('ab'):rep(3) == 'ababab' and table.concat({1, 'x'}, '-') == '1-x')\n")
+	src.WriteString("assert(('k=v'):gsub('(%w)', {k = 'K'}) == 'K=v' and ('k=v'):gsub('%w', function(c) return c:upper() end) == 'K=V')\n")
 	// the loaded-modules registry does not hand the originals back
 	src.WriteString("for k, v in pairs(getmetatable('').__index) do assert(k ~= 'dump') end\n")
 	load(t, src.String(), nil)
@@ -154,6 +158,7 @@ func TestBudgets(t *testing.T) {
 		{"table.concat", "local t = {} local s = string.rep('x', 1000) for i = 1, 2000 do t[i] = s end local u = table.concat(t)", ErrBudget, "table.concat would build"},
 		{"gsub string", "local s = string.rep('x', 100000) local u = s:gsub('x', 'yyyyyyyyyyyyyyyy')", ErrBudget, "string.gsub would build"},
 		{"gsub function", "local s, y = string.rep('x', 20000), string.rep('y', 1000) local u = s:gsub('x', function() return y end)", ErrBudget, "string.gsub would build"},
+		{"format with __tostring", "local big = setmetatable({}, {__tostring = function() return string.rep('x', 1000000) end}) local s = string.format(string.rep('%s', 100), big, big, big, big, big, big)", ErrBudget, "string.format would build"},
 		{"format width", "local s = string.format('%999999d', 1)", ErrRuntime, "width or precision too long"},
 		{"recursion", "local function f() return f() + 1 end f()", ErrRuntime, "stack overflow"},
 		{"unpack", "local t = unpack({}, 1, 1e8)", ErrRuntime, "registry overflow"},
@@ -482,5 +487,54 @@ function on_dump_finished(d) log('dump', d.path, d.reason, d.bytes, d.messages, 
 	r.DumpFinished(DumpResult{Path: "/d/x.mcap", Reason: "hard-brake", Bytes: 100, Messages: 7, TimeNs: at(10 * time.Second), Err: errors.New("disk full")})
 	if out := buf.String(); !strings.Contains(out, `dump\t/d/x.mcap\thard-brake\t100\t7\tdisk full`) || strings.Count(out, `line\t`) != 15 {
 		t.Errorf("log output:\n%s", out)
+	}
+}
+
+func TestPatternCost(t *testing.T) {
+	f := func(pat string, want int) {
+		t.Helper()
+		if got := patternRepeats(pat); got != want {
+			t.Errorf("patternRepeats(%q) = %d, want %d", pat, got, want)
+		}
+	}
+	f("abc", 0)
+	f("^(%w+)=(%w+)$", 2)
+	f(".-.-.-.-b", 4)
+	f("[%-+*]x%*", 0)
+	f("a?b*c+d-", 4)
+
+	r, _ := load(t, `rule{name='p', topics='a'}
+function on_message(m)
+  local k, v = string.match(string.rep('k', 5000) .. '=' .. string.rep('v', 5000), '^(%w+)=(%w+)$')
+  assert(#k == 5000 and #v == 5000)
+  assert(string.find('a.b', '.', 1, true) == 2)
+  local s = string.rep('a', 60000)
+  return s:find('.-.-.-.-b')
+end`, nil)
+	r.Feed(&Message{Topic: "a", TS: 1})
+	if st := r.Status(); !strings.Contains(st.Why, `t.lua:7: string.find: pattern ".-.-.-.-b" has 4 repetitions: too costly on 60000 bytes`) {
+		t.Errorf("why = %q", st.Why)
+	}
+}
+
+func TestNamesAreUnique(t *testing.T) {
+	a, _ := load(t, "rule{name='same', topics='a'}\nfunction on_message(m) end", nil)
+	b, _ := load(t, "rule{name='same', topics='b'}\nfunction on_message(m) end", nil)
+	if _, err := NewHost(a, b); !errors.Is(err, ErrDeclaration) || !strings.Contains(err.Error(), `rule "same" already loaded from t.lua`) {
+		t.Errorf("NewHost with a duplicate: %v", err)
+	}
+	if _, err := StartLive(nil, []*Rule{a, b}, LiveOptions{}); !errors.Is(err, ErrDeclaration) {
+		t.Errorf("StartLive with a duplicate: %v", err)
+	}
+	c, _ := load(t, "rule{name='other', topics='b'}\nfunction on_message(m) end", nil)
+	h, err := NewHost(a, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ReloadSource("other", "rule{name='same', topics='b'}\nfunction on_message(m) end"); !errors.Is(err, ErrDeclaration) {
+		t.Errorf("reload into a taken name: %v", err)
+	}
+	if _, err := LoadShipped("no_such_rule", Options{}); !errors.Is(err, ErrNoRule) || !strings.Contains(err.Error(), "hard_brake") {
+		t.Errorf("LoadShipped of an unknown name: %v", err)
 	}
 }

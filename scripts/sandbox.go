@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"math"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -67,8 +68,19 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		n := len(f)
 		for i := 2; i <= L.GetTop(); i++ {
 			n += 512
-			if s, ok := L.Get(i).(lua.LString); ok {
-				n += len(s)
+			switch v := L.Get(i).(type) {
+			case lua.LString:
+				n += len(v)
+			case *lua.LTable, *lua.LUserData:
+				// a __tostring may return anything: convert here and count it
+				if L.GetMetaField(v, "__tostring") != lua.LNil {
+					s := L.ToStringMeta(v).String()
+					L.Replace(i, lua.LString(s))
+					n += len(s)
+				}
+			}
+			if n > m.maxString {
+				break
 			}
 		}
 		m.charge(L, "string.format", n)
@@ -121,6 +133,23 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		}
 		return orig(L)
 	})
+	// Lua patterns backtrack: with q repetition items a match can take
+	// len(s)^q steps inside one Go call that no instruction budget can
+	// interrupt. Refuse the combinations that could run away.
+	for _, name := range []string{"find", "match", "gmatch", "gsub"} {
+		inner := str.RawGetString(name).(*lua.LFunction).GFunction
+		str.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+			subject, pat := L.CheckString(1), L.CheckString(2)
+			plain := name == "find" && lua.LVAsBool(L.Get(4))
+			if !plain {
+				if q := patternRepeats(pat); q > 1 && math.Pow(float64(len(subject)), float64(q)) > maxPatternSteps {
+					L.RaiseError("string.%s: pattern %q has %d repetitions: too costly on %d bytes", name, pat, q, len(subject))
+				}
+			}
+			m.left -= int64(len(subject) >> 6)
+			return inner(L)
+		}))
+	}
 	tab := L.GetGlobal("table").(*lua.LTable)
 	wrap(L, tab, "concat", func(L *lua.LState, orig lua.LGFunction) int {
 		t := L.CheckTable(1)
@@ -148,8 +177,8 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		rng ^= rng >> 27
 		return rng * 2685821657736338717
 	}
-	math := L.GetGlobal("math").(*lua.LTable)
-	math.RawSetString("random", L.NewFunction(func(L *lua.LState) int {
+	mathlib := L.GetGlobal("math").(*lua.LTable)
+	mathlib.RawSetString("random", L.NewFunction(func(L *lua.LState) int {
 		f := float64(next()>>11) / (1 << 53)
 		switch L.GetTop() {
 		case 0:
@@ -169,7 +198,7 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		}
 		return 1
 	}))
-	math.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
+	mathlib.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
 		rng = uint64(L.CheckInt64(1)) | 1
 		return 0
 	}))
@@ -211,4 +240,28 @@ func longFormatWidth(f string) string {
 		i = j - 1
 	}
 	return ""
+}
+
+// maxPatternSteps bounds len(subject)^repetitions for pattern functions.
+const maxPatternSteps = 1e9
+
+// patternRepeats counts the repetition items (*, +, -, ?) of a Lua
+// pattern outside sets and escapes.
+func patternRepeats(p string) int {
+	n := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '%':
+			i++
+		case '[':
+			for i++; i < len(p) && p[i] != ']'; i++ {
+				if p[i] == '%' {
+					i++
+				}
+			}
+		case '*', '+', '-', '?':
+			n++
+		}
+	}
+	return n
 }

@@ -120,10 +120,9 @@ func (r *Rule) storeFields(m *Message) {
 		return
 	}
 	t := r.methods
-	if u&1 != 0 {
-		if m.Topic != r.topicStr || r.topicVal == nil {
-			r.topicStr, r.topicVal = m.Topic, lua.LString(m.Topic)
-		}
+	if u&1 != 0 && (m.Topic != r.topicStr || !r.topicSet) {
+		// unchanged topic: the stored value is still right
+		r.topicStr, r.topicVal, r.topicSet = m.Topic, lua.LString(m.Topic), true
 		t.RawSetString("topic", r.topicVal)
 	}
 	if u&2 != 0 {
@@ -156,7 +155,7 @@ func (r *Rule) viewField(L *lua.LState) int {
 	switch key {
 	case "topic":
 		if m.Topic != r.topicStr || r.topicVal == nil {
-			r.topicStr, r.topicVal = m.Topic, lua.LString(m.Topic)
+			r.topicStr, r.topicVal, r.topicSet = m.Topic, lua.LString(m.Topic), false
 		}
 		L.Push(r.topicVal)
 	case "ts":

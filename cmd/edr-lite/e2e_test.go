@@ -236,6 +236,20 @@ socket = %q
 	if code != 0 || !strings.Contains(out, "1 written") || !strings.Contains(out, "sensor/a") {
 		t.Errorf("status: %d\n%s", code, out)
 	}
+	// SIGUSR1: a manual dump, recorded with source "signal"
+	cmd.Process.Signal(syscall.SIGUSR1)
+	waitFor(t, func() bool {
+		m, _ := filepath.Glob(filepath.Join(dumpDir, "*_manual_*.pack"))
+		return len(m) == 1
+	}, "the SIGUSR1 dump")
+	m, _ := filepath.Glob(filepath.Join(dumpDir, "*_manual_*.pack"))
+	if in := readInfoJSON(t, m[0]); len(in.Triggers) != 1 || in.Triggers[0].Source != "signal" {
+		t.Errorf("SIGUSR1 dump triggers = %+v", in.Triggers)
+	}
+	cmd.Process.Signal(syscall.SIGHUP) // no rules: logged, the recorder goes on
+	if code, _, errs := runBin(t, "status", "--socket", sock); code != 0 {
+		t.Fatalf("status after SIGHUP: %d %s", code, errs)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

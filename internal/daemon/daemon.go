@@ -94,10 +94,10 @@ func New(opts Options) (d *Daemon, err error) {
 	}
 	d = &Daemon{cfg: opts.Config, log: opts.Logger, opts: opts}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
+	built := d // "return nil, err" clears d before this runs
 	defer func() {
 		if err != nil {
-			d.release()
-			d = nil
+			built.release()
 		}
 	}()
 	ec, err := EngineConfig(opts.Config)
@@ -450,6 +450,16 @@ func (d *Daemon) Stop() {
 		live.Close()
 	}
 	d.cancel()
+	d.closeSources()
+	if d.rec != nil {
+		d.rec.Stop()
+	}
+	d.release()
+	d.wg.Wait()
+}
+
+// closeSources stops every source; closing one twice is harmless.
+func (d *Daemon) closeSources() {
 	for _, c := range d.shms {
 		c.Close()
 	}
@@ -459,11 +469,6 @@ func (d *Daemon) Stop() {
 	for _, r := range d.raws {
 		r.Close()
 	}
-	if d.rec != nil {
-		d.rec.Stop()
-	}
-	d.release()
-	d.wg.Wait()
 }
 
 // release closes listeners and the recorder (also used to roll back New).
@@ -484,15 +489,7 @@ func (d *Daemon) release() {
 			r.Close()
 		}
 	}
-	for _, c := range d.shms {
-		c.Close()
-	}
-	for _, u := range d.udps {
-		u.Close()
-	}
-	for _, r := range d.raws {
-		r.Close()
-	}
+	d.closeSources()
 	if d.rec != nil {
 		d.rec.Close()
 	}

@@ -22,22 +22,28 @@ type FileOptions struct {
 	// NoMmap writes with buffered write(2) calls instead of a mapping
 	// (the only choice on platforms other than Linux).
 	NoMmap bool
+	// InPlace writes path itself: Close syncs it but does not rename, and
+	// Abort leaves the file to the caller. For callers that manage their
+	// own NAME.tmp and rename (the recorder's dumper).
+	InPlace bool
 }
 
 // FileWriter writes one MCAP dump file: to NAME.tmp through a sliding
 // read-write mapping (see FileOptions), then on Close syncs it and renames it
-// to NAME, so a file without ".tmp" is always complete. It embeds the
+// to NAME, so a file without ".tmp" is always complete (or, with InPlace,
+// writes and syncs NAME and leaves renaming to the caller). It embeds the
 // Writer: AddTopic, WriteMessage, AddMetadata... write into the file.
 //
 // A FileWriter is not safe for concurrent use.
 type FileWriter struct {
 	*Writer
-	f    *os.File
-	sink *mmapSink
-	bw   *bufio.Writer
-	path string
-	tmp  string
-	done bool
+	f       *os.File
+	sink    *mmapSink
+	bw      *bufio.Writer
+	path    string
+	tmp     string
+	inPlace bool
+	done    bool
 }
 
 // Create starts writing path (as path+".tmp" until Close).
@@ -46,11 +52,14 @@ func Create(path string, opt FileOptions) (*FileWriter, error) {
 		opt.Window = DefaultWindow
 	}
 	tmp := path + ".tmp"
+	if opt.InPlace {
+		tmp = path
+	}
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	fw := &FileWriter{f: f, path: path, tmp: tmp}
+	fw := &FileWriter{f: f, path: path, tmp: tmp, inPlace: opt.InPlace}
 	var out io.Writer
 	if !opt.NoMmap {
 		fw.sink, err = newMmapSink(f, opt.Window)
@@ -92,10 +101,13 @@ func (fw *FileWriter) Close() error {
 	}
 	if err != nil {
 		fw.abort()
-		return errors.Join(err, os.Remove(fw.tmp))
+		return errors.Join(err, fw.remove())
 	}
 	if err := fw.f.Close(); err != nil {
-		return errors.Join(err, os.Remove(fw.tmp))
+		return errors.Join(err, fw.remove())
+	}
+	if fw.inPlace {
+		return nil
 	}
 	if err := os.Rename(fw.tmp, fw.path); err != nil {
 		return errors.Join(err, os.Remove(fw.tmp))
@@ -103,13 +115,22 @@ func (fw *FileWriter) Close() error {
 	return syncDir(filepath.Dir(fw.path))
 }
 
-// Abort stops writing and removes the temporary file.
+// Abort stops writing and removes the temporary file (an InPlace file is
+// left to the caller).
 func (fw *FileWriter) Abort() error {
 	if fw.done {
 		return nil
 	}
 	fw.done = true
 	fw.abort()
+	return fw.remove()
+}
+
+// remove deletes the temporary file; an in-place file is the caller's.
+func (fw *FileWriter) remove() error {
+	if fw.inPlace {
+		return nil
+	}
 	return os.Remove(fw.tmp)
 }
 

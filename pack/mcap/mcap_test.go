@@ -231,3 +231,28 @@ func TestFileWriterAbort(t *testing.T) {
 		t.Fatalf("left %v", ents)
 	}
 }
+
+func TestFileWriterInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "d.mcap.tmp")
+	fw, err := Create(path, FileOptions{InPlace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTest(t, fw.Writer, testMessages(10))
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != "d.mcap.tmp" {
+		t.Fatalf("files %v, want only d.mcap.tmp", ents)
+	}
+	b, _ := os.ReadFile(path)
+	sameMessages(t, readAll(t, b), testMessages(10))
+	fw, _ = Create(path, FileOptions{InPlace: true})
+	if err := fw.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("Abort removed the caller's file: %v", err)
+	}
+}

@@ -188,6 +188,7 @@ func (r *Reader) Scan() (*Info, error) {
 	schemas := map[uint16]Schema{}
 	var v visitor
 	v = visitor{
+		chunkAt: -1,
 		schema: func(s *Schema) {
 			if _, ok := schemas[s.ID]; !ok {
 				schemas[s.ID] = *s
@@ -271,7 +272,7 @@ func (info *Info) linkSchemas() {
 // channel, valid until the Reader is closed. An error from fn stops the
 // walk and is returned as is.
 func (r *Reader) Messages(fn func(c *Channel, m *Message) error) error {
-	v := visitor{message: fn}
+	v := visitor{message: fn, chunkAt: -1}
 	return r.walk(&v)
 }
 
@@ -282,9 +283,11 @@ type visitor struct {
 	other       func(record) error
 	compression func(string)
 
-	chans []*Channel // by id
-	msg   Message
-	kept  uint64 // bytes of Schema, Channel and Metadata records retained
+	chans   []*Channel // by id
+	msg     Message
+	kept    uint64 // bytes of Schema, Channel and Metadata records retained
+	chunkAt int64  // file offset of the chunk being walked, -1 outside chunks
+	recAt   int64  // offset of the current record (in the chunk's records when chunkAt >= 0)
 }
 
 // retainBudget bounds what a walk keeps (schemas, channels, metadata) so a
@@ -353,44 +356,18 @@ func (r *Reader) walk(v *visitor) error {
 }
 
 func (r *Reader) walkChunk(v *visitor, rec record) error {
-	d := dec{b: rec.body}
-	d.u64() // message_start_time
-	d.u64() // message_end_time
-	usize := d.u64()
-	ucrc := d.u32()
-	comp := d.str()
-	payload := d.bytes64()
-	if d.bad {
-		return r.corrupt(rec.at, "Chunk", ErrTruncated)
+	var err error
+	var records []byte
+	var comp string
+	records, r.scratch, comp, err = r.chunkRecords(rec, r.scratch)
+	if err != nil {
+		return err
 	}
 	if v.compression != nil {
 		v.compression(comp)
 	}
-	var records []byte
-	if comp == CompressionNone {
-		if uint64(len(payload)) != usize {
-			return r.corrupt(rec.at, "Chunk.uncompressed_size",
-				fmt.Errorf("%w: %d, records field holds %d bytes", ErrCorrupt, usize, len(payload)))
-		}
-		records = payload
-	} else {
-		if usize > r.opt.MaxChunkSize {
-			return r.corrupt(rec.at, "Chunk.uncompressed_size",
-				fmt.Errorf("%w: %d over limit %d", ErrTooLarge, usize, r.opt.MaxChunkSize))
-		}
-		var err error
-		r.scratch, err = r.dc.decompress(r.scratch, comp, payload, usize)
-		if err != nil {
-			return r.corrupt(rec.at, "Chunk.records", err)
-		}
-		records = r.scratch
-	}
-	if ucrc != 0 {
-		if got := crc32.ChecksumIEEE(records); got != ucrc {
-			return r.corrupt(rec.at, "Chunk.uncompressed_crc",
-				fmt.Errorf("%w: computed 0x%08x, stored 0x%08x", ErrCRC, got, ucrc))
-		}
-	}
+	v.chunkAt = rec.at
+	defer func() { v.chunkAt = -1 }()
 	it := recIter{b: records}
 	for {
 		in, ok, trunc := it.next()
@@ -404,6 +381,46 @@ func (r *Reader) walkChunk(v *visitor, rec record) error {
 			return err
 		}
 	}
+}
+
+// chunkRecords returns the uncompressed records of a Chunk record,
+// decompressing into buf (returned, possibly grown) and checking the CRC.
+// Uncompressed records alias the file.
+func (r *Reader) chunkRecords(rec record, buf []byte) (records, bufOut []byte, comp string, err error) {
+	d := dec{b: rec.body}
+	d.u64() // message_start_time
+	d.u64() // message_end_time
+	usize := d.u64()
+	ucrc := d.u32()
+	comp = d.str()
+	payload := d.bytes64()
+	if d.bad {
+		return nil, buf, comp, r.corrupt(rec.at, "Chunk", ErrTruncated)
+	}
+	if comp == CompressionNone {
+		if uint64(len(payload)) != usize {
+			return nil, buf, comp, r.corrupt(rec.at, "Chunk.uncompressed_size",
+				fmt.Errorf("%w: %d, records field holds %d bytes", ErrCorrupt, usize, len(payload)))
+		}
+		records = payload
+	} else {
+		if usize > r.opt.MaxChunkSize {
+			return nil, buf, comp, r.corrupt(rec.at, "Chunk.uncompressed_size",
+				fmt.Errorf("%w: %d over limit %d", ErrTooLarge, usize, r.opt.MaxChunkSize))
+		}
+		buf, err = r.dc.decompress(buf, comp, payload, usize)
+		if err != nil {
+			return nil, buf, comp, r.corrupt(rec.at, "Chunk.records", err)
+		}
+		records = buf
+	}
+	if ucrc != 0 {
+		if got := crc32.ChecksumIEEE(records); got != ucrc {
+			return nil, buf, comp, r.corrupt(rec.at, "Chunk.uncompressed_crc",
+				fmt.Errorf("%w: computed 0x%08x, stored 0x%08x", ErrCRC, got, ucrc))
+		}
+	}
+	return records, buf, comp, nil
 }
 
 // visitRecord handles one record of the data section or of a chunk
@@ -456,6 +473,7 @@ func (r *Reader) visitRecord(v *visitor, rec record, inChunk string) error {
 		m.LogTime = le.Uint64(b[6:])
 		m.PublishTime = le.Uint64(b[14:])
 		m.Data = b[messageFixedLen:]
+		v.recAt = rec.at
 		if int(m.ChannelID) >= len(v.chans) || v.chans[m.ChannelID] == nil {
 			return fail("Message.channel_id", fmt.Errorf("%w: %d", ErrUnknownChannel, m.ChannelID))
 		}

@@ -1,0 +1,207 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"edr-lite/internal/config"
+	"edr-lite/internal/control"
+	"edr-lite/shm"
+)
+
+// testConfig is a small recorder: one shm source, a rule file, a control
+// socket, HTTP on a free loopback port and an exec hook.
+func testConfig(t *testing.T, dir string) *config.File {
+	t.Helper()
+	f, err := config.Parse("test", []byte(config.Default()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Recorder.DumpDir = filepath.Join(dir, "dumps")
+	f.Recorder.CacheSize = 16 << 20
+	f.Recorder.TopicBytes = 1 << 20
+	f.Recorder.Pre = config.Duration(time.Second)
+	f.Recorder.Post = config.Duration(100 * time.Millisecond)
+	f.Recorder.Guard = config.Duration(10 * time.Millisecond)
+	f.Rotation.MinFreeDisk = 0
+	f.Sources.SHM = []config.SHMSource{{Dir: filepath.Join(dir, "shm")}}
+	f.Control.Socket = filepath.Join(dir, "edr.sock")
+	f.Control.HTTP = "127.0.0.1:0"
+	rule := filepath.Join(dir, "button.lua")
+	writeFile(t, rule, `
+rule { name = "button", topics = { "driver/button" }, pre = "1s", post = "100ms", cooldown = "1h" }
+function on_message(m)
+  if m:u8(0) ~= 0 then trigger { reason = "button-pressed" } end
+end
+`)
+	f.Rules = []config.Rule{{File: rule}}
+	hookOut := filepath.Join(dir, "hook.out")
+	hook := filepath.Join(dir, "hook.sh")
+	writeFile(t, hook, "#!/bin/sh\necho \"$1 $EDR_DUMP_REASONS\" >> "+hookOut+"\n")
+	os.Chmod(hook, 0o755)
+	f.Hooks.Exec = []string{hook}
+	return f
+}
+
+func writeFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDaemonRuleTriggerHookHTTPReload(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	d, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+
+	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "driver/button"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	waitFor(t, "the button topic", func() bool { return len(d.Status().Topics) == 1 })
+	// a live rule starts at the newest message of a topic it discovers
+	// (polled every 500ms), so press until it has seen a press
+	hookOut := filepath.Join(dir, "hook.out")
+	waitFor(t, "the rule to fire and the exec hook to run", func() bool {
+		p.Publish(0, []byte{0})
+		p.Publish(0, []byte{1})
+		b, _ := os.ReadFile(hookOut)
+		return len(b) > 0
+	})
+	b, _ := os.ReadFile(hookOut)
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 || fields[1] != "button-pressed" || !strings.HasPrefix(fields[0], cfg.Recorder.DumpDir) {
+		t.Fatalf("hook got %q", b)
+	}
+	if _, err := os.Stat(fields[0]); err != nil {
+		t.Fatalf("hook ran before the dump existed: %v", err)
+	}
+	st := d.Status()
+	if st.Dumps.Written != 1 || len(st.Rules) != 1 || st.Rules[0].TriggersFired != 1 {
+		t.Errorf("status = %+v", st)
+	}
+
+	// HTTP: Prometheus metrics and the status document
+	get := func(path string) string {
+		resp, err := http.Get("http://" + d.HTTPAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		return string(body)
+	}
+	m := get("/metrics")
+	for _, want := range []string{`edr_topic_messages_total{topic="driver/button"} `, `edr_topic_held_seconds{topic="driver/button"}`, `edr_dumps_total{outcome="written"} 1`, `edr_rule_triggers_total{rule="button"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	var doc Status
+	if err := json.Unmarshal([]byte(get("/status")), &doc); err != nil || len(doc.Topics) != 1 {
+		t.Errorf("/status: %v %+v", err, doc)
+	}
+	if !strings.Contains(get("/debug/pprof/"), "goroutine") {
+		t.Error("/debug/pprof/ missing")
+	}
+
+	// control socket: operator trigger waits for the finalized file
+	resp, err := control.Do(context.Background(), cfg.Control.Socket, &control.Request{Op: "trigger", Reason: "op"})
+	if err != nil || !strings.Contains(resp.Path, "op") {
+		t.Fatalf("control trigger: %+v %v", resp, err)
+	}
+	if _, err := os.Stat(resp.Path); err != nil {
+		t.Fatalf("trigger answered before the file existed: %v", err)
+	}
+	if _, err := control.Do(context.Background(), cfg.Control.Socket, &control.Request{Op: "trigger", Pre: "soon"}); err == nil {
+		t.Error("bad duration accepted")
+	}
+
+	// reload: a broken rule file keeps the old version running
+	writeFile(t, cfg.Rules[0].File, "rule { name = \"button\" \nthis is not lua")
+	if err := d.Reload(); err == nil {
+		t.Fatal("reload of a broken rule reported no error")
+	}
+	before := d.Status().Rules[0].Messages
+	waitFor(t, "the old rule to keep running", func() bool {
+		p.Publish(0, []byte{0})
+		st := d.Status().Rules[0]
+		return !st.Disabled && st.ReloadError != "" && st.Messages > before
+	})
+}
+
+func TestNewRollsBackOnError(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.Rules = []config.Rule{{File: filepath.Join(dir, "missing.lua")}}
+	if _, err := New(Options{Config: cfg}); err == nil || !strings.Contains(err.Error(), "rule[0]") {
+		t.Fatalf("err = %v, want one naming rule[0]", err)
+	}
+	// everything acquired before the failure was released: the socket is
+	// free for a second recorder
+	cfg = testConfig(t, dir)
+	d, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatalf("second New after a rolled-back one: %v", err)
+	}
+	d.Stop()
+}
+
+func TestEngineConfigMapping(t *testing.T) {
+	f, _ := config.Parse("x", []byte(`
+[recorder]
+guard = 0
+[[topic]]
+match = "cam/*"
+only_front = true
+keep_last = 3
+[[source.raw]]
+interface = "lo"
+[source.raw.filter]
+dst_ports = ["30490-30500", "7400"]
+`))
+	ec, err := EngineConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ec.Guard >= 0 || len(ec.Topics) != 1 || !ec.Topics[0].OnlyFront || ec.Topics[0].KeepLast != 3 {
+		t.Errorf("engine config = %+v", ec)
+	}
+	flt, err := rawFilter(f.Sources.Raw[0].Filter)
+	if err != nil || len(flt.DstPorts) != 2 || flt.DstPorts[0].Lo != 30490 || flt.DstPorts[0].Hi != 30500 || flt.DstPorts[1].Lo != 7400 {
+		t.Errorf("filter = %+v, %v", flt, err)
+	}
+	if _, err := portRanges("dst_ports", []string{"9-1"}); err == nil {
+		t.Error("reversed range accepted")
+	}
+}
