@@ -123,8 +123,9 @@ type topicKey struct{ name, channel string }
 // Player replays one or more pack dumps, merged message by message in time
 // order, to an Output.
 //
-// Run must be called once, from one goroutine; Pause, Resume, Step,
-// Progress and Close may be called from any goroutine while it runs.
+// Run must be called once, from one goroutine; Pause, Resume, Step and
+// Progress may be called from any goroutine while it runs. Close only after
+// Run has returned: it unmaps the dumps.
 type Player struct {
 	opts    Options
 	readers []*pack.Reader
