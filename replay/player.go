@@ -123,8 +123,9 @@ type topicKey struct{ name, channel string }
 // Player replays one or more pack dumps, merged message by message in time
 // order, to an Output.
 //
-// Run must be called once, from one goroutine; Pause, Resume, Step,
-// Progress and Close may be called from any goroutine while it runs.
+// Run must be called once, from one goroutine; Pause, Resume, Step and
+// Progress may be called from any goroutine while it runs. Close only after
+// Run has returned: it unmaps the dumps.
 type Player struct {
 	opts    Options
 	readers []*pack.Reader
@@ -136,7 +137,7 @@ type Player struct {
 	firstNs int64 // earliest message of the dumps
 	startNs int64
 	endNs   int64 // inclusive; 0 = none
-	lastNs  int64 // latest message time per the index (for progress)
+	lastNs  int64 // latest message time of the last frames (for progress)
 
 	clk   clock.Clock
 	sleep func(ctx context.Context, d time.Duration, wake <-chan struct{}) error // tests
@@ -224,12 +225,9 @@ func New(readers []*pack.Reader, opts Options) (*Player, error) {
 		s := r.Summary()
 		for _, t := range s.Topics {
 			counts[topicKey{t.Name, t.Channel}] += t.Messages
-			if t.LastNs > p.lastNs {
-				p.lastNs = t.LastNs
-			}
 		}
-		if s.LastNs > p.lastNs {
-			p.lastNs = s.LastNs
+		if last := lastMessageTime(r); last > p.lastNs {
+			p.lastNs = last
 		}
 	}
 	for k, n := range counts {
@@ -268,6 +266,26 @@ func New(readers []*pack.Reader, opts Options) (*Player, error) {
 	return p, nil
 }
 
+// lastMessageTime is the largest message time in r's last frame (0 when it
+// cannot be read): the end of the dump for progress reports.
+func lastMessageTime(r *pack.Reader) int64 {
+	offs := r.FrameOffsets()
+	if len(offs) == 0 {
+		return 0
+	}
+	defer r.Rewind()
+	var f pack.Frame
+	if r.SeekFrame(offs[len(offs)-1]) != nil || r.ReadMetaInto(&f) != nil {
+		return 0
+	}
+	var last int64
+	for i := 0; i < f.Len(); i++ {
+		m := f.Message(i)
+		last = max(last, dumpfile.MessageTime(&m, f.Time()))
+	}
+	return last
+}
+
 func matchTopic(globs []string, t *Topic) bool {
 	if len(globs) == 0 {
 		return true
@@ -288,8 +306,8 @@ func matchTopic(globs []string, t *Topic) bool {
 func (p *Player) Topics() []Topic { return p.topics }
 
 // Range returns the message-time range to replay: from the start to the end
-// (the Duration/UntilNs limit, or the latest message time in the dumps'
-// indexes).
+// (the Duration/UntilNs limit, or the latest message time of the dumps'
+// last frames).
 func (p *Player) Range() (fromNs, toNs int64) {
 	to := p.endNs
 	if to == 0 || to > p.lastNs && p.lastNs > p.startNs {

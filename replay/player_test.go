@@ -336,3 +336,31 @@ func TestPlayerCorruptFrame(t *testing.T) {
 		t.Fatalf("err %v after %d messages, want a *pack.CorruptError naming %s", err, st.Messages, bad)
 	}
 }
+
+func TestPlayerRangeAndProgress(t *testing.T) {
+	paths, all := twoDumps(t)
+	p, err := Open(paths, Options{Start: 100, Duration: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if from, to := p.Range(); from != 1100 || to != 2100 {
+		t.Errorf("range %d..%d, want 1100..2100", from, to)
+	}
+	st, err := p.Run(context.Background(), Discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, b, pos := p.Progress()
+	if n != st.Messages || b != st.Bytes || pos != st.LastNs || st.FirstNs != 1100 || st.LastNs != 1990 {
+		t.Errorf("progress %d msgs %d bytes at %d; stats %+v", n, b, pos, st)
+	}
+	q, err := Open(paths, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if from, to := q.Range(); from != all[0].ts || to != all[len(all)-1].ts {
+		t.Errorf("whole range %d..%d, messages %d..%d", from, to, all[0].ts, all[len(all)-1].ts)
+	}
+}
