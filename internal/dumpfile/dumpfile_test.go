@@ -9,7 +9,7 @@ import (
 	"edr-lite/pack"
 )
 
-func writePack(t *testing.T, path string, topic string, times []int64) {
+func writeTimesPack(t *testing.T, path string, topic string, times []int64) {
 	t.Helper()
 	w, err := pack.Create(path, pack.WriterOptions{TargetFrameSize: 64})
 	if err != nil {
@@ -32,7 +32,7 @@ func writePack(t *testing.T, path string, topic string, times []int64) {
 func TestDetect(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.pack")
-	writePack(t, p, "a", []int64{1, 2})
+	writeTimesPack(t, p, "a", []int64{1, 2})
 	if f, err := Detect(p); err != nil || f != FormatPack {
 		t.Errorf("Detect(pack) = %q, %v", f, err)
 	}
@@ -51,8 +51,8 @@ func TestDetect(t *testing.T) {
 func TestMergeOrderAndTies(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.pack"), filepath.Join(dir, "b.pack")
-	writePack(t, a, "a", []int64{10, 20, 30, 30, 50})
-	writePack(t, b, "b", []int64{5, 20, 30, 60})
+	writeTimesPack(t, a, "a", []int64{10, 20, 30, 30, 50})
+	writeTimesPack(t, b, "b", []int64{5, 20, 30, 60})
 	out := filepath.Join(dir, "ab.pack")
 	rep, err := Merge([]string{a, b}, out, pack.WriterOptions{}, nil)
 	if err != nil {
