@@ -98,7 +98,7 @@ func newCommand(e *env, name, usage, desc, example string, minArgs, maxArgs int)
 	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), e: e, usage: usage, desc: desc,
 		example: example, minArgs: minArgs, maxArgs: maxArgs}
 	c.fs.SetOutput(e.stderr)
-	c.fs.Usage = func() { c.printHelp(e.stderr) }
+	c.fs.Usage = func() {} // parse prints the help (-h) or a hint (bad flag)
 	return c
 }
 
@@ -156,6 +156,7 @@ func (c *command) parse() (args []string, code int, ok bool) {
 				c.printHelp(c.e.stdout)
 				return nil, exitOK, false
 			}
+			fmt.Fprintf(c.e.stderr, "Usage:\n  %s\nRun \"edr-lite %s --help\" for more.\n", c.usage, c.fs.Name())
 			return nil, exitUsage, false
 		}
 		rest = c.fs.Args()

@@ -60,3 +60,14 @@ func TestConfigInitAndCheck(t *testing.T) {
 		t.Errorf("unknown action: code %d, want 2", code)
 	}
 }
+
+func TestHelpOnStdoutOnlyAndBadFlag(t *testing.T) {
+	code, out, errs := runCLI(t, "info", "--help")
+	if code != exitOK || errs != "" || !strings.Contains(out, "Usage:") {
+		t.Errorf("info --help: code %d, stderr %q", code, errs)
+	}
+	code, out, errs = runCLI(t, "info", "--bogus", "x")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "-bogus") || !strings.Contains(errs, "edr-lite info --help") {
+		t.Errorf("bad flag: code %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
