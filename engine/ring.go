@@ -101,11 +101,11 @@ type ring struct {
 	buf       []byte
 	mask      uint64
 	size      uint64
-	segShift  uint   // log2 of the segment size
-	segMask   uint64 // len(cps) - 1
-	curSeg    uint64 // absolute segment of the newest entry's start
+	segShift  uint         // log2 of the segment size
+	segMask   uint64       // len(cps) - 1
+	curSeg    uint64       // absolute segment of the newest entry's start
 	cps       []checkpoint // one per segment, indexed by absolute segment & segMask
-	ageSlack  int64 // extra age tolerated before evicting, for the same reason
+	ageSlack  int64        // extra age tolerated before evicting, for the same reason
 	cfg       ringConfig
 	maxLen    uint64 // effective max payload
 	wHead     uint64 // position where the next entry goes
