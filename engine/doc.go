@@ -18,7 +18,8 @@
 // rounded down), holding entries of a 40-byte header (length, sequence,
 // capture ns, producer ns, cumulative bytes) plus the payload, 8-byte
 // aligned, never straddling the end. The writer evicts the oldest entries to
-// make room (jumping between checkpoints it keeps for each 1/64 of the ring,
+// make room (jumping between checkpoints it keeps for each 1/64 of the ring (fewer
+// segments, of at least 1 KiB, for small rings),
 // so it reads no evicted header and publishes its tail about once per
 // segment; up to 1/32 of the ring may stand empty) and entries older than the
 // retention (pre + max post + 2*guard, with a tolerance of 1/32 of it),

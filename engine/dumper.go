@@ -339,7 +339,7 @@ func syncDir(dir string) error {
 type mergeSrc struct {
 	dt   *dumpTopic
 	c    cursor
-	m    Message
+	h    entryHeader // the next entry, peeked (not yet copied)
 	acct pack.TopicAccount
 }
 
@@ -347,8 +347,8 @@ type mergeHeap []*mergeSrc
 
 func (h mergeHeap) Len() int { return len(h) }
 func (h mergeHeap) Less(i, k int) bool {
-	if h[i].m.CaptureNs != h[k].m.CaptureNs {
-		return h[i].m.CaptureNs < h[k].m.CaptureNs
+	if h[i].h.capNs != h[k].h.capNs {
+		return h[i].h.capNs < h[k].h.capNs
 	}
 	return h[i].dt.t.id < h[k].dt.t.id
 }
@@ -400,8 +400,15 @@ func (dt *dumpTopic) estimate() int64 {
 // perMessageOverhead bounds a message's framing in a pack frame meta.
 const perMessageOverhead = 48
 
-// advance reads the next message of the window into s.m.
-func (s *mergeSrc) advance() bool { return s.c.readInto(&s.m, s.dt.to) }
+// advance peeks the header of the window's next message into s.h.
+func (s *mergeSrc) advance() bool {
+	h, ok := s.c.peek()
+	if !ok || h.capNs > s.dt.to {
+		return false
+	}
+	s.h = h
+	return true
+}
 
 // copyWindow merges every selected topic's window in capture-time order into
 // w and returns the dump's self-description.
@@ -420,19 +427,41 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 		}
 	}
 	heap.Init(&h)
+	// A writer that can reserve room in its next frame gets each payload
+	// copied straight from the ring; others get it through scratch.
+	rs, direct := w.(dumpReserver)
+	var scratch []byte
 	n := 0
 	for h.Len() > 0 {
 		s := h[0]
-		if err := w.WriteMessage(&s.dt.t.info, s.m.GenNs, s.m.CaptureNs, s.m.Data); err != nil {
-			return pack.DumpInfo{}, err
+		size := int(s.h.n)
+		var data []byte
+		if direct {
+			data = rs.Reserve(size)
+		} else {
+			if cap(scratch) < size {
+				scratch = make([]byte, size)
+			}
+			data = scratch[:size]
 		}
-		a := &s.acct
-		if a.Messages == 0 {
-			a.FirstNs = s.m.CaptureNs
-		}
-		a.Messages++
-		a.Bytes += uint64(len(s.m.Data))
-		a.LastNs = s.m.CaptureNs
+		if s.c.copyEntry(s.h, data) {
+			var err error
+			if direct {
+				err = rs.Commit(&s.dt.t.info, s.h.genNs, s.h.capNs, data)
+			} else {
+				err = w.WriteMessage(&s.dt.t.info, s.h.genNs, s.h.capNs, data)
+			}
+			if err != nil {
+				return pack.DumpInfo{}, err
+			}
+			a := &s.acct
+			if a.Messages == 0 {
+				a.FirstNs = s.h.capNs
+			}
+			a.Messages++
+			a.Bytes += s.h.n
+			a.LastNs = s.h.capNs
+		} // else overwritten while copied: advance re-peeks and counts it lost
 		if s.advance() {
 			heap.Fix(&h, 0)
 		} else {

@@ -23,6 +23,15 @@ type DumpWriter interface {
 	Abort() error
 }
 
+// dumpReserver is implemented by DumpWriters that let the dumper copy a
+// payload straight into the file's next frame: Reserve returns n writable
+// bytes, Commit adds them (the slice Reserve returned) as one message. A
+// reservation not committed is reused by the next Reserve.
+type dumpReserver interface {
+	Reserve(n int) []byte
+	Commit(topic *TopicInfo, genNs, captureNs int64, data []byte) error
+}
+
 // DumpWriterOptions configure a DumpWriter.
 type DumpWriterOptions struct {
 	Compression string // "none", "lz4", "zstd"
@@ -42,11 +51,13 @@ type NewDumpWriter func(path string, opts DumpWriterOptions) (DumpWriter, error)
 // FrameSize bytes of data. Message gen_ts is the producer time, done_ts the
 // capture time; the frame time is its first capture time.
 type packWriter struct {
-	w     *pack.Writer
-	file  *os.File // stream mode: the file, synced and closed by Close
-	f     *pack.Frame
-	size  int
-	frame uint64
+	w       *pack.Writer
+	scratch []byte   // payloads the pending frame borrows (Reserve/Commit)
+	err     error    // sticky error of a frame written by Reserve
+	file    *os.File // stream mode: the file, synced and closed by Close
+	f       *pack.Frame
+	size    int
+	frame   uint64
 }
 
 // NewPackMmapWriter writes a pack dump with pack's mmap writer (Create).
@@ -97,26 +108,57 @@ func openPackWriter(path string, opts DumpWriterOptions, stream bool) (DumpWrite
 }
 
 func (p *packWriter) WriteMessage(t *TopicInfo, genNs, captureNs int64, data []byte) error {
-	if p.f.Len() == 0 {
-		p.f.Reset(p.frame, captureNs)
-		p.f.SetType(pack.FreeSync)
-	}
-	p.f.AddMetaWithData(t.Name, t.Channel, nil, genNs, captureNs, data)
-	p.f.SetDoneTime(captureNs)
-	if p.f.DataSize() >= p.size {
-		return p.flushFrame()
-	}
-	return nil
+	buf := p.Reserve(len(data))
+	copy(buf, data)
+	return p.Commit(t, genNs, captureNs, buf)
 }
 
 func (p *packWriter) flushFrame() error {
+	if p.err != nil {
+		return p.err
+	}
 	if p.f.Len() == 0 {
 		return nil
 	}
 	err := p.w.WriteFrame(p.f)
 	p.frame++
 	p.f.Reset(p.frame, 0)
+	p.scratch = p.scratch[:0] // the frame no longer borrows it
+	if err != nil {
+		p.err = err
+	}
 	return err
+}
+
+// Reserve returns n bytes at the end of the scratch the pending frame
+// borrows from, writing that frame first when the scratch is full.
+func (p *packWriter) Reserve(n int) []byte {
+	if cap(p.scratch)-len(p.scratch) < n {
+		p.flushFrame() // sticky error, returned by Commit
+		p.scratch = p.scratch[:0]
+		if cap(p.scratch) < n {
+			p.scratch = make([]byte, 0, max(n, 2*p.size))
+		}
+	}
+	return p.scratch[len(p.scratch) : len(p.scratch)+n]
+}
+
+// Commit adds the payload last reserved as one message, without copying.
+func (p *packWriter) Commit(t *TopicInfo, genNs, captureNs int64, data []byte) error {
+	if p.err != nil {
+		return p.err
+	}
+	p.scratch = p.scratch[:len(p.scratch)+len(data)]
+	if p.f.Len() == 0 {
+		p.f.Reset(p.frame, captureNs)
+		p.f.SetType(pack.FreeSync)
+	}
+	p.f.AddMetaBorrowed(t.Name, t.Channel, nil, genNs, captureNs, data)
+	p.f.SetDoneTime(captureNs)
+	if p.f.DataSize() >= p.size {
+		return p.flushFrame()
+	}
+	return nil
 }
 
 func (p *packWriter) SetInfo(info pack.DumpInfo) error { return p.w.SetDumpInfo(info) }

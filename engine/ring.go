@@ -68,12 +68,17 @@ type TopicCounters struct {
 
 type pad [64]byte
 
-// numSegments is how many segments a ring is divided into for eviction.
+// maxSegments is how many segments a ring is divided into for eviction
+// (fewer for small rings: at least minSegmentBytes each, at least 4).
 // The writer remembers the first entry starting in each segment (a
 // checkpoint), so evicting for space jumps the tail from checkpoint to
 // checkpoint instead of reading every evicted entry's header, and the tail
 // is published about once per segment.
-const numSegments = 64
+const (
+	maxSegments     = 64
+	minSegments     = 4
+	minSegmentBytes = 1024
+)
 
 // checkpoint describes the first entry starting in a segment.
 type checkpoint struct {
@@ -96,10 +101,11 @@ type ring struct {
 	buf       []byte
 	mask      uint64
 	size      uint64
-	segShift  uint   // log2 of the segment size (size / numSegments)
-	curSeg    uint64 // absolute segment of the newest entry's start
-	cps       [numSegments]checkpoint
-	ageSlack  int64 // extra age tolerated before evicting, for the same reason
+	segShift  uint         // log2 of the segment size
+	segMask   uint64       // len(cps) - 1
+	curSeg    uint64       // absolute segment of the newest entry's start
+	cps       []checkpoint // one per segment, indexed by absolute segment & segMask
+	ageSlack  int64        // extra age tolerated before evicting, for the same reason
 	cfg       ringConfig
 	maxLen    uint64 // effective max payload
 	wHead     uint64 // position where the next entry goes
@@ -153,7 +159,12 @@ func newRing(buf []byte, cfg ringConfig) (*ring, error) {
 	if cfg.maxPacket > 0 && uint64(cfg.maxPacket) < maxLen {
 		maxLen = uint64(cfg.maxPacket)
 	}
-	r := &ring{buf: buf, mask: n - 1, size: n, segShift: uint(bits.TrailingZeros64(n / numSegments)), curSeg: ^uint64(0), cfg: cfg, maxLen: maxLen}
+	nseg := uint64(maxSegments)
+	for nseg > minSegments && n/nseg < minSegmentBytes {
+		nseg /= 2
+	}
+	r := &ring{buf: buf, mask: n - 1, size: n, segShift: uint(bits.TrailingZeros64(n / nseg)), segMask: nseg - 1,
+		cps: make([]checkpoint, nseg), curSeg: ^uint64(0), cfg: cfg, maxLen: maxLen}
 	if cfg.retentionNs > 0 {
 		r.ageSlack = cfg.retentionNs / 32
 	}
@@ -210,7 +221,7 @@ func (r *ring) append(capNs, genNs int64, p []byte) bool {
 	}
 	if g := pos >> r.segShift; g != r.curSeg {
 		r.curSeg = g
-		r.cps[g%numSegments] = checkpoint{pos: pos, seq: r.nextSeq, cum: r.cumLen, capNs: capNs}
+		r.cps[g&r.segMask] = checkpoint{pos: pos, seq: r.nextSeq, cum: r.cumLen, capNs: capNs}
 	}
 	e := r.buf[phys : phys+sz]
 	binary.LittleEndian.PutUint64(e[0:], n)
@@ -249,7 +260,7 @@ func (r *ring) evictTo(need uint64) {
 // tailToCheckpoint evicts up to the first entry starting in segment g if
 // there is one, at or after need, still held.
 func (r *ring) tailToCheckpoint(g, need uint64) bool {
-	cp := &r.cps[g%numSegments]
+	cp := &r.cps[g&r.segMask]
 	if cp.pos>>r.segShift != g || cp.pos < need || cp.pos >= r.wHead {
 		return false // no entry starts in segment g (this lap)
 	}
@@ -269,7 +280,7 @@ func (r *ring) setTail(cp *checkpoint) {
 // entry by entry.
 func (r *ring) evictOlder(cutoff int64) {
 	for g := r.wTail>>r.segShift + 1; g<<r.segShift < r.wHead; g++ {
-		cp := &r.cps[g%numSegments]
+		cp := &r.cps[g&r.segMask]
 		if cp.pos>>r.segShift != g || cp.pos <= r.wTail || cp.pos >= r.wHead {
 			continue
 		}

@@ -180,27 +180,37 @@ func (c *cursor) peek() (entryHeader, bool) {
 // after toNs (then it is not consumed). An entry overwritten while
 // it was copied is never returned: it is counted as lost and skipped.
 func (c *cursor) readInto(m *Message, toNs int64) bool {
-	r := c.r
 	for {
 		h, ok := c.peek()
 		if !ok || h.capNs > toNs {
 			return false
 		}
-		pos := c.pos
-		phys := pos & r.mask
 		n := int(h.n)
 		if cap(m.Data) < n {
 			m.Data = make([]byte, n)
 		}
 		m.Data = m.Data[:n]
-		copy(m.Data, r.buf[phys+entryHeaderSize:phys+entryHeaderSize+h.n])
-		if !c.valid(pos) {
-			continue // torn: peek resyncs and counts the loss
+		if c.copyEntry(h, m.Data) {
+			m.Seq, m.CaptureNs, m.GenNs = h.seq, h.capNs, h.genNs
+			return true
 		}
-		c.deliver(h)
-		m.Seq, m.CaptureNs, m.GenNs = h.seq, h.capNs, h.genNs
-		return true
+		// torn: peek resyncs and counts the loss
 	}
+}
+
+// copyEntry copies the payload of the entry at c.pos, whose header peek
+// returned as h, into dst (len(dst) == h.n) and consumes the entry. It
+// returns false, consuming nothing, when the entry was overwritten while
+// being copied; dst then holds garbage.
+func (c *cursor) copyEntry(h entryHeader, dst []byte) bool {
+	pos := c.pos
+	phys := pos & c.r.mask
+	copy(dst, c.r.buf[phys+entryHeaderSize:phys+entryHeaderSize+h.n])
+	if !c.valid(pos) {
+		return false
+	}
+	c.deliver(h)
+	return true
 }
 
 // skip consumes the entry at c.pos (whose header peek returned) without
