@@ -162,3 +162,36 @@ func TestCProducerMillionLappingCountsEveryGap(t *testing.T) {
 	}
 	t.Logf("received %d, lost %d of %d", st.Messages, st.Lost, n)
 }
+
+// TestCHeaderWorksFromCpp: C++ code on the ECU includes the same header.
+func TestCHeaderWorksFromCpp(t *testing.T) {
+	cxx, err := exec.LookPath("c++")
+	if err != nil {
+		t.Skipf("needs a C++ compiler (c++): %v", err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "p.cpp")
+	os.WriteFile(src, []byte(`#include "edr_shm.h"
+int main(int argc, char **argv) {
+	edr_shm_producer p;
+	edr_shm_options o = EDR_SHM_OPTIONS_INIT;
+	o.name = "from/cpp";
+	if (argc != 2 || edr_shm_create(&p, argv[1], &o) != 0) return 1;
+	for (int i = 0; i < 3; i++) edr_shm_publish(&p, i, "c++", 3);
+	return 0; /* exits without closing: the consumer sees a live segment */
+}
+`), 0o600)
+	bin := filepath.Join(dir, "p")
+	if out, err := exec.Command(cxx, "-std=c++11", "-Wall", "-Wextra", "-Werror", "-Iinclude", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("c++: %v\n%s", err, out)
+	}
+	segs := t.TempDir()
+	if out, err := exec.Command(bin, segs).CombinedOutput(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	sink := newRecSink()
+	st, err := DrainFile(filepath.Join(segs, SegmentFileName("from/cpp", "")), sink, ConsumerOptions{})
+	if err != nil || st.Messages != 3 {
+		t.Fatalf("got %+v, %v; want 3 messages", st, err)
+	}
+}

@@ -34,6 +34,11 @@
 // during the call. With WaitFutex (the default) each idle segment parks one
 // OS thread in FUTEX_WAIT; use WaitPoll for thousands of segments.
 //
+// Memory: each segment that has carried data keeps a private buffer of
+// max(BatchBytes, one record of its max_payload) bytes, at most its ring
+// capacity. A producer's MaxPayload defaults to half its ring, so producers
+// of small messages should set MaxPayload to keep the recorder's share small.
+//
 // A segment is untrusted input: every field is checked against the mapped
 // size before use, a broken segment is quarantined with a *SegmentError
 // naming the segment, field and offset, and other segments keep recording. A

@@ -11,6 +11,8 @@ import (
 
 	"edr-lite/engine"
 	"edr-lite/internal/clock"
+
+	"go.uber.org/goleak"
 )
 
 // TestProducerRestartKeepsTopic: a producer closes and a new one for the
@@ -124,5 +126,33 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 	if err := c.Start(); !errors.Is(err, ErrClosed) {
 		t.Errorf("Start after Close: %v", err)
+	}
+}
+
+// TestCloseLeavesNothingRunning: after Close, no consumer goroutine (segment
+// followers, directory watcher, inotify reader) is left behind.
+func TestCloseLeavesNothingRunning(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	sink := newRecSink()
+	c, err := NewConsumer(dir, sink, ConsumerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProducer(dir, ProducerOptions{Name: "leak"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := waitTopic(t, sink, "leak", "")
+	p.Publish(1, []byte("x"))
+	sink.waitFor(t, "message", func() bool { return len(sink.messages(id)) == 1 })
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

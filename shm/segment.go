@@ -109,17 +109,35 @@ func (s *segment) init(opts *ConsumerOptions) error {
 }
 
 // cursors loads and checks write_cursor and tail_cursor.
+//
+// The two are loaded one after the other, not as a snapshot. Loaded after
+// write_cursor, the tail is at least as new, so w-t never exceeds the
+// capacity when t <= w. But the tail may be ahead of w: the producer moves
+// it before writing (by less than a lap), and it may have published a lot
+// between our two loads. Then we load again; after a few tries, a reload of
+// write_cursor *after* the tail is at least the start of the publish that
+// stored that tail, so t-w < capacity must hold then.
 func (s *segment) cursors() (w, t uint64, err error) {
-	w = s.c.write.Load()
+	for try := 0; ; try++ {
+		w = s.c.write.Load()
+		t = s.c.tail.Load()
+		if t <= w || try == 3 {
+			break
+		}
+	}
+	if t > w {
+		w = s.c.write.Load()
+		if t > w && t-w >= s.h.capacity {
+			return 0, 0, s.fail("tail_cursor", offTailCursor, corruptf(nil, "%d leads write_cursor %d by a lap or more (capacity %d)", t, w, s.h.capacity))
+		}
+	} else if w-t > s.h.capacity {
+		return 0, 0, s.fail("tail_cursor", offTailCursor, corruptf(nil, "%d trails write_cursor %d by more than the capacity %d", t, w, s.h.capacity))
+	}
 	if w&(RecordAlign-1) != 0 || w < s.lastW {
 		return 0, 0, s.fail("write_cursor", offWriteCursor, corruptf(nil, "%d (last seen %d, must be a non-decreasing multiple of 8)", w, s.lastW))
 	}
-	// Loaded after write_cursor, the tail is at least as new: w-t can never
-	// exceed the capacity. It may be ahead of w (the producer moves the
-	// tail before it writes), but by less than the capacity.
-	t = s.c.tail.Load()
-	if t&(RecordAlign-1) != 0 || (t > w && t-w >= s.h.capacity) || (w > t && w-t > s.h.capacity) {
-		return 0, 0, s.fail("tail_cursor", offTailCursor, corruptf(nil, "%d with write_cursor %d and capacity %d", t, w, s.h.capacity))
+	if t&(RecordAlign-1) != 0 {
+		return 0, 0, s.fail("tail_cursor", offTailCursor, corruptf(nil, "%d is not a multiple of 8", t))
 	}
 	s.lastW = w
 	return w, t, nil

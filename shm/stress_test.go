@@ -3,6 +3,7 @@ package shm
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"edr-lite/engine"
 )
@@ -11,6 +12,8 @@ import (
 // read, a reordering or a duplicate fails the test.
 type checkSink struct {
 	maxLen    int
+	slowEvery uint64 // when > 0, sleep 1ms every slowEvery messages
+	calls     uint64
 	next      uint64 // index expected at least
 	got       atomic.Uint64
 	last      atomic.Uint64
@@ -37,6 +40,9 @@ func (s *checkSink) IngestAt(id engine.TopicID, _, gen int64, p []byte) bool {
 	}
 	s.next = i + 1
 	s.got.Add(1)
+	if s.calls++; s.slowEvery > 0 && s.calls%s.slowEvery == 0 {
+		time.Sleep(time.Millisecond) // a deliberately slow recorder
+	}
 	s.last.Store(i)
 	return true
 }
@@ -64,9 +70,19 @@ func TestStressLappingReadsNeverTorn(t *testing.T) {
 	}
 }
 
+// TestSlowConsumerLossCountedExactly: a recorder that stalls 1ms every 50
+// messages while the producer runs flat out loses most messages, and
+// exactly those are counted.
+func TestSlowConsumerLossCountedExactly(t *testing.T) {
+	stressWith(t, &checkSink{maxLen: 300, slowEvery: 50}, 100_000, 300, 64<<10)
+}
+
 func stress(t *testing.T, n uint64, maxLen, capa int) {
+	stressWith(t, &checkSink{maxLen: maxLen}, n, maxLen, capa)
+}
+
+func stressWith(t *testing.T, sink *checkSink, n uint64, maxLen, capa int) {
 	dir := t.TempDir()
-	sink := &checkSink{maxLen: maxLen}
 	c := startConsumer(t, dir, sink, ConsumerOptions{BatchBytes: 1})
 	p := newProducer(t, dir, ProducerOptions{Name: "stress", Capacity: capa})
 	buf := make([]byte, maxLen)
