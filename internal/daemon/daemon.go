@@ -209,6 +209,7 @@ func EngineConfig(f *config.File) (engine.Config, error) {
 		Include:          r.Include,
 		Exclude:          r.Exclude,
 		DestroyOnOffline: r.DestroyOnOffline,
+		BusySkipData:     r.BusySkipData,
 		Dump: engine.DumpConfig{
 			Dir:           r.DumpDir,
 			MaxFiles:      f.Rotation.MaxFiles,
@@ -220,6 +221,12 @@ func EngineConfig(f *config.File) (engine.Config, error) {
 			MaxPerMinute:  r.MaxDumpsPerMinute,
 			StopTimeout:   r.StopDeadline.D(),
 		},
+	}
+	if r.Reorder {
+		ec.Dump.ReorderWindow = r.ReorderWindow.D()
+		if ec.Dump.ReorderWindow <= 0 {
+			return ec, fmt.Errorf("recorder.reorder_window must be > 0 when reorder = true")
+		}
 	}
 	if r.Guard == 0 {
 		ec.Guard = -1 // an explicit 0 in the file means no guard

@@ -183,6 +183,9 @@ func TestEngineConfigMapping(t *testing.T) {
 	f, _ := config.Parse("x", []byte(`
 [recorder]
 guard = 0
+busy_skip_data = true
+reorder = true
+reorder_window = "50ms"
 [[topic]]
 match = "cam/*"
 only_front = true
@@ -195,6 +198,9 @@ dst_ports = ["30490-30500", "7400"]
 	ec, err := EngineConfig(f)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !ec.BusySkipData || ec.Dump.ReorderWindow != 50*time.Millisecond {
+		t.Errorf("busy_skip_data / reorder not mapped: %+v", ec)
 	}
 	if ec.Guard >= 0 || len(ec.Topics) != 1 || !ec.Topics[0].OnlyFront || ec.Topics[0].KeepLast != 3 {
 		t.Errorf("engine config = %+v", ec)
