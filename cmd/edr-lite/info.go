@@ -75,7 +75,12 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 		fmt.Fprintf(w, "writer:     %s\n", in.Writer)
 	}
 	if len(in.Compression) > 0 {
-		fmt.Fprintf(w, "compression: %s\n", strings.Join(in.Compression, ", "))
+		fmt.Fprintf(w, "compression: %s", strings.Join(in.Compression, ", "))
+		if in.RawBytes > 0 {
+			fmt.Fprintf(w, " (data %s stored for %s, ratio %.3f)", units.FormatSize(in.StoredBytes), units.FormatSize(in.RawBytes),
+				float64(in.StoredBytes)/float64(in.RawBytes))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "messages:   %d (%s of payload)\n", in.Messages, units.FormatSize(int64(in.Bytes)))
 	fmt.Fprintf(w, "start:      %s\n", fmtTime(in.StartNs))

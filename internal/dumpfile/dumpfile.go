@@ -72,7 +72,9 @@ type Info struct {
 	Indexed     bool      `json:"indexed"`
 	Frames      int       `json:"frames,omitempty"`
 	Chunks      int       `json:"chunks,omitempty"`
-	Compression []string  `json:"compression,omitempty"`
+	Compression []string  `json:"compression,omitempty"`  // codecs in use ("none", "lz4", "zstd")
+	StoredBytes int64     `json:"stored_bytes,omitempty"` // pack: frame data as stored
+	RawBytes    int64     `json:"raw_bytes,omitempty"`    // pack: the same, uncompressed
 	Writer      string    `json:"writer,omitempty"`
 	Topics      []Topic   `json:"topics"`
 	Triggers    []Trigger `json:"triggers"`
@@ -139,6 +141,14 @@ func packInfo(path string) (*Info, error) {
 	in := &Info{Path: path, Format: FormatPack, Size: s.Size, Messages: s.Messages, StartNs: s.FirstNs,
 		EndNs: s.LastNs, Indexed: s.Indexed, Frames: s.Frames, Writer: s.Header.Writer, Metadata: s.Metadata,
 		Topics: []Topic{}, Triggers: []Trigger{}}
+	cs := r.Codecs()
+	for c, n := range cs.Frames {
+		if n > 0 {
+			in.Compression = append(in.Compression, c.String())
+		}
+	}
+	sort.Strings(in.Compression)
+	in.StoredBytes, in.RawBytes = cs.StoredBytes, cs.RawBytes
 	byName := map[string]int{}
 	for _, t := range s.Topics {
 		byName[topicName(t.Topic)] = len(in.Topics)
