@@ -44,7 +44,9 @@ type ConsumerOptions struct {
 	MaxPayload uint32
 
 	// BatchBytes is the most ring bytes copied and ingested per batch
-	// (one clock read per batch); 256 KiB when 0, at least one record.
+	// (one clock read per batch) and the size of each segment's private
+	// buffer; 64 KiB when 0. A record larger than that is read through one
+	// buffer shared by all segments.
 	BatchBytes int
 
 	// CheckInterval is how often an idle segment's liveness (pid,
@@ -88,7 +90,7 @@ func (o *ConsumerOptions) setDefaults() {
 		o.MaxPayload = 16 << 20
 	}
 	if o.BatchBytes <= 0 {
-		o.BatchBytes = 256 << 10
+		o.BatchBytes = 64 << 10
 	}
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = time.Second
@@ -130,6 +132,7 @@ type Consumer struct {
 	wg      sync.WaitGroup
 	watchWG sync.WaitGroup
 	notify  *os.File // inotify, nil when polling
+	big     bigBuffer
 }
 
 // NewConsumer returns a consumer of the segments in dir (created with mode
@@ -489,7 +492,7 @@ func (f *follower) open() (exists bool) {
 	}
 	f.lastID = fi.id
 	f.changed.Store(false)
-	s, err := openSegment(f.path, &f.c.opts)
+	s, err := openSegment(f.path, &f.c.opts, &f.c.big)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false
