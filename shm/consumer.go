@@ -44,7 +44,9 @@ type ConsumerOptions struct {
 	MaxPayload uint32
 
 	// BatchBytes is the most ring bytes copied and ingested per batch
-	// (one clock read per batch); 256 KiB when 0, at least one record.
+	// (one clock read per batch) and the size of each segment's private
+	// buffer; 64 KiB when 0. A record larger than that is read through one
+	// buffer shared by all segments.
 	BatchBytes int
 
 	// CheckInterval is how often an idle segment's liveness (pid,
@@ -88,7 +90,7 @@ func (o *ConsumerOptions) setDefaults() {
 		o.MaxPayload = 16 << 20
 	}
 	if o.BatchBytes <= 0 {
-		o.BatchBytes = 256 << 10
+		o.BatchBytes = 64 << 10
 	}
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = time.Second
@@ -130,6 +132,7 @@ type Consumer struct {
 	wg      sync.WaitGroup
 	watchWG sync.WaitGroup
 	notify  *os.File // inotify, nil when polling
+	big     bigBuffer
 }
 
 // NewConsumer returns a consumer of the segments in dir (created with mode
@@ -364,7 +367,7 @@ func (c *Consumer) notice(name string) {
 }
 
 func (c *Consumer) startLocked(name string) {
-	f := &follower{c: c, name: name, path: filepath.Join(c.dir, name), kick: make(chan struct{}, 1)}
+	f := &follower{c: c, name: name, path: filepath.Join(c.dir, name), kick: make(chan struct{}, 1), spin: spinSlow}
 	c.followers[name] = f
 	c.wg.Add(1)
 	go f.run()
@@ -389,6 +392,7 @@ type follower struct {
 	badID     fileID // file identity that failed to open
 	bad       bool
 	lastID    fileID // the file last opened (or refused)
+	spin      int    // polls before sleeping, see wait
 	finished  bool   // the producer closed or died and its segment was read
 	timer     *time.Timer
 }
@@ -489,7 +493,7 @@ func (f *follower) open() (exists bool) {
 	}
 	f.lastID = fi.id
 	f.changed.Store(false)
-	s, err := openSegment(f.path, &f.c.opts)
+	s, err := openSegment(f.path, &f.c.opts, &f.c.big)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false
@@ -669,10 +673,22 @@ func (f *follower) check() bool {
 	return true
 }
 
+// Spinning before a futex sleep. A producer pays a FUTEX_WAKE system call
+// (microseconds) for each publish that finds the consumer asleep; a fast
+// producer and a consumer that keeps catching up and falling asleep can lock
+// into one wake per message. So when a sleep ends within fastWake, the
+// stream is fast: the follower polls (yielding) up to spinFast times before
+// its next sleep, and goes back to spinSlow after a long sleep.
+const (
+	spinSlow = 2
+	spinFast = 256
+	fastWake = 100 * time.Microsecond
+)
+
 // wait sleeps until new records may be there, at most d.
 func (f *follower) wait(d time.Duration, idle int) {
 	s := f.seg
-	if idle < 2 {
+	if idle < f.spin {
 		runtime.Gosched()
 		return
 	}
@@ -682,10 +698,16 @@ func (f *follower) wait(d time.Duration, idle int) {
 		if w != s.lastW || f.c.stop.Load() || f.changed.Load() {
 			return
 		}
+		t0 := time.Now()
 		futexWait(s.c.futex, uint32(w), d)
+		if time.Since(t0) < fastWake {
+			f.spin = spinFast
+		} else {
+			f.spin = spinSlow
+		}
 		return
 	}
-	step := f.c.opts.PollMin << min(idle-2, 16)
+	step := f.c.opts.PollMin << min(idle-f.spin, 16)
 	f.sleep(min(step, f.c.opts.PollMax, d))
 }
 

@@ -20,7 +20,7 @@ func DrainFile(path string, sink engine.Sink, opts ConsumerOptions) (st SegmentS
 	}
 	opts.setDefaults()
 	st.Path = path
-	s, err := openSegment(path, &opts)
+	s, err := openSegment(path, &opts, &bigBuffer{})
 	if err != nil {
 		return st, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"edr-lite/engine"
@@ -31,6 +32,7 @@ type segment struct {
 	lastW   uint64 // write cursor seen last (it must never go back)
 	scratch []byte // private copy of a chunk; allocated on first data
 	batch   int
+	big     *bigBuffer // shared buffer for records larger than batch
 
 	fenceWord atomic.Uint64
 
@@ -41,12 +43,12 @@ type segment struct {
 const frozenLen = offChannel + MaxChannelLen
 
 // openSegment opens, checks and maps the segment file at path.
-func openSegment(path string, opts *ConsumerOptions) (*segment, error) {
+func openSegment(path string, opts *ConsumerOptions, big *bigBuffer) (*segment, error) {
 	fd, writable, err := openSegmentFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &segment{path: path, fd: fd, writable: writable, batch: opts.BatchBytes}
+	s := &segment{path: path, fd: fd, writable: writable, batch: opts.BatchBytes, big: big}
 	if err := s.init(opts); err != nil {
 		s.close()
 		return nil, err
@@ -90,11 +92,8 @@ func (s *segment) init(opts *ConsumerOptions) error {
 	}
 	s.mask = h.capacity - 1
 	s.c = mapCursors(s.hdrMem, s.writable)
-	if s.batch < 1<<16 {
-		s.batch = 1 << 16
-	}
-	if need := int(recordSize(int(h.maxPayload))); s.batch < need {
-		s.batch = need
+	if s.batch < 4096 {
+		s.batch = 4096
 	}
 	if s.batch > int(h.capacity) {
 		s.batch = int(h.capacity)
@@ -169,26 +168,84 @@ func (s *segment) drain(sink engine.Sink, id engine.TopicID, budget int) (n int,
 		if s.scratch == nil {
 			s.scratch = make([]byte, s.batch)
 		}
-		chunk := s.scratch[:length]
-		copy(chunk, s.ring[start:start+length])
-		s.fence()
-		t2 := s.c.tail.Load()
-		k, err := s.parse(chunk, w, t2, sink, id)
-		n += k
-		if err != nil {
-			return n, false, err
+		// Peek at the first record's length (untrusted, only to pick the
+		// buffer: whatever is copied is validated again) so that a record
+		// larger than the private buffer is not copied twice.
+		var k int
+		need := uint64(0)
+		if length < s.h.capacity-start || length < w-s.rpos { // cut by the batch size
+			if rec := s.ring[start : start+8]; binary.LittleEndian.Uint32(rec[4:]) == KindMessage {
+				size := recordSize(int(binary.LittleEndian.Uint32(rec)))
+				if size > length && size <= recordSize(int(s.h.maxPayload)) && size <= s.h.capacity-start && size <= w-s.rpos {
+					need = size // plausible: else let the checked path judge it
+				}
+			}
+		}
+		if need == 0 {
+			k, need, err = s.copyParse(s.scratch[:length], start, w, sink, id)
+			n += k
+			if err != nil {
+				return n, false, err
+			}
+		}
+		if need > 0 {
+			// One record larger than the private buffer: read it alone
+			// through the consumer's shared buffer.
+			if need > s.h.capacity-start || need > w-s.rpos {
+				return n, false, s.fail("record.length", int64(HeaderSize+start), corruptf(nil,
+					"record of %d bytes at %d passes the ring end or write_cursor %d", need, s.rpos, w))
+			}
+			buf := s.big.lock(int(need))
+			k, _, err = s.copyParse(buf[:need], start, w, sink, id)
+			s.big.unlock()
+			n += k
+			if err != nil {
+				return n, false, err
+			}
 		}
 	}
 	return n, false, nil
 }
 
+// copyParse copies chunk from ring offset start, validates it against the
+// tail loaded after a fence, and parses it.
+func (s *segment) copyParse(chunk []byte, start, w uint64, sink engine.Sink, id engine.TopicID) (int, uint64, error) {
+	copy(chunk, s.ring[start:start+uint64(len(chunk))])
+	s.fence()
+	t2 := s.c.tail.Load()
+	return s.parse(chunk, w, t2, sink, id)
+}
+
+// bigBuffer is a buffer shared by a consumer's segments for the rare record
+// larger than a segment's private buffer (BatchBytes), so that memory does
+// not grow with the number of segments times their largest record. Safe for
+// concurrent use.
+type bigBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// lock returns the buffer, at least n bytes, held until unlock.
+func (b *bigBuffer) lock(n int) []byte {
+	b.mu.Lock()
+	if len(b.buf) < n {
+		b.buf = make([]byte, n)
+	}
+	return b.buf
+}
+
+func (b *bigBuffer) unlock() { b.mu.Unlock() }
+
 // parse walks the private copy chunk of the records starting at s.rpos and
 // ingests the intact ones. Every field is checked against the chunk, the
 // write cursor and the segment's limits before use.
-func (s *segment) parse(chunk []byte, w, t2 uint64, sink engine.Sink, id engine.TopicID) (int, error) {
+//
+// need > 0 reports that the first record of the chunk is need bytes long,
+// more than the chunk holds (the caller reads it through a larger buffer).
+func (s *segment) parse(chunk []byte, w, t2 uint64, sink engine.Sink, id engine.TopicID) (n int, need uint64, err error) {
 	le := binary.LittleEndian
 	now := sink.Now()
-	n, bytes, rejected := 0, uint64(0), uint64(0)
+	bytes, rejected := uint64(0), uint64(0)
 	defer func() {
 		s.received.Add(uint64(n) - rejected)
 		s.bytes.Add(bytes)
@@ -202,12 +259,12 @@ walk:
 		if pos < t2 {
 			// Overwritten while we copied: resume at the new tail.
 			s.rpos = t2
-			return n, nil
+			return n, 0, nil
 		}
 		rest := uint64(len(chunk)) - off
 		fileOff := int64(HeaderSize + (pos & s.mask))
 		if rest < 8 {
-			return n, s.fail("record.kind", fileOff+4, corruptf(nil, "record header cut by the ring end or write cursor %d", w))
+			return n, 0, s.fail("record.kind", fileOff+4, corruptf(nil, "record header cut by the ring end or write cursor %d", w))
 		}
 		length := le.Uint32(chunk[off:])
 		kind := le.Uint32(chunk[off+4:])
@@ -215,31 +272,34 @@ walk:
 		case KindPadding:
 			skip := s.h.capacity - (pos & s.mask)
 			if skip > w-pos {
-				return n, s.fail("record.length", fileOff, corruptf(nil, "padding to the ring end passes write_cursor %d", w))
+				return n, 0, s.fail("record.length", fileOff, corruptf(nil, "padding to the ring end passes write_cursor %d", w))
 			}
 			pos += skip
 			s.rpos = pos
-			return n, nil // the chunk never extends past the ring end
+			return n, 0, nil // the chunk never extends past the ring end
 		case KindMessage:
 		default:
-			return n, s.fail("record.kind", fileOff+4, corruptf(nil, "%d at position %d", kind, pos))
+			return n, 0, s.fail("record.kind", fileOff+4, corruptf(nil, "%d at position %d", kind, pos))
 		}
 		if length > s.h.maxPayload {
-			return n, s.fail("record.length", fileOff, corruptf(nil, "%d exceeds max_payload %d", length, s.h.maxPayload))
+			return n, 0, s.fail("record.length", fileOff, corruptf(nil, "%d exceeds max_payload %d", length, s.h.maxPayload))
 		}
 		size := recordSize(int(length))
 		if size > rest {
 			switch {
 			case size > w-pos:
-				return n, s.fail("record.length", fileOff, corruptf(nil, "record of %d bytes at %d passes write_cursor %d", size, pos, w))
+				return n, 0, s.fail("record.length", fileOff, corruptf(nil, "record of %d bytes at %d passes write_cursor %d", size, pos, w))
 			case atRingEnd:
-				return n, s.fail("record.length", fileOff, corruptf(nil, "record of %d bytes at %d straddles the ring end", size, pos))
+				return n, 0, s.fail("record.length", fileOff, corruptf(nil, "record of %d bytes at %d straddles the ring end", size, pos))
+			}
+			if off == 0 {
+				return n, size, nil // larger than the private buffer
 			}
 			break walk // cut by the batch size: read it with the next chunk
 		}
 		seq := le.Uint64(chunk[off+8:])
 		if seq < s.nextSeq {
-			return n, s.fail("record.seq", fileOff+8, corruptf(nil, "%d after %d", seq, s.nextSeq-1))
+			return n, 0, s.fail("record.seq", fileOff+8, corruptf(nil, "%d after %d", seq, s.nextSeq-1))
 		}
 		if gap := seq - s.nextSeq; gap > 0 {
 			s.lost.Add(gap)
@@ -257,7 +317,7 @@ walk:
 		off += size
 	}
 	s.rpos = pos
-	return n, nil
+	return n, 0, nil
 }
 
 // verify re-checks the immutable header bytes against the copy taken at

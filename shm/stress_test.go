@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +106,42 @@ func stressWith(t *testing.T, sink *checkSink, n uint64, maxLen, capa int) {
 		t.Fatalf("received %d + lost %d = %d, published %d", st.Messages, st.Lost, st.Messages+st.Lost, n)
 	}
 	t.Logf("published %d, received %d, lost %d", n, st.Messages, st.Lost)
+}
+
+// TestLargeRecordsThroughSharedBuffer: records larger than each segment's
+// private buffer are read, bit-exact and in order, through the buffer the
+// consumer shares between segments, from several segments at once.
+func TestLargeRecordsThroughSharedBuffer(t *testing.T) {
+	const n, maxLen, producers = 300, 20_000, 3
+	dir := t.TempDir()
+	sink := newRecSink()
+	startConsumer(t, dir, sink, ConsumerOptions{BatchBytes: 4096})
+	done := make(chan error, producers)
+	for k := range producers {
+		p := newProducer(t, dir, ProducerOptions{Name: fmt.Sprintf("big/%d", k), Capacity: 16 << 20})
+		go func() {
+			buf := make([]byte, maxLen)
+			for i := range uint64(n) {
+				if err := p.Publish(int64(i), payloadFor(buf, i, maxLen)); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range producers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range producers {
+		id := waitTopic(t, sink, fmt.Sprintf("big/%d", k), "")
+		sink.waitFor(t, "all messages", func() bool { return len(sink.messages(id)) == n })
+		for i, m := range sink.messages(id) {
+			if got, err := checkPayload(m.payload, maxLen); err != nil || got != uint64(i) {
+				t.Fatalf("topic %d message %d: index %d, %v", k, i, got, err)
+			}
+		}
+	}
 }
