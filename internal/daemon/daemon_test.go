@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -269,5 +270,50 @@ func TestMCAPDumps(t *testing.T) {
 	})
 	if err != nil || n != 100 {
 		t.Errorf("walk: %d messages, %v", n, err)
+	}
+}
+
+// TestUDPSourceFromConfig: a [[source.udp]] listener records datagrams under
+// its topic template.
+func TestUDPSourceFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.Sources.SHM = nil
+	cfg.Rules = nil
+	cfg.Hooks.Exec = nil
+	cfg.Control = config.Control{}
+	l, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.LocalAddr().String()
+	l.Close() // a free port for the recorder
+	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}"}}
+	d, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	waitFor(t, "10 datagrams recorded", func() bool {
+		c.Write([]byte("radar-frame"))
+		for _, tp := range d.Status().Topics {
+			if tp.Name == "radar/"+port && tp.Written >= 10 {
+				return true
+			}
+		}
+		return false
+	})
+	st := d.Status()
+	if len(st.Sources) != 1 || st.Sources[0].Kind != "udp" || st.Sources[0].Messages < 10 {
+		t.Errorf("sources = %+v", st.Sources)
 	}
 }
