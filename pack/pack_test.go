@@ -104,14 +104,14 @@ func TestStreamAndMmapIdentical(t *testing.T) {
 	frames := sampleFrames(200)
 	for _, c := range []Compression{CompressNone, CompressLZ4, CompressZstd} {
 		t.Run(c.String(), func(t *testing.T) {
-			opts := WriterOptions{Writer: "same", CreatedNs: 7, Compression: c, Window: 4096}
+			opts := WriterOptions{Writer: "same", CreatedNs: 7, Compression: c, Window: 4096, Mmap: true}
 			path := filepath.Join(t.TempDir(), "m.pack")
 			w, err := Create(path, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			wopts := opts
-			wopts.NoMmap, wopts.Prealloc = true, 10000
+			wopts.Mmap, wopts.Prealloc = false, 10000
 			wpath := filepath.Join(t.TempDir(), "w.pack")
 			ww, err := Create(wpath, wopts)
 			if err != nil {
@@ -143,7 +143,7 @@ func TestStreamAndMmapIdentical(t *testing.T) {
 				t.Fatalf("mmap file (%d bytes) differs from stream (%d bytes)", len(got), buf.Len())
 			}
 			if got, _ := os.ReadFile(wpath); !bytes.Equal(got, buf.Bytes()) {
-				t.Fatalf("NoMmap file (%d bytes) differs from stream (%d bytes)", len(got), buf.Len())
+				t.Fatalf("write(2) file (%d bytes) differs from stream (%d bytes)", len(got), buf.Len())
 			}
 		})
 	}

@@ -24,28 +24,31 @@ type WriterOptions struct {
 	// 0 means 1 MiB.
 	TargetFrameSize int
 
-	// Window is the size of the mmap writer's mapping window (rounded up to
+	// Window (with Mmap) is the size of the mmap writer's mapping window (rounded up to
 	// the page size); 0 means 256 MiB (16 MiB on 32-bit platforms). A frame
 	// larger than the window gets a window of its own size.
 	Window int
 	// Prealloc is the step in which Create fallocates ahead; 0 means
-	// 64 MiB (or Window when smaller). Near a full disk it falls back to
+	// 64 MiB (with Mmap: or Window when smaller). Near a full disk it falls back to
 	// allocating exactly what a frame needs.
 	Prealloc int64
-	// NoPrefault disables populating each window before it is written
+	// NoPrefault disables the mmap writer's populating each window before it is written
 	// (MADV_POPULATE_WRITE). For benchmarks.
 	NoPrefault bool
+	// NoBackgroundPrefault makes the mmap writer populate its window on the
+	// writing goroutine instead of a helper goroutine. For benchmarks.
+	NoBackgroundPrefault bool
 	// NoHugePages disables asking for huge folios (MADV_HUGEPAGE) on the
 	// mmap writer's windows. For benchmarks.
 	NoHugePages bool
-	// NoAsyncWriteback disables starting writeback (sync_file_range) every
-	// few MiB written. For benchmarks.
+	// NoAsyncWriteback disables the mmap writer's starting writeback
+	// (sync_file_range) every few MiB written. For benchmarks.
 	NoAsyncWriteback bool
-	// NoMmap makes Create write with write(2) instead of an mmap window:
-	// fallocate ahead (keeping the size), sync_file_range every 8 MiB,
-	// fsync on Close. Same bytes, same durability; on a loaded machine it is
-	// the faster path (see the package doc's figures).
-	NoMmap bool
+	// Mmap makes Create write through a shared mmap window instead of
+	// write(2). Same bytes, same durability; on the machines measured so far
+	// it is the slower path (the kernel zero-fills every page-cache page a
+	// mapping faults in before the copy; see the package doc's figures).
+	Mmap bool
 }
 
 // sink is where a Writer puts records: an mmap window or a stream buffer.
