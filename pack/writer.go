@@ -190,7 +190,7 @@ func (w *Writer) writeFrame(f *Frame) error {
 		if err != nil {
 			return w.fail(err)
 		}
-		if len(w.comp) < raw && uint64(raw) <= uint64(len(w.comp))*MaxCompressionRatio {
+		if len(w.comp) > 0 && len(w.comp) < raw {
 			stored = w.comp
 			h.codec = w.opts.Compression
 			h.stored = uint32(len(stored))
