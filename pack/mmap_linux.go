@@ -95,7 +95,7 @@ type prefaultReq struct {
 
 // prefaultDepth is how many prefaultAhead-sized requests the background
 // prefaulter may have outstanding.
-const prefaultDepth = 3
+const prefaultDepth = 2
 
 func newPrefaulter() *prefaulter {
 	p := &prefaulter{req: make(chan prefaultReq, prefaultDepth), done: make(chan int64, prefaultDepth)}
@@ -411,6 +411,14 @@ func (s *fileSink) reserve(n int) ([]byte, error) {
 		return nil, err
 	}
 	return s.streamSink.reserve(n)
+}
+
+// writeVec preallocates the record's space first, like reserve.
+func (s *fileSink) writeVec(head []byte, blocks [][]byte, n int64) error {
+	if err := s.d.ensure(s.d.off + int64(len(s.buf)) + n); err != nil {
+		return err
+	}
+	return s.streamSink.writeVec(head, blocks, n)
 }
 
 func (s *fileSink) flush() error {

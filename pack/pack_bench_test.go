@@ -470,6 +470,7 @@ func BenchmarkWriteDurableRounds(b *testing.B) {
 	b.ReportMetric(mbps[1]/best, "naive/best-write")
 	b.ReportMetric(mbps[5]/best, "pack-write/best-write")
 	b.ReportMetric(mbps[8]/best, "fgprefault/best-write")
+	b.ReportMetric(mbps[0]/mbps[5], "Mmap/pack-write")
 }
 
 func nowNs() int64 { return time.Now().UnixNano() }

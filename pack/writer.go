@@ -99,6 +99,7 @@ type Writer struct {
 	err  error
 
 	meta  []byte // encoded meta scratch
+	head  []byte // record head scratch (vecSink path)
 	raw   []byte // concatenated data scratch (compression)
 	comp  []byte // compressed scratch
 	codec *codecs
@@ -200,6 +201,9 @@ func (w *Writer) writeFrame(f *Frame) error {
 	if rec > MaxFrameSize {
 		return fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, rec)
 	}
+	if vs, ok := w.sink.(vecSink); ok && stored == nil && raw >= vecMinData {
+		return w.writeFrameVec(vs, f, &h, rec)
+	}
 	dst, err := w.sink.reserve(int(rec))
 	if err != nil {
 		return w.fail(err)
@@ -225,6 +229,38 @@ func (w *Writer) writeFrame(f *Frame) error {
 	if err := w.sink.commit(int(rec)); err != nil {
 		return w.fail(err)
 	}
+	w.off += rec
+	return nil
+}
+
+// vecMinData is the uncompressed data size from which a frame goes to a
+// vecSink as head plus the caller's blocks instead of being assembled.
+const vecMinData = 64 << 10
+
+// writeFrameVec writes an uncompressed frame as its head (header, meta,
+// block table) followed by f's data blocks in place: the data is copied
+// once, by the kernel, instead of into the record first.
+func (w *Writer) writeFrameVec(vs vecSink, f *Frame, h *frameHeader, rec int64) error {
+	dataStart := FrameHeaderSize + len(w.meta) + len(f.blocks)*BlockLenSize
+	if cap(w.head) < dataStart {
+		w.head = make([]byte, dataStart)
+	}
+	head := w.head[:dataStart]
+	p := FrameHeaderSize
+	p += copy(head[p:], w.meta)
+	var dataCRC uint32
+	for _, b := range f.blocks {
+		le.PutUint32(head[p:], uint32(len(b)))
+		p += BlockLenSize
+		dataCRC = crcUpdate(dataCRC, b)
+	}
+	h.dataCRC = dataCRC
+	putFrameHeader(head, h)
+	le.PutUint32(head[4:], crc(head[8:dataStart]))
+	if err := vs.writeVec(head, f.blocks, rec); err != nil {
+		return w.fail(err)
+	}
+	w.acct.add(f, w.off, h, head[FrameHeaderSize+len(w.meta):dataStart])
 	w.off += rec
 	return nil
 }
@@ -397,6 +433,13 @@ func sortedTopics(ts []topicStat) []topicStat {
 	return out
 }
 
+// vecSink is a sink that can take a record as a head and data blocks
+// without their being assembled first.
+type vecSink interface {
+	// writeVec appends head followed by blocks, n bytes in all.
+	writeVec(head []byte, blocks [][]byte, n int64) error
+}
+
 // streamSink buffers records and writes them to an io.Writer.
 type streamSink struct {
 	w   io.Writer
@@ -432,6 +475,40 @@ func (s *streamSink) flush() error {
 	_, err := s.w.Write(s.buf)
 	s.buf = s.buf[:0]
 	return err
+}
+
+// writeVec buffers small pieces and writes large ones (vecMinData and
+// up) straight from the caller's memory after flushing the buffer.
+func (s *streamSink) writeVec(head []byte, blocks [][]byte, _ int64) error {
+	if err := s.put(head); err != nil {
+		return err
+	}
+	for _, b := range blocks {
+		if err := s.put(b); err != nil {
+			return err
+		}
+	}
+	if len(s.buf) >= streamChunk {
+		return s.flush()
+	}
+	return nil
+}
+
+func (s *streamSink) put(b []byte) error {
+	if len(b) >= vecMinData {
+		if err := s.flush(); err != nil {
+			return err
+		}
+		_, err := s.w.Write(b)
+		return err
+	}
+	dst, err := s.reserve(len(b))
+	if err != nil {
+		return err
+	}
+	copy(dst, b)
+	s.buf = s.buf[:len(s.buf)+len(b)]
+	return nil
 }
 
 func (s *streamSink) finish(int64) error { return s.flush() }
