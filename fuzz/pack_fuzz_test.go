@@ -27,6 +27,10 @@ func packSeed(c pack.Compression, frames int) []byte {
 		f.AddMeta("speed", "can0", []byte{byte(i), 1, 2}, t, t+1)
 		f.AddMetaWithData("cam", "", []byte("jpg"), t+1, t+2, bytes.Repeat([]byte{byte(i), 7}, 40))
 		f.AddMetaWithData("noise", "x", nil, t+2, t+3, []byte(fmt.Sprintf("%x", i*7919)))
+		if i == 0 && c != pack.CompressNone {
+			// compresses far beyond 1000:1 (stored compressed all the same)
+			f.AddMetaWithData("blank", "", nil, t+3, t+4, make([]byte, 256<<10))
+		}
 		if err := w.WriteFrame(f); err != nil {
 			panic(err)
 		}

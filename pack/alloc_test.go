@@ -68,6 +68,8 @@ func TestSeekTimeAllocs(t *testing.T) {
 
 func TestWriteFrameAllocs(t *testing.T) {
 	frames := sampleFrames(16)
+	// and frames with blocks large enough to be written in place
+	frames = append(frames, benchFrames(4, 2, 96<<10, sensorData(1<<20, 1))...)
 	for _, c := range []Compression{CompressNone, CompressLZ4, CompressZstd} {
 		w, err := NewStreamWriter(io.Discard, WriterOptions{Compression: c})
 		if err != nil {

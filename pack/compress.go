@@ -68,8 +68,11 @@ func (c *codecs) decompress(codec Compression, dst, src []byte, rawLen int) ([]b
 			}
 		}
 		var hdr zstd.Header
-		if err := hdr.Decode(src); err != nil || !hdr.HasFCS || hdr.FrameContentSize != uint64(rawLen) {
+		if err := hdr.Decode(src); err != nil || hdr.Skippable || !hdr.HasFCS || hdr.FrameContentSize != uint64(rawLen) {
 			return nil, "zstd frame content size differs from the stated length"
+		}
+		if reason := zstdBlocksBound(src, hdr.HeaderSize, hdr.HasCheckSum, rawLen); reason != "" {
+			return nil, reason
 		}
 		out, err := c.zdec.DecodeAll(src, dst[:0:rawLen])
 		if err != nil || len(out) != rawLen {
@@ -78,6 +81,61 @@ func (c *codecs) decompress(codec Compression, dst, src []byte, rawLen int) ([]b
 		return out, ""
 	}
 	return nil, "unknown compression codec"
+}
+
+// zstdMaxBlock is the most a zstd block can decode to (Block_Maximum_Size,
+// RFC 8878 §3.1.1.2.3).
+const zstdMaxBlock = 128 << 10
+
+// zstdBlocksBound walks the block headers of the single zstd frame in src
+// (its header is hdrSize bytes) without decoding anything and checks that
+// the blocks tile src exactly and can produce rawLen bytes at most: raw and
+// RLE blocks decode to their stated size, a compressed block to at most
+// zstdMaxBlock. So decompression never writes into more memory than the
+// stored bytes can really produce (the worst case, RLE blocks, is
+// zstdMaxBlock per 4 stored bytes).
+func zstdBlocksBound(src []byte, hdrSize int, checksum bool, rawLen int) string {
+	p, most := hdrSize, 0
+	for {
+		if p+3 > len(src) {
+			return "zstd block header runs past the stored data"
+		}
+		bh := int(src[p]) | int(src[p+1])<<8 | int(src[p+2])<<16
+		p += 3
+		last, typ, size := bh&1 == 1, (bh>>1)&3, bh>>3
+		switch typ {
+		case 0: // raw
+			p += size
+			most += size
+		case 1: // RLE
+			p++
+			most += size
+		case 2: // compressed
+			if size > zstdMaxBlock {
+				return "zstd block larger than the format allows"
+			}
+			p += size
+			most += zstdMaxBlock
+		default:
+			return "reserved zstd block type"
+		}
+		if p > len(src) {
+			return "zstd block runs past the stored data"
+		}
+		if last {
+			break
+		}
+	}
+	if checksum {
+		p += 4
+	}
+	if p != len(src) {
+		return "zstd frame does not end where the stored data ends"
+	}
+	if rawLen > most {
+		return "zstd blocks cannot produce the stated length"
+	}
+	return ""
 }
 
 func (c *codecs) close() {

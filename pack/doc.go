@@ -9,7 +9,7 @@
 //
 // In one paragraph: build a Frame with NewFrame and AddMeta /
 // AddMetaWithData (copied) / AddMetaBorrowed (not copied); write frames with
-// a Writer from Create (mmap, Linux) or NewStreamWriter (any io.Writer; same
+// a Writer from Create (durable file, Linux; write(2) or mmap) or NewStreamWriter (any io.Writer; same
 // bytes), attach SetDumpInfo / AddMetadata, Flush for durability, Close to
 // write the index and trailer. Read with Open: ReadInto (with data) or
 // ReadMetaInto (meta only) into a reused Frame until io.EOF, Tell /
@@ -30,7 +30,10 @@
 //   - Concurrency: Frame, Writer and Reader are not safe for concurrent use;
 //     use one Reader per goroutine (they share the page cache). FrameCache is
 //     safe for concurrent use.
-//   - Create (the mmap writer) is Linux-only; elsewhere it returns
+//   - Create writes with write(2) by default and through an mmap window with
+//     WriterOptions.Mmap; the mmap writer starts a helper goroutine that
+//     populates the window ahead (ended by Close). Create is Linux-only;
+//     elsewhere it returns
 //     ErrNotSupported and NewStreamWriter over an *os.File does the job.
 //     On other platforms Open reads the file into memory.
 //   - A file is complete only after Close returned nil; the engine writes
@@ -73,9 +76,8 @@
 // munmap of dirty pages (16 MiB windows halve throughput), hence 256 MiB
 // windows; early writeback (sync_file_range every 8 MiB) is what lifts the
 // write path from 0.43 to 1.00, and it is on in both pack paths. The
-// engine should use NoMmap for throughput; the mmap path stays the
-// default of Create because the design asks for it, and it is never worse
-// than ~0.3x.
+// engine gets the write(2) path by default (Create); the mmap path is
+// WriterOptions.Mmap.
 //
 // Reading a 64 MiB file of 1 KiB messages, 16 per frame, from the page
 // cache (BenchmarkRead; same-run copy of 64 MiB: 720 MB/s):

@@ -43,9 +43,12 @@ const (
 	MaxSectionSize = 1 << 30
 	// MaxCompressionRatio bounds uncompressed/stored data length of a
 	// compressed frame, so a reader never allocates more than this many
-	// times the bytes a frame occupies in the file. Writers store a frame
-	// uncompressed when it would compress better than this.
-	MaxCompressionRatio = 1024
+	// times the bytes a frame occupies in the file. It is the most either
+	// codec can reach (a zstd RLE block: 128 KiB from 4 bytes; LZ4 reaches
+	// about 255), so no writer ever has to refuse a well-compressing frame.
+	// For zstd the reader also walks the frame's block headers and rejects
+	// a stated length the blocks cannot produce before allocating.
+	MaxCompressionRatio = 32768
 )
 
 // Magic numbers.

@@ -12,17 +12,21 @@ import (
 )
 
 // Create creates (truncating) the file at path and returns a Writer that
-// writes it through a shared mmap window: the file is preallocated with
-// fallocate ahead of the window, each window is populated before it is
-// written (MADV_POPULATE_WRITE) so page faults are taken in bulk, the
-// window is unmapped once full after starting its writeback
-// (sync_file_range), and Close truncates the file to its size and fsyncs.
+// writes it durably. By default it writes with write(2): space is
+// preallocated (fallocate, keeping the size) before a frame is accepted,
+// writeback is started every few MiB (sync_file_range) and Close fsyncs.
+// With WriterOptions.Mmap it writes through a shared mmap window instead:
+// the file is fallocated ahead of the window, a helper goroutine populates
+// the window ahead of the writer (MADV_POPULATE_WRITE), writeback is
+// started every few MiB, each full window is unmapped, and Close truncates
+// the file to its size and fsyncs. Both produce the same bytes; the
+// package doc explains why write(2) is the default.
 func Create(path string, opts WriterOptions) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if opts.NoMmap {
+	if !opts.Mmap {
 		pre := opts.Prealloc
 		if pre <= 0 {
 			pre = 64 << 20
@@ -45,6 +49,9 @@ func Create(path string, opts WriterOptions) (*Writer, error) {
 	}
 	s := &mmapSink{f: f, fd: int(f.Fd()), path: path, page: page, window: win, prealloc: pre,
 		prefault: !opts.NoPrefault, writeback: !opts.NoAsyncWriteback, huge: !opts.NoHugePages}
+	if s.prefault && !opts.NoBackgroundPrefault {
+		s.bg = newPrefaulter()
+	}
 	return newWriter(s, path, opts)
 }
 
@@ -67,11 +74,66 @@ type mmapSink struct {
 	reserved  int
 	kicked    int64 // file offset up to which writeback was started
 	faulted   int64 // file offset up to which the window is populated
+	requested int64 // file offset up to which background populating was asked
+	bg        *prefaulter
+}
+
+// prefaulter populates parts of the mmap writer's window on its own
+// goroutine, so that the kernel's zero-filling of fresh page-cache folios
+// runs on another CPU while the writer copies into pages already
+// populated.
+type prefaulter struct {
+	req      chan prefaultReq
+	done     chan int64 // end offset of each finished request, in order
+	inflight int
+}
+
+type prefaultReq struct {
+	b   []byte
+	end int64
+}
+
+// prefaultDepth is how many prefaultAhead-sized requests the background
+// prefaulter may have outstanding.
+const prefaultDepth = 2
+
+func newPrefaulter() *prefaulter {
+	p := &prefaulter{req: make(chan prefaultReq, prefaultDepth), done: make(chan int64, prefaultDepth)}
+	go func() {
+		for r := range p.req {
+			_ = unix.Madvise(r.b, unix.MADV_POPULATE_WRITE)
+			p.done <- r.end
+		}
+		close(p.done)
+	}()
+	return p
+}
+
+// wait blocks for the oldest outstanding request and returns its end.
+func (p *prefaulter) wait() int64 {
+	p.inflight--
+	return <-p.done
+}
+
+// drain waits for every outstanding request: the window they populate may
+// then be unmapped.
+func (p *prefaulter) drain() {
+	for p.inflight > 0 {
+		p.wait()
+	}
+}
+
+// stop drains and ends the goroutine.
+func (p *prefaulter) stop() {
+	p.drain()
+	close(p.req)
+	for range p.done {
+	}
 }
 
 // prefaultAhead is how far beyond the bytes being written the mmap writer
 // populates the window (MADV_POPULATE_WRITE) in one call.
-const prefaultAhead = 8 << 20
+const prefaultAhead = 2 << 20
 
 // writebackChunk is how much written data the mmap writer lets accumulate
 // before starting its writeback (sync_file_range), so that disk I/O
@@ -89,7 +151,9 @@ func (s *mmapSink) reserve(n int) ([]byte, error) {
 	if err := s.ensure(s.pos + int64(n)); err != nil {
 		return nil, err
 	}
-	if s.prefault && s.pos+int64(n) > s.faulted {
+	if s.bg != nil {
+		s.populateBackground(s.pos + int64(n))
+	} else if s.prefault && s.pos+int64(n) > s.faulted {
 		s.populate(s.pos + int64(n))
 	}
 	s.reserved = n
@@ -133,6 +197,7 @@ func (s *mmapSink) remap(n int64) error {
 	}
 	s.win, s.winOff = b, off
 	s.faulted = max(s.faulted, off)
+	s.requested = max(s.requested, off)
 	return nil
 }
 
@@ -176,11 +241,36 @@ func (s *mmapSink) populate(upto int64) {
 	s.faulted = end
 }
 
+// populateBackground keeps up to prefaultDepth requests of prefaultAhead
+// bytes queued ahead of upto, and waits only when the writer would
+// otherwise overtake the prefaulter (its own faults are slower than a
+// populate call).
+func (s *mmapSink) populateBackground(upto int64) {
+	p := s.bg
+	limit := min(s.winOff+int64(len(s.win)), s.allocated)
+	for {
+		for p.inflight < prefaultDepth && s.requested < limit && s.requested < upto+prefaultDepth*prefaultAhead {
+			from := max(s.requested, s.winOff) &^ (s.page - 1)
+			end := min(from+prefaultAhead, limit)
+			p.req <- prefaultReq{b: s.win[from-s.winOff : end-s.winOff], end: end}
+			p.inflight++
+			s.requested = end
+		}
+		if upto <= s.faulted || p.inflight == 0 {
+			return
+		}
+		s.faulted = p.wait()
+	}
+}
+
 // unmap releases the current window after starting writeback of what was
 // written into it.
 func (s *mmapSink) unmap() error {
 	if s.win == nil {
 		return nil
+	}
+	if s.bg != nil {
+		s.bg.drain()
 	}
 	if s.writeback && s.pos > s.kicked {
 		s.kick()
@@ -204,6 +294,10 @@ func (s *mmapSink) flush() error {
 
 func (s *mmapSink) finish(size int64) error {
 	err := s.unmap()
+	if s.bg != nil {
+		s.bg.stop()
+		s.bg = nil
+	}
 	if err == nil {
 		err = s.f.Truncate(size)
 	}
@@ -221,6 +315,10 @@ func (s *mmapSink) finish(size int64) error {
 
 func (s *mmapSink) abort() error {
 	err := s.unmap()
+	if s.bg != nil {
+		s.bg.stop()
+		s.bg = nil
+	}
 	if tErr := s.f.Truncate(s.pos); err == nil {
 		err = tErr
 	}
@@ -252,7 +350,7 @@ func mapFile(path string) ([]byte, func() error, error) {
 	return b, func() error { return unix.Munmap(b) }, nil
 }
 
-// durableFile is the write(2) path of Create with NoMmap: space is
+// durableFile is the write(2) path of Create (the default): space is
 // preallocated ahead (fallocate, keeping the size) and writeback is started
 // every writebackChunk bytes (sync_file_range), so Close's fsync finds
 // little left to do.
@@ -266,14 +364,29 @@ type durableFile struct {
 	prealloc  int64
 }
 
+// ensure preallocates (keeping the size) to cover [0, end): in prealloc
+// steps, or exactly what is needed when the disk has no room for a step.
+func (d *durableFile) ensure(end int64) error {
+	if end <= d.allocated {
+		return nil
+	}
+	need := end - d.allocated
+	grow := max(need, d.prealloc)
+	err := unix.Fallocate(d.fd, unix.FALLOC_FL_KEEP_SIZE, d.allocated, grow)
+	if errors.Is(err, unix.ENOSPC) && grow > need {
+		grow = need
+		err = unix.Fallocate(d.fd, unix.FALLOC_FL_KEEP_SIZE, d.allocated, grow)
+	}
+	if err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+		return &os.PathError{Op: "fallocate", Path: d.path, Err: err}
+	}
+	d.allocated += grow
+	return nil
+}
+
 func (d *durableFile) Write(p []byte) (int, error) {
-	if end := d.off + int64(len(p)); end > d.allocated {
-		grow := max(end-d.allocated, d.prealloc)
-		if err := unix.Fallocate(d.fd, unix.FALLOC_FL_KEEP_SIZE, d.allocated, grow); err != nil &&
-			!errors.Is(err, unix.EOPNOTSUPP) {
-			return 0, &os.PathError{Op: "fallocate", Path: d.path, Err: err}
-		}
-		d.allocated += grow
+	if err := d.ensure(d.off + int64(len(p))); err != nil {
+		return 0, err
 	}
 	n, err := d.f.Write(p)
 	d.off += int64(n)
@@ -288,6 +401,24 @@ func (d *durableFile) Write(p []byte) (int, error) {
 type fileSink struct {
 	streamSink
 	d *durableFile
+}
+
+// reserve preallocates the space of the record before accepting it, so
+// that a full disk is WriteFrame's error and never a later buffered
+// write's: every frame accepted has its blocks.
+func (s *fileSink) reserve(n int) ([]byte, error) {
+	if err := s.d.ensure(s.d.off + int64(len(s.buf)+n)); err != nil {
+		return nil, err
+	}
+	return s.streamSink.reserve(n)
+}
+
+// writeVec preallocates the record's space first, like reserve.
+func (s *fileSink) writeVec(head []byte, blocks [][]byte, n int64) error {
+	if err := s.d.ensure(s.d.off + int64(len(s.buf)) + n); err != nil {
+		return err
+	}
+	return s.streamSink.writeVec(head, blocks, n)
 }
 
 func (s *fileSink) flush() error {
@@ -318,4 +449,12 @@ func (s *fileSink) finish(size int64) error {
 	return nil
 }
 
-func (s *fileSink) abort() error { return s.d.f.Close() }
+// abort writes what was accepted (its blocks are preallocated), drops the
+// preallocation past it and closes.
+func (s *fileSink) abort() error {
+	err := s.streamSink.flush()
+	if tErr := s.d.f.Truncate(s.d.off); err == nil {
+		err = tErr
+	}
+	return errors.Join(err, s.d.f.Close())
+}

@@ -24,28 +24,31 @@ type WriterOptions struct {
 	// 0 means 1 MiB.
 	TargetFrameSize int
 
-	// Window is the size of the mmap writer's mapping window (rounded up to
+	// Window (with Mmap) is the size of the mmap writer's mapping window (rounded up to
 	// the page size); 0 means 256 MiB (16 MiB on 32-bit platforms). A frame
 	// larger than the window gets a window of its own size.
 	Window int
 	// Prealloc is the step in which Create fallocates ahead; 0 means
-	// 64 MiB (or Window when smaller). Near a full disk it falls back to
+	// 64 MiB (with Mmap: or Window when smaller). Near a full disk it falls back to
 	// allocating exactly what a frame needs.
 	Prealloc int64
-	// NoPrefault disables populating each window before it is written
+	// NoPrefault disables the mmap writer's populating each window before it is written
 	// (MADV_POPULATE_WRITE). For benchmarks.
 	NoPrefault bool
+	// NoBackgroundPrefault makes the mmap writer populate its window on the
+	// writing goroutine instead of a helper goroutine. For benchmarks.
+	NoBackgroundPrefault bool
 	// NoHugePages disables asking for huge folios (MADV_HUGEPAGE) on the
 	// mmap writer's windows. For benchmarks.
 	NoHugePages bool
-	// NoAsyncWriteback disables starting writeback (sync_file_range) every
-	// few MiB written. For benchmarks.
+	// NoAsyncWriteback disables the mmap writer's starting writeback
+	// (sync_file_range) every few MiB written. For benchmarks.
 	NoAsyncWriteback bool
-	// NoMmap makes Create write with write(2) instead of an mmap window:
-	// fallocate ahead (keeping the size), sync_file_range every 8 MiB,
-	// fsync on Close. Same bytes, same durability; on a loaded machine it is
-	// the faster path (see the package doc's figures).
-	NoMmap bool
+	// Mmap makes Create write through a shared mmap window instead of
+	// write(2). Same bytes, same durability; on the machines measured so far
+	// it is the slower path (the kernel zero-fills every page-cache page a
+	// mapping faults in before the copy; see the package doc's figures).
+	Mmap bool
 }
 
 // sink is where a Writer puts records: an mmap window or a stream buffer.
@@ -96,6 +99,7 @@ type Writer struct {
 	err  error
 
 	meta  []byte // encoded meta scratch
+	head  []byte // record head scratch (vecSink path)
 	raw   []byte // concatenated data scratch (compression)
 	comp  []byte // compressed scratch
 	codec *codecs
@@ -187,7 +191,7 @@ func (w *Writer) writeFrame(f *Frame) error {
 		if err != nil {
 			return w.fail(err)
 		}
-		if len(w.comp) < raw && uint64(raw) <= uint64(len(w.comp))*MaxCompressionRatio {
+		if len(w.comp) > 0 && len(w.comp) < raw {
 			stored = w.comp
 			h.codec = w.opts.Compression
 			h.stored = uint32(len(stored))
@@ -196,6 +200,9 @@ func (w *Writer) writeFrame(f *Frame) error {
 	rec := int64(FrameHeaderSize) + int64(len(w.meta)) + int64(nb)*BlockLenSize + int64(h.stored)
 	if rec > MaxFrameSize {
 		return fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, rec)
+	}
+	if vs, ok := w.sink.(vecSink); ok && stored == nil && raw >= vecMinData {
+		return w.writeFrameVec(vs, f, &h, rec)
 	}
 	dst, err := w.sink.reserve(int(rec))
 	if err != nil {
@@ -222,6 +229,38 @@ func (w *Writer) writeFrame(f *Frame) error {
 	if err := w.sink.commit(int(rec)); err != nil {
 		return w.fail(err)
 	}
+	w.off += rec
+	return nil
+}
+
+// vecMinData is the uncompressed data size from which a frame goes to a
+// vecSink as head plus the caller's blocks instead of being assembled.
+const vecMinData = 64 << 10
+
+// writeFrameVec writes an uncompressed frame as its head (header, meta,
+// block table) followed by f's data blocks in place: the data is copied
+// once, by the kernel, instead of into the record first.
+func (w *Writer) writeFrameVec(vs vecSink, f *Frame, h *frameHeader, rec int64) error {
+	dataStart := FrameHeaderSize + len(w.meta) + len(f.blocks)*BlockLenSize
+	if cap(w.head) < dataStart {
+		w.head = make([]byte, dataStart)
+	}
+	head := w.head[:dataStart]
+	p := FrameHeaderSize
+	p += copy(head[p:], w.meta)
+	var dataCRC uint32
+	for _, b := range f.blocks {
+		le.PutUint32(head[p:], uint32(len(b)))
+		p += BlockLenSize
+		dataCRC = crcUpdate(dataCRC, b)
+	}
+	h.dataCRC = dataCRC
+	putFrameHeader(head, h)
+	le.PutUint32(head[4:], crc(head[8:dataStart]))
+	if err := vs.writeVec(head, f.blocks, rec); err != nil {
+		return w.fail(err)
+	}
+	w.acct.add(f, w.off, h, head[FrameHeaderSize+len(w.meta):dataStart])
 	w.off += rec
 	return nil
 }
@@ -394,6 +433,13 @@ func sortedTopics(ts []topicStat) []topicStat {
 	return out
 }
 
+// vecSink is a sink that can take a record as a head and data blocks
+// without their being assembled first.
+type vecSink interface {
+	// writeVec appends head followed by blocks, n bytes in all.
+	writeVec(head []byte, blocks [][]byte, n int64) error
+}
+
 // streamSink buffers records and writes them to an io.Writer.
 type streamSink struct {
 	w   io.Writer
@@ -429,6 +475,40 @@ func (s *streamSink) flush() error {
 	_, err := s.w.Write(s.buf)
 	s.buf = s.buf[:0]
 	return err
+}
+
+// writeVec buffers small pieces and writes large ones (vecMinData and
+// up) straight from the caller's memory after flushing the buffer.
+func (s *streamSink) writeVec(head []byte, blocks [][]byte, _ int64) error {
+	if err := s.put(head); err != nil {
+		return err
+	}
+	for _, b := range blocks {
+		if err := s.put(b); err != nil {
+			return err
+		}
+	}
+	if len(s.buf) >= streamChunk {
+		return s.flush()
+	}
+	return nil
+}
+
+func (s *streamSink) put(b []byte) error {
+	if len(b) >= vecMinData {
+		if err := s.flush(); err != nil {
+			return err
+		}
+		_, err := s.w.Write(b)
+		return err
+	}
+	dst, err := s.reserve(len(b))
+	if err != nil {
+		return err
+	}
+	copy(dst, b)
+	s.buf = s.buf[:len(s.buf)+len(b)]
+	return nil
 }
 
 func (s *streamSink) finish(int64) error { return s.flush() }

@@ -4,6 +4,7 @@ package pack
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -13,16 +14,23 @@ import (
 )
 
 // A full disk is an error from WriteFrame (fallocate says ENOSPC before any
-// page is touched, so there is no SIGBUS), Close reports it, and every frame
-// WriteFrame accepted is in the file.
-func TestMmapWriterDiskFull(t *testing.T) {
+// page is touched or any byte buffered, so there is no SIGBUS and no lost
+// frame), Close reports it, and every frame WriteFrame accepted is in the
+// file. Both Create paths: write(2) (default) and mmap.
+func TestWriterDiskFull(t *testing.T) {
+	for _, mmap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mmap=%v", mmap), func(t *testing.T) { testWriterDiskFull(t, mmap) })
+	}
+}
+
+func testWriterDiskFull(t *testing.T, mmap bool) {
 	dir := t.TempDir()
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
 		t.Skipf("needs CAP_SYS_ADMIN to mount a small tmpfs: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, 0) })
 	path := filepath.Join(dir, "full.pack")
-	w, err := Create(path, WriterOptions{Window: 64 << 10})
+	w, err := Create(path, WriterOptions{Window: 64 << 10, Mmap: mmap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +66,7 @@ func TestMmapWriterDiskFull(t *testing.T) {
 	// still written: preallocation falls back to what each frame needs.
 	os.Remove(path)
 	small := filepath.Join(dir, "small.pack")
-	sw, err := Create(small, WriterOptions{})
+	sw, err := Create(small, WriterOptions{Mmap: mmap})
 	if err != nil {
 		t.Fatal(err)
 	}
