@@ -66,7 +66,7 @@ func BenchmarkDumpWrite(b *testing.B) {
 	for _, w := range []struct {
 		name string
 		nw   engine.NewDumpWriter
-	}{{"mmap", engine.NewPackMmapWriter}, {"stream", engine.NewPackStreamWriter}} {
+	}{{"mmap", engine.NewPackMmapWriter}, {"stream", engine.NewPackStreamWriter}, {"write", engine.NewPackWriteWriter}} {
 		b.Run("writer="+w.name, func(b *testing.B) {
 			r, _, _ := newDumpRecorder(b, w.nw)
 			res := dumpOnce(b, r, "big")

@@ -46,7 +46,7 @@
 // that would leave less than MinFreeDisk is refused. Stop writes pending
 // dumps at once within StopTimeout; a dump still being written at the
 // deadline is abandoned and its .tmp removed. The dump file goes through the
-// DumpWriter interface (pack's mmap writer by default).
+// DumpWriter interface (pack's write(2) path by default, NewPackWriteWriter).
 //
 // It is not for: Lua (rules live in package scripts), sockets (package
 // capture), shared-memory layout (package shm) or the bytes of a dump file
