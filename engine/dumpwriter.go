@@ -195,6 +195,11 @@ func (p *packWriter) Close() error {
 	}
 	if p.file != nil {
 		if err == nil {
+			// Give back the preallocation past the end (KEEP_SIZE kept
+			// the size; the estimate is an upper bound).
+			err = p.file.Truncate(p.w.Offset())
+		}
+		if err == nil {
 			err = p.file.Sync()
 		}
 		if cerr := p.file.Close(); err == nil {
