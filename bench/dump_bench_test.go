@@ -60,8 +60,10 @@ func dumpOnce(tb testing.TB, r *engine.Recorder, topics ...string) engine.DumpRe
 	return res
 }
 
-// BenchmarkDumpWrite: writing one ~64 MiB uncompressed dump (pack mmap
-// writer, .tmp, fsync, rename, dir fsync). Compare with BenchmarkRawWrite.
+// BenchmarkDumpWrite: writing one ~64 MiB uncompressed dump (.tmp, fsync,
+// rename, dir fsync) with each pack writer: mmap, stream (over a
+// preallocated file) and write (the default: write(2) with early
+// writeback). Compare with BenchmarkRawWrite.
 func BenchmarkDumpWrite(b *testing.B) {
 	for _, w := range []struct {
 		name string
