@@ -60,13 +60,15 @@ func dumpOnce(tb testing.TB, r *engine.Recorder, topics ...string) engine.DumpRe
 	return res
 }
 
-// BenchmarkDumpWrite: writing one ~64 MiB uncompressed dump (pack mmap
-// writer, .tmp, fsync, rename, dir fsync). Compare with BenchmarkRawWrite.
+// BenchmarkDumpWrite: writing one ~64 MiB uncompressed dump (.tmp, fsync,
+// rename, dir fsync) with each pack writer: mmap, stream (over a
+// preallocated file) and write (the default: write(2) with early
+// writeback). Compare with BenchmarkRawWrite.
 func BenchmarkDumpWrite(b *testing.B) {
 	for _, w := range []struct {
 		name string
 		nw   engine.NewDumpWriter
-	}{{"mmap", engine.NewPackMmapWriter}, {"stream", engine.NewPackStreamWriter}} {
+	}{{"mmap", engine.NewPackMmapWriter}, {"stream", engine.NewPackStreamWriter}, {"write", engine.NewPackWriteWriter}} {
 		b.Run("writer="+w.name, func(b *testing.B) {
 			r, _, _ := newDumpRecorder(b, w.nw)
 			res := dumpOnce(b, r, "big")

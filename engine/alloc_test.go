@@ -5,7 +5,7 @@ package engine
 import "testing"
 
 func TestIngestAllocs(t *testing.T) {
-	r, _ := newTestRecorder(t, Config{})
+	r, _ := newTestRecorder(t, Config{Topics: []TopicOverride{{Match: "big/*", MaxPacket: 1024}}})
 	id, err := r.Discover(TopicInfo{Name: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -20,6 +20,31 @@ func TestIngestAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, func() { r.IngestAt(mp, 5, 1, p) }); n != 0 {
 		t.Errorf("IngestAt (multi-producer): %v allocs/op, want 0", n)
+	}
+	// Drops are logged with their time for per-window accounting, also
+	// without allocating: oversize (over the 1 KiB MaxPacket of "big/*").
+	big, err := r.Discover(TopicInfo{Name: "big/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := make([]byte, 2048)
+	ns := int64(0)
+	if n := testing.AllocsPerRun(1000, func() { ns++; r.IngestAt(big, ns, 1, huge) }); n != 0 {
+		t.Errorf("IngestAt (oversize drop): %v allocs/op, want 0", n)
+	}
+	if r.Topics()[big].Counters.RejectedOversize == 0 {
+		t.Fatal("no oversize drop counted")
+	}
+	// ... and skipped while a dump is written (BusySkipData).
+	r.busySkip = true
+	r.d.writing.Store(true)
+	if n := testing.AllocsPerRun(1000, func() { ns++; r.IngestAt(id, ns, 1, p) }); n != 0 {
+		t.Errorf("IngestAt (busy skip): %v allocs/op, want 0", n)
+	}
+	r.d.writing.Store(false)
+	r.busySkip = false
+	if r.Topics()[id].Counters.SkippedBusy == 0 {
+		t.Fatal("no busy skip counted")
 	}
 	rd, err := r.NewReader(id)
 	if err != nil {

@@ -37,14 +37,16 @@
 // merged in capture order (or producer order through a bounded reorder
 // stage), as NAME.pack.tmp -> fsync -> rename -> directory fsync, where NAME
 // is <UTC time>_<reason>_<seq>. Each dump carries its trigger records and
-// per-topic accounting (pack.DumpInfo). Dumps never pause recording or clear
+// per-topic accounting (pack.DumpInfo) for its window: oversize and
+// busy-skip drops are logged with their capture time off the fast path (see
+// droplog.go) and counted when they fall in the topic's window. Dumps never pause recording or clear
 // rings (unless BusySkipData is set). Overlapping triggers merge or not per
 // DumpConfig.Policy; MaxPerMinute rejects excess triggers (counted). After
 // each dump the oldest beyond MaxFiles / MaxTotalBytes are deleted; a dump
 // that would leave less than MinFreeDisk is refused. Stop writes pending
 // dumps at once within StopTimeout; a dump still being written at the
 // deadline is abandoned and its .tmp removed. The dump file goes through the
-// DumpWriter interface (pack's mmap writer by default).
+// DumpWriter interface (pack's write(2) path by default, NewPackWriteWriter).
 //
 // It is not for: Lua (rules live in package scripts), sockets (package
 // capture), shared-memory layout (package shm) or the bytes of a dump file

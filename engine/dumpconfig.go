@@ -68,9 +68,11 @@ type DumpConfig struct {
 	// PollInterval is how often (real time) the dumper checks the clock for
 	// dumps whose post window has passed (DefaultPollInterval when 0).
 	PollInterval time.Duration
-	// NewWriter makes the writer of one dump file (nil: the pack
-	// stream writer over a preallocated file, NewPackStreamWriter; it beat
-	// the mmap writer here). Tests inject faults through it; the MCAP format plugs in here.
+	// NewWriter makes the writer of one dump file (nil: pack's write(2)
+	// path with early writeback, NewPackWriteWriter; it beat the stream
+	// writer without early writeback and the mmap writer here, see
+	// bench/). Tests inject faults through it; the MCAP format plugs in
+	// here.
 	NewWriter NewDumpWriter
 	// Extension is the dump files' extension, ".pack" when ""; set it with
 	// NewWriter for another format (".mcap"). Rotation counts only files
@@ -100,7 +102,7 @@ func (d DumpConfig) withDefaults() DumpConfig {
 		d.PollInterval = DefaultPollInterval
 	}
 	if d.NewWriter == nil {
-		d.NewWriter = NewPackStreamWriter
+		d.NewWriter = NewPackWriteWriter
 	}
 	if d.Extension == "" {
 		d.Extension = dumpExt

@@ -335,6 +335,13 @@ func syncDir(dir string) error {
 	return errors.Join(err, f.Close())
 }
 
+// DropsUpperBoundLabel is the dump info label listing (comma-separated) the
+// topics whose Oversize or SkippedBusy count is an upper bound rather than
+// exact: a burst of drops the recorder no longer times one by one (more
+// than a few distinct drop times) straddles the window's edge, and all of
+// it is counted. Without the label every count is exact.
+const DropsUpperBoundLabel = "edr.drops_upper_bound"
+
 // mergeSrc is one topic's cursor in the k-way merge.
 type mergeSrc struct {
 	dt   *dumpTopic
@@ -477,13 +484,23 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 	if host, err := os.Hostname(); err == nil {
 		info.Host = host
 	}
+	var upper []string
 	for _, s := range srcs {
 		s.acct.Overwritten = s.c.lost
-		s.acct.Oversize = s.dt.t.ring.pubOversize.Load()
-		s.acct.SkippedBusy = s.dt.t.skippedBusy.Load()
+		// Drops whose capture time falls in the topic's window, not the
+		// running totals.
+		var exactO, exactB bool
+		s.acct.Oversize, exactO = s.dt.t.ring.oversize.window(s.dt.from, s.dt.to)
+		s.acct.SkippedBusy, exactB = s.dt.t.skippedBusy.window(s.dt.from, s.dt.to)
+		if !exactO || !exactB {
+			upper = append(upper, s.acct.Topic)
+		}
 		res.Messages += s.acct.Messages
 		res.Lost += s.c.lost
 		info.Topics = append(info.Topics, s.acct)
+	}
+	if len(upper) > 0 {
+		info.Labels = map[string]string{DropsUpperBoundLabel: strings.Join(upper, ",")}
 	}
 	return info, nil
 }

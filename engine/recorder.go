@@ -52,7 +52,7 @@ type topic struct {
 	multi       bool
 	online      atomic.Bool
 	offline     atomic.Uint64 // messages rejected while offline
-	skippedBusy atomic.Uint64 // messages dropped while a dump was written (BusySkipData)
+	skippedBusy dropLog       // messages dropped while a dump was written (BusySkipData)
 	onlineNs    atomic.Int64  // when the topic was (re)discovered
 	// pins counts open Readers and pending dumps that need the ring; a
 	// destroy_on_offline topic's ring is freed when it drops to zero.
@@ -172,7 +172,7 @@ func (r *Recorder) IngestAt(id TopicID, captureNs, genNs int64, payload []byte) 
 		return false
 	}
 	if r.busySkip && r.d.writing.Load() {
-		t.skippedBusy.Add(1)
+		t.skippedBusy.record(captureNs)
 		return false
 	}
 	if t.multi {
@@ -277,7 +277,7 @@ func (r *Recorder) Topics() []TopicStatus {
 			r.maybeFree(t)
 		}
 		st.Counters.RejectedOffline = t.offline.Load()
-		st.Counters.SkippedBusy = t.skippedBusy.Load()
+		st.Counters.SkippedBusy = t.skippedBusy.load()
 		if c := st.Counters; c.HeldMessages > 1 && c.NewestNs > c.OldestNs {
 			st.RateHz = float64(c.HeldMessages-1) / (float64(c.NewestNs-c.OldestNs) / 1e9)
 		}

@@ -98,27 +98,26 @@ type checkpoint struct {
 type ring struct {
 	_ noCopy
 	// Writer-owned fields: read and written only by the writer goroutine.
-	buf       []byte
-	mask      uint64
-	size      uint64
-	segShift  uint         // log2 of the segment size
-	segMask   uint64       // len(cps) - 1
-	curSeg    uint64       // absolute segment of the newest entry's start
-	cps       []checkpoint // one per segment, indexed by absolute segment & segMask
-	ageSlack  int64        // extra age tolerated before evicting, for the same reason
-	cfg       ringConfig
-	maxLen    uint64 // effective max payload
-	wHead     uint64 // position where the next entry goes
-	wTail     uint64 // position of the oldest entry (== wHead when empty)
-	nextSeq   uint64 // seq of the next entry
-	tailSeq   uint64 // seq of the entry at wTail
-	tailCap   int64  // capture time of the entry at wTail
-	tailCum   uint64 // payload bytes stored before the entry at wTail
-	lastCap   int64  // newest capture time stored (capture times never go back)
-	cumLen    uint64 // payload bytes stored so far
-	evAge     uint64
-	evSize    uint64
-	oversized uint64
+	buf      []byte
+	mask     uint64
+	size     uint64
+	segShift uint         // log2 of the segment size
+	segMask  uint64       // len(cps) - 1
+	curSeg   uint64       // absolute segment of the newest entry's start
+	cps      []checkpoint // one per segment, indexed by absolute segment & segMask
+	ageSlack int64        // extra age tolerated before evicting, for the same reason
+	cfg      ringConfig
+	maxLen   uint64 // effective max payload
+	wHead    uint64 // position where the next entry goes
+	wTail    uint64 // position of the oldest entry (== wHead when empty)
+	nextSeq  uint64 // seq of the next entry
+	tailSeq  uint64 // seq of the entry at wTail
+	tailCap  int64  // capture time of the entry at wTail
+	tailCum  uint64 // payload bytes stored before the entry at wTail
+	lastCap  int64  // newest capture time stored (capture times never go back)
+	cumLen   uint64 // payload bytes stored so far
+	evAge    uint64
+	evSize   uint64
 
 	_ pad
 	// last is the position of the newest committed entry (noEntry before
@@ -131,9 +130,11 @@ type ring struct {
 	_    pad
 	// Counters published by the writer when they change (rare events) and
 	// by readers.
-	pubEvAge    atomic.Uint64
-	pubEvSize   atomic.Uint64
-	pubOversize atomic.Uint64
+	pubEvAge  atomic.Uint64
+	pubEvSize atomic.Uint64
+	// oversize logs when messages too large were rejected (its own lock;
+	// touched only on that rare path).
+	oversize dropLog
 	// tailVer versions (tail, pubTailSeq, pubTailCum): odd while the
 	// writer updates them, so a reader can take the three consistently.
 	tailVer    atomic.Uint64
@@ -179,8 +180,7 @@ func newRing(buf []byte, cfg ringConfig) (*ring, error) {
 func (r *ring) append(capNs, genNs int64, p []byte) bool {
 	n := uint64(len(p))
 	if n > r.maxLen {
-		r.oversized++
-		r.pubOversize.Store(r.oversized)
+		r.oversize.record(max(capNs, r.lastCap))
 		return false
 	}
 	if capNs < r.lastCap {

@@ -268,7 +268,7 @@ func (r *ring) counters() TopicCounters {
 	var c TopicCounters
 	c.EvictedAge = r.pubEvAge.Load()
 	c.EvictedSize = r.pubEvSize.Load()
-	c.RejectedOversize = r.pubOversize.Load()
+	c.RejectedOversize = r.oversize.load()
 	c.LostToReaders = r.lost.Load()
 	cur := cursor{r: r}
 	for {

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"edr-lite/pack"
+)
+
+// TestDumpDropsPerWindow: a dump's Oversize and SkippedBusy count exactly
+// the drops whose capture time falls in the topic's dumped window
+// [T-pre, T+post] (edges included): not those before it, not those after
+// it, not the running totals (which Status keeps).
+func TestDumpDropsPerWindow(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var dumps atomic.Int32
+	r, vc, _ := dumpRecorder(t, Config{Pre: 50 * time.Millisecond, Post: 10 * time.Millisecond, Guard: -1, BusySkipData: true,
+		Topics: []TopicOverride{{Match: "a", MaxPacket: 16}},
+		Dump: DumpConfig{NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
+			w, err := NewPackMmapWriter(path, o)
+			if dumps.Add(1) == 1 { // hold the first dump open
+				return gateWriter{w, entered, release, &sync.Once{}}, err
+			}
+			return w, err
+		}}})
+	ids := discover(t, r, "a", "b")
+	a := ids["a"]
+	big := make([]byte, 17)
+	at := func(ms_ int64, p []byte) bool { return r.IngestAt(a, t0+ms_*ms, t0+ms_*ms-1, p) }
+	vc.Set(t0 + 100*ms)
+	// Capture times passed explicitly (the clock stays before the first
+	// dump is due), in time order: stored messages every 10 ms, oversize
+	// drops at 5, 5 (before the window), 50 and 110 (its edges), 55
+	// (inside), 115, 115, 115 (after it).
+	oversize := map[int64]int{5: 2, 50: 1, 55: 1, 110: 1, 115: 3}
+	for ms_ := int64(0); ms_ <= 130; ms_ += 5 {
+		for range oversize[ms_] {
+			if at(ms_, big) {
+				t.Fatalf("a %d-byte message over MaxPacket 16 was stored", len(big))
+			}
+		}
+		if ms_%10 == 0 && !at(ms_, []byte("a")) {
+			t.Fatalf("message at %d ms rejected", ms_)
+		}
+	}
+	// Dump 1 at T=100 ms: window [50, 110] ms.
+	id1, err := r.Trigger(TriggerParams{Reason: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc.Set(t0 + 200*ms)
+	<-entered
+	// While it is written, two messages captured at 140 ms are skipped.
+	for range 2 {
+		if at(140, []byte("a")) {
+			t.Fatal("stored while busy with BusySkipData")
+		}
+	}
+	close(release)
+	res1 := wait(t, r, id1)
+	// Dump 2 at T=150 ms, pre 20 ms: window [130, 160] ms holds the busy
+	// skips, but none of the oversize drops.
+	id2, err := r.Trigger(TriggerParams{Reason: "two", TimeNs: t0 + 150*ms, Pre: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2 := wait(t, r, id2)
+	// Dump 3 at T=300 ms: no drop in [250, 310] ms.
+	vc.Set(t0 + 300*ms)
+	id3, err := r.Trigger(TriggerParams{Reason: "three"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc.Set(t0 + 400*ms)
+	res3 := wait(t, r, id3)
+
+	type counts struct{ oversize, busy uint64 }
+	f := func(res DumpResult, want counts) {
+		t.Helper()
+		if res.Err != nil {
+			t.Fatalf("%v: %v", res.Reasons, res.Err)
+		}
+		_, info := readDump(t, res.Path)
+		got := map[string]counts{}
+		for _, ta := range info.Topics {
+			got[ta.Topic] = counts{ta.Oversize, ta.SkippedBusy}
+		}
+		if got[pack.Topic("a", "")] != want {
+			t.Errorf("%v: topic a drops in the window %+v, want %+v", res.Reasons, got[pack.Topic("a", "")], want)
+		}
+		if got[pack.Topic("b", "")] != (counts{}) {
+			t.Errorf("%v: topic b drops %+v, want none", res.Reasons, got[pack.Topic("b", "")])
+		}
+		if l, ok := info.Labels[DropsUpperBoundLabel]; ok {
+			t.Errorf("%v: counts marked as upper bounds (%q), want exact", res.Reasons, l)
+		}
+	}
+	f(res1, counts{oversize: 3})
+	f(res2, counts{busy: 2})
+	f(res3, counts{})
+	c := r.Topics()[a].Counters
+	if c.RejectedOversize != 8 || c.SkippedBusy != 2 {
+		t.Fatalf("running totals: oversize %d, skipped busy %d; want 8, 2", c.RejectedOversize, c.SkippedBusy)
+	}
+}
+
+// TestDumpDropsUpperBound: a burst of drops at more distinct times than the
+// recorder times one by one, cut by a dump's window, is counted whole and
+// the dump says so in its labels.
+func TestDumpDropsUpperBound(t *testing.T) {
+	r, vc, _ := dumpRecorder(t, Config{Pre: 50 * time.Millisecond, Post: 10 * time.Millisecond, Guard: -1,
+		Topics: []TopicOverride{{Match: "a", MaxPacket: 16}}})
+	ids := discover(t, r, "a")
+	vc.Set(t0 + 100*ms)
+	big := make([]byte, 17)
+	for ms_ := int64(0); ms_ < 100; ms_++ { // one oversize drop every ms
+		r.IngestAt(ids["a"], t0+ms_*ms, 0, big)
+	}
+	id, err := r.Trigger(TriggerParams{Reason: "burst"}) // window [50, 110] ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc.Set(t0 + 200*ms)
+	res := wait(t, r, id)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	_, info := readDump(t, res.Path)
+	if got := info.Topics[0].Oversize; got < 50 || got > 100 {
+		t.Fatalf("oversize %d, want an upper bound between the 50 in the window and the 100 in all", got)
+	}
+	if got := info.Labels[DropsUpperBoundLabel]; got != pack.Topic("a", "") {
+		t.Fatalf("label %s = %q, want topic a", DropsUpperBoundLabel, got)
+	}
+}
