@@ -72,14 +72,13 @@ func NewPackStreamWriter(path string, opts DumpWriterOptions) (DumpWriter, error
 	return openPackWriter(path, opts, true)
 }
 
-// NewPackWriteWriter writes a pack dump with pack's write(2) path (Create
-// with NoMmap): the file is preallocated from the size hint at the first
+// NewPackWriteWriter writes a pack dump with pack's write(2) path (Create's
+// default): the file is preallocated from the size hint at the first
 // write, writeback starts every 8 MiB (sync_file_range) so the closing fsync
 // finds little left, and Close trims the preallocation and fsyncs. Where
 // that path is not supported (not Linux) it is NewPackStreamWriter.
 func NewPackWriteWriter(path string, opts DumpWriterOptions) (DumpWriter, error) {
-	po := packOptions(opts)
-	po.NoMmap = true
+	po := packOptions(opts) // Create's default is the write(2) path
 	po.Prealloc = opts.SizeHint
 	w, err := pack.Create(path, po)
 	if errors.Is(err, pack.ErrNotSupported) {
@@ -121,6 +120,7 @@ func openPackWriter(path string, opts DumpWriterOptions, stream bool) (DumpWrite
 		}
 		return &packWriter{w: w, file: f, f: pack.NewFrame(0, 0), size: opts.FrameSize}, nil
 	}
+	po.Mmap = true
 	if h := opts.SizeHint; h > 0 && h < 64<<20 {
 		// Map and preallocate about what the dump needs, not 64 MiB.
 		po.Window = int(h) + opts.FrameSize
