@@ -75,7 +75,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 		fmt.Fprintf(w, "writer:     %s\n", in.Writer)
 	}
 	if len(in.Compression) > 0 {
-		fmt.Fprintf(w, "compression: %s", strings.Join(in.Compression, ", "))
+		fmt.Fprintf(w, "compress:   %s", strings.Join(in.Compression, ", "))
 		if in.RawBytes > 0 {
 			fmt.Fprintf(w, " (data %s stored for %s, ratio %.3f)", units.FormatSize(in.StoredBytes), units.FormatSize(in.RawBytes),
 				float64(in.StoredBytes)/float64(in.RawBytes))
@@ -107,7 +107,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 	}
 	fmt.Fprintf(w, "topics:     %d\n", len(in.Topics))
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "  topic\tmessages\tbytes\trate\tlost\toversize\tbusy\ttype\t\n")
+	fmt.Fprintf(tw, "  topic\tmessages\tbytes\trate\tlost\toversize\tbusy\ttype\n")
 	for _, t := range in.Topics {
 		rate := "-"
 		if t.Messages > 1 && t.LastNs > t.FirstNs {
@@ -117,7 +117,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 		if typ == "" {
 			typ = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t\n", t.Name, t.Messages, units.FormatSize(int64(t.Bytes)), rate,
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", t.Name, t.Messages, units.FormatSize(int64(t.Bytes)), rate,
 			t.Overwritten, t.Oversize, t.SkippedBusy, typ)
 	}
 	tw.Flush()

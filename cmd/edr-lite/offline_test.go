@@ -58,7 +58,7 @@ func TestInfo(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("info: %d %s", code, errs)
 	}
-	for _, want := range []string{"hard-brake", "source=rule:hard_brake", "vehicle/speed", "camera/front", "indexed", "100.0 Hz", "compression: none"} {
+	for _, want := range []string{"hard-brake", "source=rule:hard_brake", "vehicle/speed", "camera/front", "indexed", "100.0 Hz", "compress:   none"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("info output lacks %q:\n%s", want, out)
 		}
