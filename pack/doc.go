@@ -122,10 +122,10 @@
 // frame's block headers must be able to produce the stated size before
 // anything is allocated.
 //
-// Frame cache (BenchmarkFrameCache, zstd, 64 KiB frames): random access
-// (seek to a random frame, read it) 194 us without the cache, 6.3 us with
-// it (30x; measured under heavy load in an earlier session); a single
-// sequential pass gains nothing (471 vs 467 MB/s) and
-// costs an allocation per frame, so use the cache for seeks, loops and
-// timelines over compressed files only.
+// Frame cache (BenchmarkFrameCache, zstd, 64 KiB frames, medians of 5):
+// random access (seek to a random frame, read it) 110 us without the
+// cache, 3.8 us with it (29x); a single sequential pass loses with it (469
+// vs 678 MB/s; the cache copies each frame and allocates 7 times per
+// frame), so use the cache for seeks, loops and timelines over compressed
+// files only.
 package pack
