@@ -46,69 +46,86 @@
 //
 // # Performance
 //
-// Measured on the project's 2-core x86-64 VM (ext4, Linux 6.18) while other
-// helpers were fuzzing and building: load average 14-22 on 2 cores, so every
-// absolute figure below is a fraction of what an idle machine gives, and
-// only ratios within one run mean much. Medians of -count=5 (write: 15
-// interleaved rounds), `go test -bench . ./pack`.
+// Measured on the project's 2-core x86-64 VM (Firecracker, ext4 on
+// virtio, Linux 6.18) with other helpers' builds running (load average
+// 1-6). Medians of -count=5; only ratios within one run mean much.
 //
 // Durable write of a 64 MiB file of 256 KiB frames
-// (BenchmarkWriteDurableRounds, every variant once per round in rotating
-// order so disk noise hits all alike; pack variants also encode and CRC):
+// (BenchmarkWriteDurableRounds: 15 interleaved rounds per run, every
+// variant once per round in rotating order so disk noise hits all alike;
+// the median of each variant per run, then the median of the 5 runs; the
+// pack variants also encode meta and compute CRC32C, the baselines write
+// pre-encoded bytes):
 //
-//	fallocate+write+sync_file_range+fsync (best write path)   930 MB/s  1.00
-//	write+fsync                                              602 MB/s  0.65
-//	fallocate+write+fsync                                    401 MB/s  0.43
-//	pack Create NoMmap (write path above, with encoding)     538 MB/s  0.58
-//	pack Create (mmap, default)                              272 MB/s  0.29
-//	mmap without MADV_HUGEPAGE                               387 MB/s  0.42
-//	mmap naive (no prefault, no huge, no early writeback)    317 MB/s  0.34
-//	mmap with 16 MiB windows                                 178 MB/s  0.19
+//	fallocate+write+sync_file_range+fsync (best write path)  2487 MB/s  1.00
+//	pack Create (default: write(2), blocks written in place) 2153 MB/s  0.87 (0.86-0.87)
+//	pack Create with Mmap (helper-goroutine prefault)        1837 MB/s  0.74 (0.70-0.78)
+//	  same, prefault on the writing goroutine                1754 MB/s  0.72
+//	  same, without MADV_HUGEPAGE                            1458 MB/s
+//	  same, 16 MiB windows                                   1416 MB/s
+//	  naive (no prefault, no huge folios, no early writeback) 1079 MB/s 0.44
+//	fallocate+write+fsync                                    1634 MB/s
+//	write+fsync                                              1575 MB/s
 //
-// Across runs the three mmap variants swap places (272-504 MB/s); what
-// held in every run: the mmap writer stays well below the best write(2)
-// path here, so the ">= 90 %" target is NOT met on this machine. Why: a
-// write fault (or MADV_POPULATE_WRITE) on a shared file page zero-fills the
-// page and runs the file system's page_mkwrite before the copy, one extra
-// pass over memory and a per-page (per-folio with huge folios) trip
-// through ext4, paid on a CPU that the load leaves at ~17 % share; write(2)
-// copies straight into fresh page-cache folios. Remapping a window costs an
-// munmap of dirty pages (16 MiB windows halve throughput), hence 256 MiB
-// windows; early writeback (sync_file_range every 8 MiB) is what lifts the
-// write path from 0.43 to 1.00, and it is on in both pack paths. The
-// engine gets the write(2) path by default (Create); the mmap path is
-// WriterOptions.Mmap.
+// The ">= 90 % of the best durable write path" target is NOT met by the
+// mmap writer (0.74; 0.86 of pack's own write(2) path). Why, from perf: a
+// page a shared file mapping faults in must first exist in the page cache,
+// so ext4 zero-fills it (its extent is unwritten or a hole:
+// ext4_mpage_readpages -> zero_user_segments) before the copy writes it;
+// write(2) copies straight into fresh folios. On this VM that memset costs
+// more than the copy itself (perf: 10 % vs 7 % of all samples), and no
+// madvise or mmap flag skips it; writing the window with pwrite first
+// costs the same pass. What the writer does about it: MADV_HUGEPAGE (2 MiB
+// folios, PMD-mapped: 32 faults instead of 16384 per 64 MiB, munmap nearly
+// free), MADV_POPULATE_WRITE 2 x 2 MiB ahead on a helper goroutine so the
+// zeroing runs on the other CPU when one is free (+4 % here, where the
+// other CPU is busy with other work), fallocate ahead (ENOSPC instead of
+// SIGBUS), sync_file_range every 8 MiB (0.44 -> 0.74 together), 256 MiB
+// windows. The write(2) path is therefore what Create gives by default;
+// Mmap opts into the mapping. The default path's own gap to the baseline
+// is the CRC32C pass and meta encoding over the data (about 5 ms of 31 ms
+// per 64 MiB): the stream and write(2) paths write blocks of 64 KiB and
+// more straight from the frame (writeVec) so the data is copied once, by
+// the kernel.
 //
 // Reading a 64 MiB file of 1 KiB messages, 16 per frame, from the page
-// cache (BenchmarkRead; same-run copy of 64 MiB: 720 MB/s):
+// cache (BenchmarkRead; same-run copy of 64 MiB: 6.9 GB/s):
 //
-//	with data, uncompressed   807 MB/s   0.79 M msgs/s   0 allocs/frame
-//	meta only                1914 MB/s   1.87 M msgs/s   0 allocs/frame
-//	with data, lz4            370 MB/s                   0 allocs/frame
-//	with data, zstd            78 MB/s                   26 allocs per 4096 frames (inside zstd)
+//	with data, uncompressed  4.73 GB/s   4.62 M msgs/s   0 allocs/frame
+//	meta only                 (14.5 GB/s) 14.2 M msgs/s   0 allocs/frame
+//	with data, lz4           2.70 GB/s   2.64 M msgs/s   0 allocs/frame
+//	with data, zstd          0.55 GB/s                   5-6 allocs per 4096 frames (inside zstd)
 //
-// A CPU profile of the uncompressed read shows CRC32C (SSE4.2) and the
-// protowire meta decode as the only costs, with the process getting 17 %
-// of a CPU; the 2 GB/s target needs an idle machine to check. The meta
-// decode alone (BenchmarkMeta, 16 messages) runs at 162 ns per message in
-// its best run of 3 (6.2 M msgs/s, 0 allocs; median 2.6 M under the load);
-// encoding takes 136 ns per message.
+// so both read targets (>= 2 GB/s with data, >= 5 M msgs/s meta only) are
+// met. The meta decode alone (BenchmarkMeta, 16 messages) takes 68 ns per
+// message (14.6 M msgs/s, 0 allocs); encoding 39 ns per message.
 //
-// Seek by time in a file of 10^5 frames (BenchmarkSeekTime): 1.04 us/op
-// through the index (binary search over the mapped index, 0 allocs), 1.7 us
+// Seek by time in a file of 10^5 frames (BenchmarkSeekTime): 181 ns/op
+// through the index (binary search over the mapped index, 0 allocs), 342 ns
 // with the meta read that follows; a sort.Search over an in-memory []int64
-// in the same run: 0.6 us.
+// in the same run: 77 ns.
 //
-// Compression of 1 MiB (BenchmarkCompress; same-run copy 3.6 GB/s):
+// Compression of 1 MiB (BenchmarkCompress, medians of 5 under varying
+// load; same-run copy 30 GB/s):
 //
-//	sensor-like  lz4   compress  31 MB/s  decompress 446 MB/s  ratio 1.70
-//	sensor-like  zstd  compress  24 MB/s  decompress  99 MB/s  ratio 2.14
-//	random       lz4   compress 1.4 GB/s (gives up: ratio 0.996, stored raw)
-//	random       zstd  compress 354 MB/s (ratio 0.9999, stored raw)
+//	sensor-like  lz4   compress 200 MB/s  decompress 2.3 GB/s  ratio 1.70
+//	sensor-like  zstd  compress 109 MB/s  decompress 496 MB/s  ratio 2.14
+//	random       lz4   compress  17 GB/s (ratio 0.996: stored raw)
+//	random       zstd  compress 4.9 GB/s (ratio 0.9999: stored raw)
 //
-// Frame cache (BenchmarkFrameCache, zstd, 64 KiB frames): random access
-// (seek to a random frame, read it) 194 us without the cache, 6.3 us with
-// it (30x); a single sequential pass gains nothing (471 vs 467 MB/s) and
-// costs an allocation per frame, so use the cache for seeks, loops and
-// timelines over compressed files only.
+// Very compressible frames (demo-like: five 512x400 gradient images and
+// 200 small messages per frame, TestVeryCompressibleFrames) are stored
+// compressed whatever their ratio: zstd 132x (11x before, when frames
+// beyond 1024:1 were stored raw), lz4 85x. The reader's allocation stays
+// bounded: a compressed frame may state at most MaxCompressionRatio
+// (32768, what the codecs can reach) times its stored size, and a zstd
+// frame's block headers must be able to produce the stated size before
+// anything is allocated.
+//
+// Frame cache (BenchmarkFrameCache, zstd, 64 KiB frames, medians of 5):
+// random access (seek to a random frame, read it) 110 us without the
+// cache, 3.8 us with it (29x); a single sequential pass loses with it (469
+// vs 678 MB/s; the cache copies each frame and allocates 7 times per
+// frame), so use the cache for seeks, loops and timelines over compressed
+// files only.
 package pack

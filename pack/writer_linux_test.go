@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,6 +99,31 @@ func TestCreateErrors(t *testing.T) {
 		t.Fatalf("Create in a missing directory: %v", err)
 	}
 	if _, err := Create(filepath.Join(t.TempDir(), "x.pack"), WriterOptions{Compression: 9}); !errors.Is(err, ErrUnsupportedCodec) {
+		t.Fatalf("unknown codec: %v", err)
+	}
+}
+
+// The mmap writer's prefault goroutine ends with Close, after an error, and
+// when Create itself fails.
+func TestMmapWriterNoGoroutineLeak(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	w, err := Create(filepath.Join(dir, "a.pack"), WriterOptions{Mmap: true, Window: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range benchFrames(8, 2, 300<<10, sensorData(1<<20, 3)) {
+		if err := w.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyFile(filepath.Join(dir, "a.pack")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(filepath.Join(dir, "b.pack"), WriterOptions{Mmap: true, Compression: 9}); !errors.Is(err, ErrUnsupportedCodec) {
 		t.Fatalf("unknown codec: %v", err)
 	}
 }
