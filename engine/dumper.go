@@ -403,6 +403,10 @@ type mergeSrc struct {
 	// inWindow counts the messages written from the window (not the
 	// keep_last ones before it).
 	inWindow uint64
+	// anchor is the seq of the window's first message, exact when
+	// anchorOK (see dumpTopic).
+	anchor   uint64
+	anchorOK bool
 }
 
 type mergeHeap []*mergeSrc
@@ -479,7 +483,11 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 	srcs := make([]*mergeSrc, 0, len(j.order))
 	for _, id := range j.order {
 		dt := j.topics[id]
-		s := &mergeSrc{dt: dt}
+		s := &mergeSrc{dt: dt, anchor: dt.anchorSeq, anchorOK: dt.anchorOK && dt.tried && dt.anchorFrom == dt.from}
+		if !s.anchorOK { // not anchored after the trigger: try now, before reading
+			c := cursor{r: dt.t.ring}
+			s.anchor, s.anchorOK, _ = c.anchor(dt.from, true)
+		}
 		s.c.r = dt.t.ring
 		s.position()
 		s.acct = pack.TopicAccount{Topic: pack.Topic(dt.t.info.Name, dt.t.info.Channel), Type: dt.t.info.Type}
@@ -547,13 +555,7 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 		// Overwritten: the window's messages (seqs from its anchor up to
 		// where the merge stopped) not written, whether evicted before
 		// the dump or overwritten while it read them.
-		dt := s.dt
-		seq, exact := dt.anchorSeq, dt.anchorOK && dt.tried && dt.anchorFrom == dt.from
-		if !exact {
-			c := cursor{r: dt.t.ring}
-			seq, exact, _ = c.anchor(dt.from, true)
-		}
-		if exact && s.c.next >= seq+s.inWindow {
+		if seq := s.anchor; s.anchorOK && s.c.next >= seq+s.inWindow {
 			s.acct.Overwritten = s.c.next - seq - s.inWindow
 		} else {
 			s.acct.Overwritten = s.c.lost
