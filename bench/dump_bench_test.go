@@ -116,14 +116,17 @@ func BenchmarkRawWrite(b *testing.B) {
 // BenchmarkIngestLatency measures single 256-byte Ingest calls on the "hot"
 // topic, idle and while a 64 MiB dump is being written, and reports the
 // p50 / p99 / p99.9 latency in ns (timer overhead included in both).
+// With LATENCY_WRITER=stream|mmap the dump uses that writer instead of the
+// default (to compare what each costs the ingest path).
 func BenchmarkIngestLatency(b *testing.B) {
+	nw := map[string]engine.NewDumpWriter{"stream": engine.NewPackStreamWriter, "mmap": engine.NewPackMmapWriter}[os.Getenv("LATENCY_WRITER")]
 	for _, dumping := range []bool{false, true} {
 		name := "dump=idle"
 		if dumping {
 			name = "dump=writing"
 		}
 		b.Run(name, func(b *testing.B) {
-			r, _, hot := newDumpRecorder(b)
+			r, _, hot := newDumpRecorder(b, nw)
 			p := makePayload(256)
 			lat := make([]int64, 0, 1<<20)
 			b.ReportAllocs()

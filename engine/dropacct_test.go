@@ -135,3 +135,71 @@ func TestDumpDropsUpperBound(t *testing.T) {
 		t.Fatalf("label %s = %q, want topic a", DropsUpperBoundLabel, got)
 	}
 }
+
+// TestDumpOverwrittenInWindow: a ring too small for its window loses the
+// window's oldest messages before the dump is written; the dump counts
+// them exactly in Overwritten (found soon after the trigger), and says so
+// when the window start was already gone at the trigger.
+func TestDumpOverwrittenInWindow(t *testing.T) {
+	f := func(pre time.Duration, wantExact bool) {
+		t.Helper()
+		r, vc, _ := dumpRecorder(t, Config{Pre: pre, Post: 300 * time.Millisecond, Guard: -1,
+			Topics: []TopicOverride{{Match: "small", MaxBytes: 8 << 10}}})
+		ids := discover(t, r, "small", "big")
+		p := make([]byte, 100)
+		in := func(from, to int64) {
+			for ns := from; ns <= to; ns += 10 * ms {
+				vc.Set(ns)
+				for _, id := range ids {
+					r.IngestAt(id, ns, ns-1, p)
+				}
+			}
+		}
+		in(t0, t0+1000*ms)
+		held := r.Topics()[ids["small"]].Counters
+		if held.OldestNs > t0+700*ms || held.EvictedSize == 0 {
+			t.Fatalf("setup: small ring holds from %d ms, evicted %d; want a start before 700 ms and evictions",
+				(held.OldestNs-t0)/ms, held.EvictedSize)
+		}
+		id, err := r.Trigger(TriggerParams{Reason: "small"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.anchorPending() // what the dumper does right after a trigger
+		in(t0+1010*ms, t0+1300*ms)
+		vc.Set(t0 + 1400*ms)
+		res := wait(t, r, id)
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		_, info := readDump(t, res.Path)
+		window := uint64((1300*ms-(1000*ms-int64(pre)))/(10*ms)) + 1
+		for _, a := range info.Topics {
+			if a.Topic == pack.Topic("big", "") {
+				if a.Messages != window || a.Overwritten != 0 {
+					t.Errorf("pre %v: big: %d messages, %d overwritten; want %d, 0", pre, a.Messages, a.Overwritten, window)
+				}
+				continue
+			}
+			lost := window - a.Messages
+			if wantExact {
+				if a.Overwritten != lost || lost == 0 || a.FirstNs != t0+1000*ms-int64(pre)+int64(lost)*10*ms {
+					t.Errorf("pre %v: small: %d messages from %d ms, %d overwritten; want %d overwritten of %d",
+						pre, a.Messages, (a.FirstNs-t0)/ms, a.Overwritten, lost, window)
+				}
+				if res.Lost != lost {
+					t.Errorf("pre %v: result Lost %d, want %d", pre, res.Lost, lost)
+				}
+			}
+		}
+		got, ok := info.Labels[StartLostLabel]
+		if wantExact && ok {
+			t.Errorf("pre %v: label %s = %q, want none", pre, StartLostLabel, got)
+		}
+		if !wantExact && got != pack.Topic("small", "") {
+			t.Errorf("pre %v: label %s = %q, want the small topic", pre, StartLostLabel, got)
+		}
+	}
+	f(300*time.Millisecond, true)   // window [700, 1300] ms: its start is held at the trigger
+	f(1000*time.Millisecond, false) // window [0, 1300] ms: its start is gone already
+}

@@ -73,6 +73,14 @@ type dumpTopic struct {
 	t        *topic
 	from, to int64
 	post     int64
+	// The window's first seq, found by the dumper soon after the trigger
+	// (anchorPending) while the window start is still held, so messages
+	// overwritten before the dump reads them are counted. Dumper only
+	// (under d.mu while the job is pending).
+	anchorFrom int64 // the from anchored (or tried); valid when tried
+	anchorSeq  uint64
+	anchorOK   bool // anchorSeq is exact
+	tried      bool
 }
 
 func triggerRecord(id TriggerID, p *TriggerParams) pack.TriggerRecord {
@@ -174,6 +182,7 @@ func (r *Recorder) dumper() {
 		case <-d.wake:
 		case <-tick.C:
 		}
+		r.anchorPending()
 		for {
 			j := r.nextJob(stopping)
 			if j == nil {
@@ -184,6 +193,41 @@ func (r *Recorder) dumper() {
 		if stopping {
 			return
 		}
+	}
+}
+
+// anchorPending finds the first seq of each pending dump's topic windows
+// not anchored yet, while their start is still in the ring (a ring too small
+// for its window overwrites it before the dump is written). The scans run
+// without d.mu; a window whose start moved (merge) meanwhile is tried again.
+func (r *Recorder) anchorPending() {
+	d := r.d
+	type want struct {
+		dt   *dumpTopic
+		from int64
+	}
+	var ws []want
+	d.mu.Lock()
+	for _, j := range d.pending {
+		for _, id := range j.order {
+			if dt := j.topics[id]; !dt.tried || dt.anchorFrom != dt.from {
+				ws = append(ws, want{dt, dt.from})
+			}
+		}
+	}
+	d.mu.Unlock()
+	for i := range ws {
+		w := &ws[i]
+		c := cursor{r: w.dt.t.ring}
+		seq, ok, found := c.anchor(w.from, false)
+		if !found {
+			continue // nothing at or after from yet: try again later
+		}
+		d.mu.Lock()
+		if w.dt.from == w.from {
+			w.dt.anchorFrom, w.dt.anchorSeq, w.dt.anchorOK, w.dt.tried = w.from, seq, ok, true
+		}
+		d.mu.Unlock()
 	}
 }
 
@@ -342,12 +386,27 @@ func syncDir(dir string) error {
 // it is counted. Without the label every count is exact.
 const DropsUpperBoundLabel = "edr.drops_upper_bound"
 
+// StartLostLabel is the dump info label listing (comma-separated) the
+// topics whose window start was overwritten (ring byte cap) before the
+// recorder could find it: their Overwritten counts only the messages lost
+// while the dump read the ring, a lower bound. Without the label every
+// Overwritten is exact: every message of the window that is not in the
+// dump, whether evicted before the dump or overwritten while it was read.
+const StartLostLabel = "edr.window_start_lost"
+
 // mergeSrc is one topic's cursor in the k-way merge.
 type mergeSrc struct {
 	dt   *dumpTopic
 	c    cursor
 	h    entryHeader // the next entry, peeked (not yet copied)
 	acct pack.TopicAccount
+	// inWindow counts the messages written from the window (not the
+	// keep_last ones before it).
+	inWindow uint64
+	// anchor is the seq of the window's first message, exact when
+	// anchorOK (see dumpTopic).
+	anchor   uint64
+	anchorOK bool
 }
 
 type mergeHeap []*mergeSrc
@@ -424,7 +483,11 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 	srcs := make([]*mergeSrc, 0, len(j.order))
 	for _, id := range j.order {
 		dt := j.topics[id]
-		s := &mergeSrc{dt: dt}
+		s := &mergeSrc{dt: dt, anchor: dt.anchorSeq, anchorOK: dt.anchorOK && dt.tried && dt.anchorFrom == dt.from}
+		if !s.anchorOK { // not anchored after the trigger: try now, before reading
+			c := cursor{r: dt.t.ring}
+			s.anchor, s.anchorOK, _ = c.anchor(dt.from, true)
+		}
 		s.c.r = dt.t.ring
 		s.position()
 		s.acct = pack.TopicAccount{Topic: pack.Topic(dt.t.info.Name, dt.t.info.Channel), Type: dt.t.info.Type}
@@ -468,6 +531,9 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 			a.Messages++
 			a.Bytes += s.h.n
 			a.LastNs = s.h.capNs
+			if s.h.capNs >= s.dt.from {
+				s.inWindow++
+			}
 		} // else overwritten while copied: advance re-peeks and counts it lost
 		if s.advance() {
 			heap.Fix(&h, 0)
@@ -484,9 +550,17 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 	if host, err := os.Hostname(); err == nil {
 		info.Host = host
 	}
-	var upper []string
+	var upper, startLost []string
 	for _, s := range srcs {
-		s.acct.Overwritten = s.c.lost
+		// Overwritten: the window's messages (seqs from its anchor up to
+		// where the merge stopped) not written, whether evicted before
+		// the dump or overwritten while it read them.
+		if seq := s.anchor; s.anchorOK && s.c.next >= seq+s.inWindow {
+			s.acct.Overwritten = s.c.next - seq - s.inWindow
+		} else {
+			s.acct.Overwritten = s.c.lost
+			startLost = append(startLost, s.acct.Topic)
+		}
 		// Drops whose capture time falls in the topic's window, not the
 		// running totals.
 		var exactO, exactB bool
@@ -496,11 +570,17 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 			upper = append(upper, s.acct.Topic)
 		}
 		res.Messages += s.acct.Messages
-		res.Lost += s.c.lost
+		res.Lost += s.acct.Overwritten
 		info.Topics = append(info.Topics, s.acct)
 	}
-	if len(upper) > 0 {
-		info.Labels = map[string]string{DropsUpperBoundLabel: strings.Join(upper, ",")}
+	if len(upper) > 0 || len(startLost) > 0 {
+		info.Labels = map[string]string{}
+		if len(upper) > 0 {
+			info.Labels[DropsUpperBoundLabel] = strings.Join(upper, ",")
+		}
+		if len(startLost) > 0 {
+			info.Labels[StartLostLabel] = strings.Join(startLost, ",")
+		}
 	}
 	return info, nil
 }

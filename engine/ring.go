@@ -118,6 +118,8 @@ type ring struct {
 	cumLen   uint64 // payload bytes stored so far
 	evAge    uint64
 	evSize   uint64
+	// evictedBelow: every entry evicted so far was captured before it.
+	evictedBelow int64
 
 	_ pad
 	// last is the position of the newest committed entry (noEntry before
@@ -132,6 +134,8 @@ type ring struct {
 	// by readers.
 	pubEvAge  atomic.Uint64
 	pubEvSize atomic.Uint64
+	// pubEvictedBelow publishes evictedBelow with the tail.
+	pubEvictedBelow atomic.Int64
 	// oversize logs when messages too large were rejected (its own lock;
 	// touched only on that rare path).
 	oversize dropLog
@@ -254,6 +258,7 @@ func (r *ring) evictTo(need uint64) {
 		return
 	}
 	r.evSize += r.nextSeq - r.tailSeq
+	r.evictedBelow = max(r.evictedBelow, r.lastCap+1)
 	r.wTail, r.tailSeq, r.tailCum = r.wHead, r.nextSeq, r.cumLen
 }
 
@@ -265,6 +270,7 @@ func (r *ring) tailToCheckpoint(g, need uint64) bool {
 		return false // no entry starts in segment g (this lap)
 	}
 	r.evSize += cp.seq - r.tailSeq
+	r.evictedBelow = max(r.evictedBelow, cp.capNs+1)
 	r.setTail(cp)
 	return true
 }
@@ -288,9 +294,11 @@ func (r *ring) evictOlder(cutoff int64) {
 			break
 		}
 		r.evAge += cp.seq - r.tailSeq
+		r.evictedBelow = max(r.evictedBelow, cutoff)
 		r.setTail(cp)
 	}
 	for r.wTail != r.wHead && r.tailCap < cutoff && r.nextSeq+1-r.tailSeq > r.cfg.keepLast {
+		r.evictedBelow = max(r.evictedBelow, cutoff)
 		r.evictOne(&r.evAge)
 		r.loadTailCap()
 	}
@@ -332,6 +340,8 @@ func (r *ring) loadTailCap() {
 // CPUs the following plain stores cannot become visible before it (see
 // ring_read.go).
 func (r *ring) publishTail() {
+	// Before the tail: a reader that sees the new tail sees this bound.
+	r.pubEvictedBelow.Store(r.evictedBelow)
 	r.tailVer.Add(1)
 	r.pubTailSeq.Store(r.tailSeq)
 	r.pubTailCum.Store(r.tailCum)

@@ -294,3 +294,33 @@ func (r *ring) counters() TopicCounters {
 		return c
 	}
 }
+
+// anchor finds the seq of the first entry captured at or after from, so
+// that a dump can count the messages of its window that were overwritten
+// before it read them (window messages = seqs from the anchor on). found
+// reports whether such an entry is held. exact is false when the seq cannot
+// be known: the entries just before the oldest one held were evicted and
+// may have been in the window (the ring's evictedBelow bound is after
+// from), or none is found and final is false (an
+// entry written later may still be older than from). With final set
+// (every message of the window is in), a scan that finds none anchors at
+// the next seq to be written.
+func (c *cursor) anchor(from int64, final bool) (seq uint64, exact, found bool) {
+	c.seekOldest()
+	prev, havePrev := uint64(0), false
+	for {
+		h, ok := c.peek()
+		if !ok {
+			exact = c.next == 0 || havePrev && prev+1 == c.next || c.r.pubEvictedBelow.Load() <= from
+			return c.next, final && exact, false
+		}
+		if h.capNs >= from {
+			// Exact when the entry before it was seen (older than from),
+			// or nothing evicted can have been captured at or after from.
+			exact = h.seq == 0 || havePrev && prev+1 == h.seq || c.r.pubEvictedBelow.Load() <= from
+			return h.seq, exact, true
+		}
+		prev, havePrev = h.seq, true
+		c.skip(h)
+	}
+}

@@ -64,7 +64,8 @@ type DumpResult struct {
 	Bytes    int64
 	Messages uint64
 	// Lost is how many messages of the window were overwritten before the
-	// dumper could read them.
+	// dumper could read them (the sum of the topics' Overwritten; see
+	// StartLostLabel for when it is a lower bound).
 	Lost uint64
 	// StartNs and EndNs bound the dumped window (capture time).
 	StartNs, EndNs int64
