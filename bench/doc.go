@@ -4,4 +4,11 @@
 // channel, raw disk writes).
 //
 // It is not for: library code; it only measures other packages.
+//
+// # Caveats
+//
+// The speed gates compare against a baseline measured in the same run and
+// keep a margin, but a machine shared with other work can still fail them;
+// .ci/run runs this package alone and retries once. Allocation gates are
+// built with !race (the race detector allocates).
 package bench

@@ -3,4 +3,10 @@
 // with their seed corpora under testdata/fuzz.
 //
 // It is not for: library code.
+//
+// # Caveats
+//
+// The seed corpora under testdata/fuzz run as ordinary tests with "go test";
+// .ci/run also fuzzes each target for a short time. Crashers found become
+// seed files there.
 package fuzz

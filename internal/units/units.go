@@ -1,8 +1,3 @@
-// Package units parses and formats the byte sizes ("256MiB", "1.5GB") and
-// durations ("15s", "500ms", "2d") that appear in configuration and on the
-// command line.
-//
-// It is not for: anything with a unit other than bytes or time.
 package units
 
 import (
