@@ -1,0 +1,63 @@
+package deptest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// rule: package pkg must not depend (directly or not) on any of forbidden;
+// an entry ending in "/" forbids the whole tree.
+type rule struct {
+	pkg       string
+	forbidden []string
+	why       string
+}
+
+var cmdOnly = []string{"github.com/BurntSushi/toml", "github.com/prometheus/", "github.com/schollz/progressbar/"}
+
+var rules = []rule{
+	{"edr-lite/arena", append([]string{"edr-lite/engine", "github.com/yuin/gopher-lua", "net", "edr-lite/pack"}, cmdOnly...),
+		"the arena knows nothing of topics, time, files, Lua or sockets"},
+	{"edr-lite/engine", append([]string{"github.com/yuin/gopher-lua", "net", "edr-lite/scripts", "edr-lite/shm", "edr-lite/capture", "edr-lite/pack/mcap"}, cmdOnly...),
+		"the engine knows no Lua, sockets, sources or MCAP; it reaches pack through its writer interface"},
+	{"edr-lite/pack", append([]string{"edr-lite/engine", "github.com/yuin/gopher-lua", "net"}, cmdOnly...),
+		"pack is the file format only"},
+	{"edr-lite/pack/mcap", append([]string{"edr-lite/engine", "github.com/yuin/gopher-lua", "net"}, cmdOnly...),
+		"MCAP is a file format only"},
+	{"edr-lite/scripts", append([]string{"net", "edr-lite/shm", "edr-lite/capture", "edr-lite/pack/mcap"}, cmdOnly...),
+		"rules see messages and time, not sockets or files"},
+	{"edr-lite/shm", append([]string{"edr-lite/scripts", "github.com/yuin/gopher-lua", "edr-lite/capture"}, cmdOnly...),
+		"shm feeds the engine through the Sink contract only"},
+	{"edr-lite/capture", append([]string{"edr-lite/scripts", "github.com/yuin/gopher-lua", "edr-lite/shm"}, cmdOnly...),
+		"capture feeds the engine through the Sink contract only"},
+	{"edr-lite/replay", cmdOnly, "replay is a library; flags and output live in cmd"},
+}
+
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+func TestRoomsStayApart(t *testing.T) {
+	for _, r := range rules {
+		for _, d := range deps(t, r.pkg) {
+			if d == r.pkg {
+				continue
+			}
+			for _, f := range r.forbidden {
+				bad := d == f || (strings.HasSuffix(f, "/") && strings.HasPrefix(d, f)) || strings.HasPrefix(d, f+"/")
+				if f == "net" {
+					bad = d == "net" // net/netip is fine: it is plain data
+				}
+				if bad {
+					t.Errorf("%s depends on %s: %s", r.pkg, d, r.why)
+				}
+			}
+		}
+	}
+}
