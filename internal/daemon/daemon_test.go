@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -270,6 +271,44 @@ func TestMCAPDumps(t *testing.T) {
 	})
 	if err != nil || n != 100 {
 		t.Errorf("walk: %d messages, %v", n, err)
+	}
+	checkWithMCAPCore(t, res.Path, "imu", 100, 400)
+}
+
+// checkWithMCAPCore reads path with the reference TypeScript reader
+// (@mcap/core, installed by .ci/run) and checks one topic's counts, indexed
+// and streaming. It skips when node or the npm packages are missing.
+func checkWithMCAPCore(t *testing.T, path, topic string, messages, bytes int) {
+	t.Helper()
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "pack", "mcap", "testdata", "node"))
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skipf("needs node for the @mcap/core reference reader: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@mcap", "core")); err != nil {
+		t.Skipf("needs `npm ci` in %s: %v", dir, err)
+	}
+	cmd := exec.Command("node", "validate.mjs", path)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node validate.mjs: %v", err)
+	}
+	type stat struct{ Messages, Bytes int }
+	var res map[string]struct {
+		Error   string
+		Indexed struct{ Topics map[string]stat }
+		Stream  struct{ Topics map[string]stat }
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("validate.mjs output: %v\n%s", err, out)
+	}
+	r := res[path]
+	if r.Error != "" {
+		t.Fatalf("@mcap/core rejects %s: %s", path, r.Error)
+	}
+	want := stat{messages, bytes}
+	if r.Indexed.Topics[topic] != want || r.Stream.Topics[topic] != want {
+		t.Errorf("@mcap/core reads %s: indexed %+v, stream %+v; want %+v", topic, r.Indexed.Topics[topic], r.Stream.Topics[topic], want)
 	}
 }
 
