@@ -113,7 +113,7 @@ stopped) or the dump failed.`,
 	}
 	for _, d := range []struct{ n, v string }{{"pre", *pre}, {"post", *post}} {
 		if d.v != "" {
-			if _, err := time.ParseDuration(d.v); err != nil {
+			if _, err := units.ParseDuration(d.v); err != nil {
 				return c.usageErr("--%s %q: want a duration like 10s", d.n, d.v)
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"edr-lite/internal/clock"
 	"edr-lite/internal/config"
 	"edr-lite/internal/control"
+	"edr-lite/internal/units"
 	"edr-lite/scripts"
 	"edr-lite/shm"
 )
@@ -542,7 +543,7 @@ func optDuration(field, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	v, err := time.ParseDuration(s)
+	v, err := units.ParseDuration(s)
 	if err != nil || v < 0 {
 		return 0, fmt.Errorf("%s: bad duration %q", field, s)
 	}

@@ -54,6 +54,22 @@ end
 	return f
 }
 
+// startDaemon builds and starts a recorder from cfg, stopped at the end of
+// the test.
+func startDaemon(t *testing.T, cfg *config.File) *Daemon {
+	t.Helper()
+	d, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		d.Stop()
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Stop)
+	return d
+}
+
 func writeFile(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
@@ -75,14 +91,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestDaemonRuleTriggerHookHTTPReload(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
-	d, err := New(Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
+	d := startDaemon(t, cfg)
 
 	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "driver/button"})
 	if err != nil {
@@ -226,14 +235,7 @@ func TestMCAPDumps(t *testing.T) {
 	cfg.Rules = nil
 	cfg.Control.HTTP = ""
 	cfg.Hooks.Exec = nil
-	d, err := New(Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
+	d := startDaemon(t, cfg)
 	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "imu", Type: "edr.test.IMU"})
 	if err != nil {
 		t.Fatal(err)
@@ -328,14 +330,7 @@ func TestUDPSourceFromConfig(t *testing.T) {
 	addr := l.LocalAddr().String()
 	l.Close() // a free port for the recorder
 	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}"}}
-	d, err := New(Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
+	d := startDaemon(t, cfg)
 	c, err := net.Dial("udp", addr)
 	if err != nil {
 		t.Fatal(err)
