@@ -41,7 +41,13 @@
 // Losses are counts, not errors: datagrams the kernel dropped for a full
 // socket buffer (SO_RXQ_OVFL, learnt from the next datagram that gets
 // through), frames the ring had no room for (PACKET_STATISTICS, read by
-// Stats and Close), oversize, malformed and unmapped packets. MaxTopics
+// Stats and Close), oversize, malformed and unmapped packets. When a UDP
+// socket feeds one topic (its template uses none of {src}, {sport},
+// {dst}, {ethertype}), its kernel drops are also that topic's losses:
+// reported with engine.Sink.Lost, so they appear in the recorder's
+// per-topic counters and in the accounting of the dump whose window holds
+// them. Otherwise, and for the raw source, the kernel does not say whose
+// packets it dropped, and the drops stay the source's (Stats.Lost). MaxTopics
 // bounds the topics one source creates, so hostile traffic cannot grow the
 // topic table.
 //

@@ -25,12 +25,13 @@ type recordingSink struct {
 	infos   []engine.TopicInfo
 	recs    []record
 	offline map[string]int
+	lost    map[string]uint64 // what the source reported through Lost, by topic
 	now     int64
 	notify  chan struct{}
 }
 
 func newRecordingSink() *recordingSink {
-	return &recordingSink{reject: map[string]bool{}, offline: map[string]int{}, now: 1_000_000_000, notify: make(chan struct{}, 1)}
+	return &recordingSink{reject: map[string]bool{}, offline: map[string]int{}, lost: map[string]uint64{}, now: 1_000_000_000, notify: make(chan struct{}, 1)}
 }
 
 var errRejected = errors.New("test: topic excluded")
@@ -67,6 +68,12 @@ func (s *recordingSink) IngestAt(id engine.TopicID, captureNs, genNs int64, payl
 	default:
 	}
 	return true
+}
+
+func (s *recordingSink) Lost(id engine.TopicID, _ int64, n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost[s.names[id]] += n
 }
 
 func (s *recordingSink) Offline(id engine.TopicID) {
@@ -124,7 +131,8 @@ func (s *countingSink) IngestAt(id engine.TopicID, captureNs, genNs int64, paylo
 	s.lastCap = captureNs
 	return true
 }
-func (s *countingSink) Offline(engine.TopicID) {}
+func (s *countingSink) Offline(engine.TopicID)             {}
+func (s *countingSink) Lost(engine.TopicID, int64, uint64) {}
 
 // waitRecordsFor waits up to d for a new record and returns all records.
 func (s *recordingSink) waitRecordsFor(d time.Duration) []record {

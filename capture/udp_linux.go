@@ -35,6 +35,12 @@ type UDPSource struct {
 	lc     lifecycle
 	c      counters
 	readFn func(fd uintptr) bool
+	// oneTopic: the template names one topic for every datagram of the
+	// socket, so the kernel's drops are that topic's losses (Sink.Lost).
+	oneTopic bool
+	// noName: the template needs no source address, so recvmmsg is not
+	// asked for it (one copy less per datagram in the kernel).
+	noName bool
 
 	// Owned by the Run goroutine.
 	msgs     []unix.Mmsghdr
@@ -105,6 +111,8 @@ func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
 		return nil, err
 	}
 	s.local = conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	s.oneTopic = !tmpl.has(fieldSrc) && !tmpl.has(fieldSPort) && !tmpl.has(fieldDst) && !tmpl.has(fieldEtherType)
+	s.noName = s.oneTopic && !tmpl.has(fieldProto) // {proto} needs the IP version, which the name gives
 	s.m = newMapper(tmpl, sink, engine.TopicInfo{Type: o.Type, Channel: o.Channel, Source: "udp:" + o.Addr}, o.MaxTopics)
 	s.msgs = make([]unix.Mmsghdr, o.Batch)
 	s.iovs = make([]unix.Iovec, o.Batch)
@@ -115,8 +123,10 @@ func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
 		s.iovs[i].Base = &s.bufs[i*o.MaxPacket]
 		s.iovs[i].SetLen(o.MaxPacket)
 		h := &s.msgs[i].Hdr
-		h.Name = &s.names[i*sockaddrSize]
-		h.Namelen = sockaddrSize
+		if !s.noName {
+			h.Name = &s.names[i*sockaddrSize]
+			h.Namelen = sockaddrSize
+		}
 		h.Iov = &s.iovs[i]
 		h.SetIovlen(1)
 		h.Control = &s.ctrl[i*udpCtrlSize]
@@ -251,9 +261,13 @@ func (s *UDPSource) Run(ctx context.Context) error {
 // read is the RawConn.Read callback: one non-blocking recvmmsg. It returns
 // false when nothing is queued, so the runtime poller waits.
 func (s *UDPSource) read(fd uintptr) bool {
+	namelen := uint32(sockaddrSize)
+	if s.noName {
+		namelen = 0
+	}
 	for i := range s.dirty { // the kernel rewrote these lengths last time
 		h := &s.msgs[i].Hdr
-		h.Namelen = sockaddrSize
+		h.Namelen = namelen
 		h.SetControllen(udpCtrlSize)
 		h.Flags = 0
 	}
@@ -293,7 +307,9 @@ func (s *UDPSource) process() error {
 			b.Truncated++
 			continue
 		}
-		s.parseName(s.names[i*sockaddrSize : (i+1)*sockaddrSize])
+		if !s.noName {
+			s.parseName(s.names[i*sockaddrSize : (i+1)*sockaddrSize])
+		}
 		buf := s.bufs[i*maxp : i*maxp+n]
 		if s.segSize > 0 && n > s.segSize { // coalesced by GRO: equal segments, the last may be short
 			b.Packets += uint64((n - 1) / s.segSize)
@@ -307,6 +323,11 @@ func (s *UDPSource) process() error {
 		ingest(s.m, &s.pkt, now, buf, b)
 	}
 	s.pkt.Payload = nil
+	if b.Lost > 0 && s.oneTopic {
+		if id, ok := s.m.lookup(&s.pkt); ok { // the socket's one topic, known once a datagram named it
+			s.sink.Lost(id, now, b.Lost)
+		}
+	}
 	s.c.add(b, s.m)
 	return nil
 }

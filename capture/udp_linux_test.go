@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -159,10 +160,22 @@ func TestUDPTruncatedAndUnmapped(t *testing.T) {
 
 // TestUDPKernelDrops overflows a small receive buffer while the source is
 // not reading, and checks that every datagram is either ingested or
-// counted as lost: the kernel's SO_RXQ_OVFL counter reaches Stats.Lost.
+// counted as lost: the kernel's SO_RXQ_OVFL counter reaches Stats.Lost and,
+// when the socket feeds one topic (a template without {src}, {sport},
+// {dst}), that topic's losses in the recorder (Sink.Lost). With {src} the
+// kernel does not say whose datagrams it dropped: they stay the source's.
 func TestUDPKernelDrops(t *testing.T) {
+	for _, tc := range []struct {
+		tmpl       string
+		attributed bool
+	}{{"udp/{dport}", true}, {"lidar/front", true}, {"udp/{src}", false}} {
+		t.Run(tc.tmpl, func(t *testing.T) { testUDPKernelDrops(t, tc.tmpl, tc.attributed) })
+	}
+}
+
+func testUDPKernelDrops(t *testing.T, tmpl string, attributed bool) {
 	sink := newRecordingSink()
-	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", RcvBuf: 4096}, sink)
+	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", RcvBuf: 4096, Topic: tmpl}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +206,22 @@ func TestUDPKernelDrops(t *testing.T) {
 	st := src.Stats()
 	if st.Lost == 0 || st.Ingested+st.Lost != uint64(sent) {
 		t.Errorf("Stats %+v: ingested %d + lost %d != sent %d", st, st.Ingested, st.Lost, sent)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	var reported uint64
+	for _, n := range sink.lost {
+		reported += n
+	}
+	name := tmpl
+	if tmpl == "udp/{dport}" {
+		name = "udp/" + strconv.Itoa(int(src.LocalAddr().Port()))
+	}
+	switch {
+	case attributed && (len(sink.lost) != 1 || sink.lost[name] != st.Lost):
+		t.Errorf("losses reported to the sink %v, want %s: %d", sink.lost, name, st.Lost)
+	case !attributed && reported != 0:
+		t.Errorf("losses reported to the sink %v, want none (the template names the sender)", sink.lost)
 	}
 }
 func TestUDPRunEndsWithContext(t *testing.T) {

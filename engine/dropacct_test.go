@@ -9,8 +9,8 @@ import (
 	"edr-lite/pack"
 )
 
-// TestDumpDropsPerWindow: a dump's Oversize and SkippedBusy count exactly
-// the drops whose capture time falls in the topic's dumped window
+// TestDumpDropsPerWindow: a dump's Oversize, SkippedBusy and LostAtSource
+// (losses a source reports through Sink.Lost) count exactly the drops whose capture time falls in the topic's dumped window
 // [T-pre, T+post] (edges included): not those before it, not those after
 // it, not the running totals (which Status keeps).
 func TestDumpDropsPerWindow(t *testing.T) {
@@ -35,7 +35,11 @@ func TestDumpDropsPerWindow(t *testing.T) {
 	// drops at 5, 5 (before the window), 50 and 110 (its edges), 55
 	// (inside), 115, 115, 115 (after it).
 	oversize := map[int64]int{5: 2, 50: 1, 55: 1, 110: 1, 115: 3}
+	// The source reports 3 lost at 40 ms (before the window), 4 at 60
+	// (inside), 5 at 120 (after it).
+	srcLost := map[int64]uint64{40: 3, 60: 4, 120: 5}
 	for ms_ := int64(0); ms_ <= 130; ms_ += 5 {
+		r.Lost(a, t0+ms_*ms, srcLost[ms_])
 		for range oversize[ms_] {
 			if at(ms_, big) {
 				t.Fatalf("a %d-byte message over MaxPacket 16 was stored", len(big))
@@ -58,10 +62,12 @@ func TestDumpDropsPerWindow(t *testing.T) {
 			t.Fatal("stored while busy with BusySkipData")
 		}
 	}
+	r.Lost(a, t0+145*ms, 6)
 	close(release)
 	res1 := wait(t, r, id1)
 	// Dump 2 at T=150 ms, pre 20 ms: window [130, 160] ms holds the busy
-	// skips, but none of the oversize drops.
+	// skips and the 6 lost at the source at 145 ms, but none of the
+	// oversize drops.
 	id2, err := r.Trigger(TriggerParams{Reason: "two", TimeNs: t0 + 150*ms, Pre: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +82,7 @@ func TestDumpDropsPerWindow(t *testing.T) {
 	vc.Set(t0 + 400*ms)
 	res3 := wait(t, r, id3)
 
-	type counts struct{ oversize, busy uint64 }
+	type counts struct{ oversize, busy, lost uint64 }
 	f := func(res DumpResult, want counts) {
 		t.Helper()
 		if res.Err != nil {
@@ -85,7 +91,7 @@ func TestDumpDropsPerWindow(t *testing.T) {
 		_, info := readDump(t, res.Path)
 		got := map[string]counts{}
 		for _, ta := range info.Topics {
-			got[ta.Topic] = counts{ta.Oversize, ta.SkippedBusy}
+			got[ta.Topic] = counts{ta.Oversize, ta.SkippedBusy, ta.LostAtSource}
 		}
 		if got[pack.Topic("a", "")] != want {
 			t.Errorf("%v: topic a drops in the window %+v, want %+v", res.Reasons, got[pack.Topic("a", "")], want)
@@ -97,12 +103,13 @@ func TestDumpDropsPerWindow(t *testing.T) {
 			t.Errorf("%v: counts marked as upper bounds (%q), want exact", res.Reasons, l)
 		}
 	}
-	f(res1, counts{oversize: 3})
-	f(res2, counts{busy: 2})
+	f(res1, counts{oversize: 3, lost: 4})
+	f(res2, counts{busy: 2, lost: 6})
 	f(res3, counts{})
 	c := r.Topics()[a].Counters
-	if c.RejectedOversize != 8 || c.SkippedBusy != 2 {
-		t.Fatalf("running totals: oversize %d, skipped busy %d; want 8, 2", c.RejectedOversize, c.SkippedBusy)
+	if c.RejectedOversize != 8 || c.SkippedBusy != 2 || c.LostAtSource != 18 {
+		t.Fatalf("running totals: oversize %d, skipped busy %d, lost at source %d; want 8, 2, 18",
+			c.RejectedOversize, c.SkippedBusy, c.LostAtSource)
 	}
 }
 

@@ -34,13 +34,16 @@ type dropLog struct {
 // record counts one drop at ns. Times never go back within the log: an
 // earlier ns (concurrent producers) counts at the newest time recorded.
 // It never allocates.
-func (l *dropLog) record(ns int64) {
+func (l *dropLog) record(ns int64) { l.recordN(ns, 1) }
+
+// recordN counts n drops at ns (a source reporting a gap it found at once).
+func (l *dropLog) recordN(ns int64, n uint64) {
 	l.mu.Lock()
-	l.total++
+	l.total += n
 	if l.n > 0 {
 		s := &l.spans[l.n-1]
 		if ns <= s.last {
-			s.count++
+			s.count += n
 			l.mu.Unlock()
 			return
 		}
@@ -48,7 +51,7 @@ func (l *dropLog) record(ns int64) {
 	if l.n == dropSpans {
 		l.mergeClosest()
 	}
-	l.spans[l.n] = dropSpan{first: ns, last: ns, count: 1}
+	l.spans[l.n] = dropSpan{first: ns, last: ns, count: n}
 	l.n++
 	l.mu.Unlock()
 }

@@ -380,7 +380,7 @@ func syncDir(dir string) error {
 }
 
 // DropsUpperBoundLabel is the dump info label listing (comma-separated) the
-// topics whose Oversize or SkippedBusy count is an upper bound rather than
+// topics whose Oversize, SkippedBusy or LostAtSource count is an upper bound rather than
 // exact: a burst of drops the recorder no longer times one by one (more
 // than a few distinct drop times) straddles the window's edge, and all of
 // it is counted. Without the label every count is exact.
@@ -563,10 +563,11 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 		}
 		// Drops whose capture time falls in the topic's window, not the
 		// running totals.
-		var exactO, exactB bool
+		var exactO, exactB, exactS bool
 		s.acct.Oversize, exactO = s.dt.t.ring.oversize.window(s.dt.from, s.dt.to)
 		s.acct.SkippedBusy, exactB = s.dt.t.skippedBusy.window(s.dt.from, s.dt.to)
-		if !exactO || !exactB {
+		s.acct.LostAtSource, exactS = s.dt.t.sourceLost.window(s.dt.from, s.dt.to)
+		if !exactO || !exactB || !exactS {
 			upper = append(upper, s.acct.Topic)
 		}
 		res.Messages += s.acct.Messages

@@ -53,6 +53,7 @@ type topic struct {
 	online      atomic.Bool
 	offline     atomic.Uint64 // messages rejected while offline
 	skippedBusy dropLog       // messages dropped while a dump was written (BusySkipData)
+	sourceLost  dropLog       // messages the source reported lost before they reached the recorder
 	onlineNs    atomic.Int64  // when the topic was (re)discovered
 	// pins counts open Readers and pending dumps that need the ring; a
 	// destroy_on_offline topic's ring is freed when it drops to zero.
@@ -184,6 +185,19 @@ func (r *Recorder) IngestAt(id TopicID, captureNs, genNs int64, payload []byte) 
 	return t.ring.append(captureNs, genNs, payload)
 }
 
+// Lost counts n messages of the topic that its source reports lost before
+// they reached the recorder, detected at atNs on the recorder's clock (see
+// Sink). They appear in TopicCounters.LostAtSource and in the accounting of
+// every dump whose window holds atNs. Unknown ids and n == 0 are ignored.
+func (r *Recorder) Lost(id TopicID, atNs int64, n uint64) {
+	if n == 0 {
+		return
+	}
+	if t := r.topic(id); t != nil {
+		t.sourceLost.recordN(atNs, n)
+	}
+}
+
 // Ingest is IngestAt stamped with the recorder's clock (one clock read; with
 // the default coarse clock an atomic load).
 func (r *Recorder) Ingest(id TopicID, genNs int64, payload []byte) bool {
@@ -278,6 +292,7 @@ func (r *Recorder) Topics() []TopicStatus {
 		}
 		st.Counters.RejectedOffline = t.offline.Load()
 		st.Counters.SkippedBusy = t.skippedBusy.load()
+		st.Counters.LostAtSource = t.sourceLost.load()
 		if c := st.Counters; c.HeldMessages > 1 && c.NewestNs > c.OldestNs {
 			st.RateHz = float64(c.HeldMessages-1) / (float64(c.NewestNs-c.OldestNs) / 1e9)
 		}

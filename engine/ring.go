@@ -60,6 +60,7 @@ type TopicCounters struct {
 	LostToReaders    uint64 // entries readers skipped because the writer overwrote them first
 	RejectedOffline  uint64 // messages ingested while the topic was offline, never stored
 	SkippedBusy      uint64 // messages dropped while a dump was written (BusySkipData)
+	LostAtSource     uint64 // messages the source reported lost before they reached the recorder (Sink.Lost)
 	HeldBytes        uint64 // bytes of ring space currently holding entries
 	HeldMessages     uint64 // entries currently held
 	OldestNs         int64  // capture time of the oldest entry held (0 when empty)

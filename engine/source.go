@@ -48,4 +48,12 @@ type Sink interface {
 	// Offline reports that the topic's producer went away. The ring is kept
 	// or freed according to configuration.
 	Offline(id TopicID)
+
+	// Lost reports n messages of the topic lost before they reached the
+	// recorder, found at atNs (a value from Now): a shared-memory producer
+	// overwrote them before they were read, the kernel dropped them from a
+	// socket that feeds only this topic. They are counted per topic and in
+	// the accounting of every dump whose window holds atNs. Called off the
+	// per-message path (when a gap is found), it may take a short lock.
+	Lost(id TopicID, atNs int64, n uint64)
 }

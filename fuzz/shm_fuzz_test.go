@@ -25,8 +25,9 @@ func (s *boundedSink) Discover(engine.TopicInfo) (engine.TopicID, error) {
 	s.discovers++
 	return 3, nil
 }
-func (s *boundedSink) Now() int64             { return 1 }
-func (s *boundedSink) Offline(engine.TopicID) {}
+func (s *boundedSink) Now() int64                         { return 1 }
+func (s *boundedSink) Offline(engine.TopicID)             {}
+func (s *boundedSink) Lost(engine.TopicID, int64, uint64) {}
 func (s *boundedSink) IngestAt(id engine.TopicID, _, _ int64, p []byte) bool {
 	s.messages++
 	s.bytes += len(p)

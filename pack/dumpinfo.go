@@ -46,8 +46,11 @@ type TopicAccount struct {
 	Overwritten uint64 `json:"overwritten,omitempty"`  // lost to ring overwrite while reading
 	Oversize    uint64 `json:"oversize,omitempty"`     // dropped: larger than max_packet
 	SkippedBusy uint64 `json:"skipped_busy,omitempty"` // dropped: ring busy
-	FirstNs     int64  `json:"first_ns,omitempty"`
-	LastNs      int64  `json:"last_ns,omitempty"`
+	// LostAtSource: lost before reaching the recorder (a shared-memory
+	// producer overwrote them unread, the kernel dropped them).
+	LostAtSource uint64 `json:"lost_at_source,omitempty"`
+	FirstNs      int64  `json:"first_ns,omitempty"`
+	LastNs       int64  `json:"last_ns,omitempty"`
 }
 
 // SetDumpInfo stores d (as JSON, metadata section DumpInfoName); a later

@@ -140,6 +140,7 @@ func (s *typeSink) Discover(info engine.TopicInfo) (engine.TopicID, error) {
 func (s *typeSink) Now() int64                                         { return 0 }
 func (s *typeSink) IngestAt(engine.TopicID, int64, int64, []byte) bool { s.n++; return true }
 func (s *typeSink) Offline(engine.TopicID)                             {}
+func (s *typeSink) Lost(engine.TopicID, int64, uint64)                 {}
 
 // listenRun binds n consecutive loopback UDP ports and returns the sockets.
 func listenRun(t *testing.T, n int) []*net.UDPConn {

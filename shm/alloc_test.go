@@ -14,6 +14,7 @@ type countSink struct{ n, bytes uint64 }
 func (s *countSink) Discover(engine.TopicInfo) (engine.TopicID, error) { return 0, nil }
 func (s *countSink) Now() int64                                        { return 1 }
 func (s *countSink) Offline(engine.TopicID)                            {}
+func (s *countSink) Lost(engine.TopicID, int64, uint64)                {}
 func (s *countSink) IngestAt(_ engine.TopicID, _, _ int64, p []byte) bool {
 	s.n++
 	s.bytes += uint64(len(p))

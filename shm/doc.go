@@ -11,7 +11,8 @@
 // Stats) discovers segments with inotify (or by polling), registers each
 // topic with engine.Sink.Discover, feeds every record to IngestAt with one
 // clock read per batch, counts overwritten records as lost through sequence
-// gaps, wakes on a futex the producer signals (or polls with a bounded
+// gaps (and reports them with engine.Sink.Lost, so they are the topic's
+// losses in the recorder and in dumps), wakes on a futex the producer signals (or polls with a bounded
 // back-off), and reports Offline when a producer closes, dies (pid gone) or
 // stops heartbeating. DrainFile reads one segment file once, e.g. left over
 // after a crash.

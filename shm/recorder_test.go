@@ -87,8 +87,9 @@ func TestRecorderHoldsEveryMessage(t *testing.T) {
 				held++
 			}
 			missing += n - next
-			if held+st.Lost != n || missing != st.Lost || rd.Lost() != 0 {
-				t.Fatalf("held %d + lost %d != %d (missing indexes %d, reader lost %d)", held, st.Lost, n, missing, rd.Lost())
+			if held+st.Lost != n || missing != st.Lost || rd.Lost() != 0 || ts.Counters.LostAtSource != st.Lost {
+				t.Fatalf("held %d + lost %d != %d (missing indexes %d, reader lost %d, recorder's LostAtSource %d)",
+					held, st.Lost, n, missing, rd.Lost(), ts.Counters.LostAtSource)
 			}
 			t.Logf("%s producer: %d held bit-exact, %d lost (counted)", producer, held, st.Lost)
 		})

@@ -303,6 +303,7 @@ walk:
 		}
 		if gap := seq - s.nextSeq; gap > 0 {
 			s.lost.Add(gap)
+			sink.Lost(id, now, gap) // the recorder's per-topic and per-dump accounting
 		}
 		s.nextSeq = seq + 1
 		gen := int64(le.Uint64(chunk[off+16:]))

@@ -173,6 +173,7 @@ type latencySink struct {
 func (s *latencySink) Discover(engine.TopicInfo) (engine.TopicID, error) { return 0, nil }
 func (s *latencySink) Now() int64                                        { return 0 }
 func (s *latencySink) Offline(engine.TopicID)                            {}
+func (s *latencySink) Lost(engine.TopicID, int64, uint64)                {}
 func (s *latencySink) IngestAt(_ engine.TopicID, _, gen int64, _ []byte) bool {
 	if len(s.lat) < cap(s.lat) {
 		s.lat = append(s.lat, time.Now().UnixNano()-gen)

@@ -18,6 +18,7 @@ type recSink struct {
 	msgs    map[engine.TopicID][]recMsg
 	online  map[engine.TopicID]bool
 	offline map[engine.TopicID]time.Time
+	lost    map[engine.TopicID]uint64
 	refuse  func(engine.TopicInfo) error
 	now     atomic.Int64
 	changed chan struct{}
@@ -74,6 +75,15 @@ func (r *recSink) IngestAt(id engine.TopicID, captureNs, genNs int64, payload []
 	r.msgs[id] = append(r.msgs[id], recMsg{captureNs, genNs, append([]byte(nil), payload...)})
 	r.signal()
 	return true
+}
+
+func (r *recSink) Lost(id engine.TopicID, _ int64, n uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lost == nil {
+		r.lost = map[engine.TopicID]uint64{}
+	}
+	r.lost[id] += n
 }
 
 func (r *recSink) Offline(id engine.TopicID) {

@@ -20,6 +20,7 @@ type checkSink struct {
 	last      atomic.Uint64
 	bad       atomic.Pointer[string]
 	offline   atomic.Bool
+	lost      atomic.Uint64 // what the consumer reported through Sink.Lost
 	discovery atomic.Bool
 }
 
@@ -29,6 +30,9 @@ func (s *checkSink) Discover(engine.TopicInfo) (engine.TopicID, error) {
 }
 func (s *checkSink) Now() int64             { return 1 }
 func (s *checkSink) Offline(engine.TopicID) { s.offline.Store(true) }
+func (s *checkSink) Lost(_ engine.TopicID, _ int64, n uint64) {
+	s.lost.Add(n)
+}
 func (s *checkSink) IngestAt(id engine.TopicID, _, gen int64, p []byte) bool {
 	i, err := checkPayload(p, s.maxLen)
 	switch {
@@ -102,8 +106,8 @@ func stressWith(t *testing.T, sink *checkSink, n uint64, maxLen, capa int) {
 		t.Fatal(*b)
 	}
 	st := c.Stats()
-	if st.Messages+st.Lost != n {
-		t.Fatalf("received %d + lost %d = %d, published %d", st.Messages, st.Lost, st.Messages+st.Lost, n)
+	if st.Messages+st.Lost != n || sink.lost.Load() != st.Lost {
+		t.Fatalf("received %d + lost %d = %d, published %d; %d reported to the sink", st.Messages, st.Lost, st.Messages+st.Lost, n, sink.lost.Load())
 	}
 	t.Logf("published %d, received %d, lost %d", n, st.Messages, st.Lost)
 }

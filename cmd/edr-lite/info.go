@@ -107,7 +107,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 	}
 	fmt.Fprintf(w, "topics:     %d\n", len(in.Topics))
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "  topic\tmessages\tbytes\trate\tlost\toversize\tbusy\ttype\n")
+	fmt.Fprintf(tw, "  topic\tmessages\tbytes\trate\tlost\tsrc-lost\toversize\tbusy\ttype\n")
 	for _, t := range in.Topics {
 		rate := "-"
 		if t.Messages > 1 && t.LastNs > t.FirstNs {
@@ -117,8 +117,8 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 		if typ == "" {
 			typ = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", t.Name, t.Messages, units.FormatSize(int64(t.Bytes)), rate,
-			t.Overwritten, t.Oversize, t.SkippedBusy, typ)
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", t.Name, t.Messages, units.FormatSize(int64(t.Bytes)), rate,
+			t.Overwritten, t.LostAtSource, t.Oversize, t.SkippedBusy, typ)
 	}
 	tw.Flush()
 }

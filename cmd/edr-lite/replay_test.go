@@ -25,8 +25,9 @@ func (s *countSink) Discover(info engine.TopicInfo) (engine.TopicID, error) {
 	s.info = info
 	return 0, nil
 }
-func (s *countSink) Now() int64             { return 0 }
-func (s *countSink) Offline(engine.TopicID) {}
+func (s *countSink) Now() int64                         { return 0 }
+func (s *countSink) Offline(engine.TopicID)             {}
+func (s *countSink) Lost(engine.TopicID, int64, uint64) {}
 func (s *countSink) IngestAt(_ engine.TopicID, _, gen int64, p []byte) bool {
 	if s.n == 0 {
 		s.first = append([]byte(nil), p...)

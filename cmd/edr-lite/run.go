@@ -193,15 +193,15 @@ lag and errors.`,
 		fmt.Fprintf(w, "leftover incomplete dump: %s (salvage with edr-lite recover)\n", t)
 	}
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nTOPIC\tONLINE\tRATE\tHELD\tWINDOW\tOVERSIZE\tLOST\tEVICTED(size)\tSOURCE\n")
+	fmt.Fprintf(tw, "\nTOPIC\tONLINE\tRATE\tHELD\tWINDOW\tOVERSIZE\tLOST\tSRC-LOST\tEVICTED(size)\tSOURCE\n")
 	for _, t := range st.Topics {
 		name := t.Name
 		if t.Channel != "" {
 			name += "#" + t.Channel
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%.1f Hz\t%s\t%.1fs of %.1fs\t%d\t%d\t%d\t%s\n", name, t.Online, t.RateHz,
+		fmt.Fprintf(tw, "%s\t%v\t%.1f Hz\t%s\t%.1fs of %.1fs\t%d\t%d\t%d\t%d\t%s\n", name, t.Online, t.RateHz,
 			units.FormatSize(int64(t.HeldBytes)), t.HeldSeconds, t.RetentionSeconds, t.RejectedOversize,
-			t.LostToReaders, t.EvictedSize, t.Source)
+			t.LostToReaders, t.LostAtSource, t.EvictedSize, t.Source)
 	}
 	tw.Flush()
 	if len(st.Rules) > 0 {

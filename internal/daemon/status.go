@@ -62,6 +62,8 @@ type TopicStatus struct {
 	RejectedOversize uint64  `json:"rejected_oversize"`
 	LostToReaders    uint64  `json:"lost_to_readers"`
 	RejectedOffline  uint64  `json:"rejected_offline"`
+	SkippedBusy      uint64  `json:"skipped_busy"`
+	LostAtSource     uint64  `json:"lost_at_source"` // lost before reaching the recorder (shm overwrite, kernel drop)
 }
 
 // RuleStatus is one rule's figures.
@@ -100,7 +102,7 @@ func (d *Daemon) Status() Status {
 			Online: t.Online, RateHz: t.RateHz, RingBytes: t.RingBytes, HeldBytes: c.HeldBytes, HeldMessages: c.HeldMessages,
 			RetentionSeconds: float64(t.RetentionNs) / 1e9, Written: c.Written, EvictedAge: c.EvictedAge,
 			EvictedSize: c.EvictedSize, RejectedOversize: c.RejectedOversize, LostToReaders: c.LostToReaders,
-			RejectedOffline: c.RejectedOffline}
+			RejectedOffline: c.RejectedOffline, SkippedBusy: c.SkippedBusy, LostAtSource: c.LostAtSource}
 		if c.NewestNs > c.OldestNs {
 			ts.HeldSeconds = float64(c.NewestNs-c.OldestNs) / 1e9
 		}
@@ -173,7 +175,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descTopicHeld, prometheus.GaugeValue, t.HeldSeconds, name)
 		ch <- prometheus.MustNewConstMetric(descTopicRate, prometheus.GaugeValue, t.RateHz, name)
 		for cause, v := range map[string]uint64{"evicted_age": t.EvictedAge, "evicted_size": t.EvictedSize,
-			"oversize": t.RejectedOversize, "lost_to_readers": t.LostToReaders, "offline": t.RejectedOffline} {
+			"oversize": t.RejectedOversize, "lost_to_readers": t.LostToReaders, "offline": t.RejectedOffline,
+			"skipped_busy": t.SkippedBusy, "lost_at_source": t.LostAtSource} {
 			ch <- prometheus.MustNewConstMetric(descTopicDropped, prometheus.CounterValue, float64(v), name, cause)
 		}
 	}

@@ -34,6 +34,9 @@ type Topic struct {
 	Overwritten uint64 `json:"overwritten"`
 	Oversize    uint64 `json:"oversize"`
 	SkippedBusy uint64 `json:"skipped_busy"`
+	// LostAtSource: lost before reaching the recorder (shm overwrite,
+	// kernel drop), as the source reported them.
+	LostAtSource uint64 `json:"lost_at_source"`
 }
 
 // Trigger is one trigger recorded in a dump.
@@ -161,6 +164,7 @@ func packInfo(path string) (*Info, error) {
 			}
 			t := &in.Topics[i]
 			t.Type, t.Overwritten, t.Oversize, t.SkippedBusy = a.Type, a.Overwritten, a.Oversize, a.SkippedBusy
+			t.LostAtSource = a.LostAtSource
 			if a.FirstNs != 0 {
 				t.FirstNs, t.LastNs = a.FirstNs, a.LastNs
 			}

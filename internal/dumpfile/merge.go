@@ -67,6 +67,7 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 				acc.Overwritten += a.Overwritten
 				acc.Oversize += a.Oversize
 				acc.SkippedBusy += a.SkippedBusy
+				acc.LostAtSource += a.LostAtSource
 				if a.FirstNs != 0 && (acc.FirstNs == 0 || a.FirstNs < acc.FirstNs) {
 					acc.FirstNs = a.FirstNs
 				}

@@ -17,7 +17,8 @@ const (
 	// rule, tag, severity, pre_ns, post_ns, id, and param.<key> entries).
 	MetadataTrigger = "edr.trigger"
 	// MetadataTopicStats: one record per topic (topic, type, messages,
-	// bytes, overwritten, oversize, skipped_busy, first_ns, last_ns).
+	// bytes, overwritten, oversize, skipped_busy, lost_at_source, first_ns,
+	// last_ns).
 	MetadataTopicStats = "edr.topic_stats"
 	// MetadataDump: the dump's window and origin (writer, host, start_ns,
 	// end_ns, created_ns, label.<key>) and, under "json", the whole
@@ -248,7 +249,7 @@ func WriteDumpInfo(w *Writer, d pack.DumpInfo) error {
 	}
 	for _, a := range d.Topics {
 		kv := map[string]string{"topic": displayTopic(a.Topic), "messages": u64(a.Messages), "bytes": u64(a.Bytes),
-			"overwritten": u64(a.Overwritten), "oversize": u64(a.Oversize), "skipped_busy": u64(a.SkippedBusy),
+			"overwritten": u64(a.Overwritten), "oversize": u64(a.Oversize), "skipped_busy": u64(a.SkippedBusy), "lost_at_source": u64(a.LostAtSource),
 			"first_ns": i64(a.FirstNs), "last_ns": i64(a.LastNs)}
 		if a.Type != "" {
 			kv["type"] = a.Type
