@@ -91,7 +91,7 @@ func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
 	}}
 	var pc net.PacketConn
 	if group.IsValid() {
-		pc, err = listenGroup(ap, func(fd int) error { return setUDPOptions(fd, &o, true, wantDst, network) })
+		pc, err = listenGroup(ap, o.Interface, func(fd int) error { return setUDPOptions(fd, &o, true, wantDst, network) })
 	} else {
 		pc, err = lc.ListenPacket(context.Background(), network, o.Addr)
 	}
@@ -132,7 +132,7 @@ func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
 		h.Control = &s.ctrl[i*udpCtrlSize]
 		h.SetControllen(udpCtrlSize)
 	}
-	s.pkt = Packet{IPProto: IPProtoUDP, HasUDP: true, DstPort: s.local.Port(), Dst: s.local.Addr().Unmap()}
+	s.pkt = Packet{IPProto: IPProtoUDP, HasUDP: true, DstPort: s.local.Port(), Dst: s.local.Addr().Unmap().WithZone("")}
 	s.readFn = s.read
 	return s, nil
 }
@@ -148,10 +148,24 @@ func fixHost(addr string) string {
 // listenGroup binds a UDP socket to the multicast group address itself
 // (net.ListenPacket would bind the wildcard address, which also receives
 // unicast datagrams to the port).
-func listenGroup(ap netip.AddrPort, setopts func(fd int) error) (net.PacketConn, error) {
-	family, sa := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().Unmap().As4()})
-	if !ap.Addr().Unmap().Is4() {
-		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+//
+// An IPv6 group of link-local scope (ff02::/16) is bound on the interface
+// named by ifname (its scope id), as the kernel requires.
+func listenGroup(ap netip.AddrPort, ifname string, setopts func(fd int) error) (net.PacketConn, error) {
+	var family int
+	var sa unix.Sockaddr
+	if g := ap.Addr().Unmap(); g.Is4() {
+		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: g.As4()}
+	} else {
+		sa6 := &unix.SockaddrInet6{Port: int(ap.Port()), Addr: g.As16()}
+		if ifname != "" && (g.IsLinkLocalMulticast() || g.IsInterfaceLocalMulticast()) {
+			ifi, err := net.InterfaceByName(ifname)
+			if err != nil {
+				return nil, err
+			}
+			sa6.ZoneId = uint32(ifi.Index)
+		}
+		family, sa = unix.AF_INET6, sa6
 	}
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {

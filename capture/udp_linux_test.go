@@ -339,3 +339,58 @@ func TestUDPGRO(t *testing.T) {
 		t.Errorf("GRO with MaxPacket 1500: %v, want ErrOptions", err)
 	}
 }
+
+// TestUDPMulticastIPv6 joins an IPv6 multicast group on one end of a veth
+// pair between two private namespaces and receives what the other end
+// sends to it, and nothing sent to another group on the same port, under
+// topics named by the destination address.
+func TestUDPMulticastIPv6(t *testing.T) {
+	a, b := newNetns(t), newNetns(t)
+	for _, n := range []*netns{a, b} {
+		n.sysctl("net.ipv6.conf.all.disable_ipv6", "0")
+		n.sysctl("net.ipv6.conf.default.disable_ipv6", "0")
+		n.sysctl("net.ipv6.conf.default.accept_dad", "0") // addresses usable at once
+	}
+	a.ip("link add va type veth peer name vb netns " + b.name)
+	a.ip("-6 addr add fd99::1/64 dev va nodad")
+	b.ip("-6 addr add fd99::2/64 dev vb nodad")
+	a.ip("link set va up")
+	b.ip("link set vb up")
+	b.ip("-6 route add ff00::/8 dev vb") // this kernel adds no multicast route by itself
+
+	sink := newRecordingSink()
+	var src *UDPSource
+	a.do(func() {
+		var err error
+		src, err = NewUDP(UDPOptions{Addr: "[ff02::1:2:3]:30490", Interface: "va", Topic: "mc/{dst}/{dport}"}, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer runSource(t, src.Run, src.Close)()
+	if got := src.LocalAddr().Addr().WithZone(""); got != netip.MustParseAddr("ff02::1:2:3") {
+		t.Fatalf("bound to %s, want the group", got)
+	}
+
+	const group, other = 20, 10
+	send := func(to string, n int, tag byte) {
+		var c *net.UDPConn
+		b.do(func() { c = dialUDP(t, netip.MustParseAddrPort(to)) })
+		for i := range n {
+			if _, err := c.Write([]byte{tag, byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send("[ff02::1:2:4%vb]:30490", other, 'x') // another group, same port: not joined
+	send("[ff02::1:2:3%vb]:30490", group, 'g')
+	recs := sink.waitRecords(t, group)
+	for i, r := range recs {
+		if r.topic != "mc/ff02::1:2:3/30490" || len(r.payload) != 2 || r.payload[0] != 'g' || int(r.payload[1]) != i {
+			t.Fatalf("record %d: %s %q, want mc/ff02::1:2:3/30490 %q", i, r.topic, r.payload, []byte{'g', byte(i)})
+		}
+	}
+	if st := src.Stats(); st.Packets != group || st.Ingested != group {
+		t.Errorf("Stats %+v: want exactly the %d datagrams sent to the joined group", st, group)
+	}
+}
