@@ -639,7 +639,7 @@ func (f *follower) check() bool {
 			return false
 		}
 	}
-	dead := s.closed() || (!c.opts.NoPIDCheck && pidGone(s.h.pid))
+	dead := s.closed() || (!c.opts.NoPIDCheck && s.owner.gone())
 	if dead {
 		f.finalDrain()
 		if f.online {

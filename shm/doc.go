@@ -46,8 +46,13 @@
 // file truncated while mapped faults; the consumer recovers the fault
 // (debug.SetPanicOnFault on its goroutines) and quarantines the segment.
 // Liveness by pid assumes producer and recorder share a pid namespace (else
-// set NoPIDCheck and rely on heartbeats); a zombie producer counts as alive
-// until reaped.
+// set NoPIDCheck and rely on heartbeats). The consumer resolves the pid to
+// a pidfd once (Linux 5.3+; kill(pid, 0) where refused), so a producer that
+// exited unreaped (a zombie) is dead, and a pid that another process took
+// over is not the producer: a process that started more than a second
+// after the segment's start_ns (from /proc/<pid>/stat) does not own it. A
+// start_ns that is no wall-clock time since boot (a virtual clock) is not
+// judged that way. Each followed segment holds one pidfd.
 //
 // Only little-endian Linux hosts are supported (every other platform gets
 // ErrNotSupported).

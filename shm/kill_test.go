@@ -2,15 +2,21 @@ package shm
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
+
+	"edr-lite/internal/clock"
 )
 
-const producerEnv = "EDR_SHM_TEST_PRODUCER"
+const (
+	producerEnv    = "EDR_SHM_TEST_PRODUCER"
+	noHeartbeatEnv = "EDR_SHM_TEST_NO_HEARTBEAT" // the producer subprocess never heartbeats
+)
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(producerEnv); dir != "" {
@@ -22,7 +28,11 @@ func TestMain(m *testing.M) {
 // runTestProducer is the body of the producer subprocess: it publishes 100
 // messages, says "ready" and waits to be killed.
 func runTestProducer(dir string) int {
-	p, err := NewProducer(dir, ProducerOptions{Name: "victim", HeartbeatPeriod: time.Second})
+	hb := time.Second
+	if os.Getenv(noHeartbeatEnv) != "" {
+		hb = 0
+	}
+	p, err := NewProducer(dir, ProducerOptions{Name: "victim", HeartbeatPeriod: hb})
 	if err != nil {
 		fmt.Println(err)
 		return 1
@@ -32,16 +42,19 @@ func runTestProducer(dir string) int {
 	}
 	fmt.Println("ready")
 	for {
-		p.Heartbeat()
+		if hb > 0 {
+			p.Heartbeat()
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// startProducerProcess re-executes the test binary as a producer.
-func startProducerProcess(t *testing.T, dir string) *exec.Cmd {
+// startProducerProcess re-executes the test binary as a producer; env adds
+// to its environment.
+func startProducerProcess(t *testing.T, dir string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), producerEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), producerEnv+"="+dir), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -89,5 +102,95 @@ func TestSIGKILLedProducerGoesOffline(t *testing.T) {
 			}
 			t.Logf("offline %v after SIGKILL", took)
 		})
+	}
+}
+
+// TestZombieProducerGoesOffline: a producer that exited but was not reaped
+// by its parent (a zombie) still has its pid, and kill(pid, 0) succeeds on
+// it. Without heartbeats, only the consumer's check of the process itself
+// (a pidfd, or the zombie state in /proc) takes the topic offline.
+func TestZombieProducerGoesOffline(t *testing.T) {
+	dir := t.TempDir()
+	sink := newRecSink()
+	startConsumer(t, dir, sink, ConsumerOptions{})
+	cmd := startProducerProcess(t, dir, noHeartbeatEnv+"=1")
+	id := waitTopic(t, sink, "victim", "")
+	sink.waitFor(t, "100 messages", func() bool { return len(sink.messages(id)) == 100 })
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Not reaped until the test's cleanup: the process is a zombie now.
+	sink.waitFor(t, "offline", func() bool { return !sink.isOnline(id) })
+	if st, ok := readProcStat(uint32(cmd.Process.Pid)); !ok || st.state != 'Z' {
+		t.Fatalf("producer process state %q (%v), want a zombie while the test holds it", st.state, ok)
+	}
+}
+
+// TestReusedPIDIsNotTheProducer: a segment whose producer_pid now belongs
+// to a process that started after the segment did (the producer died and
+// its pid was given to someone else) is a dead producer's segment, whereas
+// the same pid with a later start_ns is a live one.
+func TestReusedPIDIsNotTheProducer(t *testing.T) {
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Skipf("needs sleep(1): %v", err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	pid := uint32(other.Process.Pid)
+	now := time.Now().UnixNano()
+	for _, tc := range []struct {
+		name    string
+		startNs int64
+		dead    bool
+	}{
+		{"segment older than the process", now - int64(time.Hour), true},
+		{"segment younger than the process", now + int64(time.Second/2), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ownerGone(pid, tc.startNs); got != tc.dead {
+				t.Fatalf("ownerGone(pid %d, start %d) = %v, want %v", pid, tc.startNs, got, tc.dead)
+			}
+			// The consumer: a live segment stamped with that pid and start.
+			dir := t.TempDir()
+			sink := newRecSink()
+			p := newProducer(t, dir, ProducerOptions{Name: "reused", Clock: clock.Func(func() int64 { return tc.startNs })})
+			binary.LittleEndian.PutUint32(p.mem[offPID:], pid)
+			p.Publish(1, []byte("x"))
+			startConsumer(t, dir, sink, ConsumerOptions{})
+			id := waitTopic(t, sink, "reused", "")
+			sink.waitFor(t, "the message", func() bool { return len(sink.messages(id)) == 1 })
+			if tc.dead {
+				sink.waitFor(t, "offline", func() bool { return !sink.isOnline(id) })
+				return
+			}
+			time.Sleep(300 * time.Millisecond) // a few liveness checks
+			if !sink.isOnline(id) {
+				t.Fatal("the segment of a live producer went offline")
+			}
+		})
+	}
+	// A virtual clock's start time (long before boot) is not judged.
+	if ownerGone(pid, 1e9) {
+		t.Fatal("a start_ns before boot made a live process dead")
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		ok    bool
+		state byte
+		start uint64
+	}{
+		{"42 (a b) c)) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1000 100", true, 'S', 12345},
+		{"7 (zz) Z 1 7 7 0 -1 4227084 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0", true, 'Z', 99},
+		{"7 (zz) Z 1 7", false, 0, 0},
+		{"no parenthesis", false, 0, 0},
+		{"7 (x) SS 1 7 7 0 -1 4227084 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0", false, 0, 0},
+	} {
+		st, ok := parseProcStat([]byte(tc.in))
+		if ok != tc.ok || st.state != tc.state || st.startTicks != tc.start {
+			t.Errorf("parseProcStat(%q) = %+v, %v; want %c %d %v", tc.in, st, ok, tc.state, tc.start, tc.ok)
+		}
 	}
 }

@@ -203,7 +203,7 @@ func checkReplaceable(path string) error {
 	le := binary.LittleEndian
 	state := le.Uint32(b[offState:])
 	pid := le.Uint32(b[offPID:])
-	if state == StateLive && !pidGone(pid) {
+	if state == StateLive && !ownerGone(pid, int64(le.Uint64(b[offStartNs:]))) {
 		return fmt.Errorf("%w: %s (pid %d)", ErrInUse, path, pid)
 	}
 	return nil

@@ -26,6 +26,7 @@ type segment struct {
 	id       fileID
 	mask     uint64
 	info     engine.TopicInfo
+	owner    owner // the producer process, for liveness
 
 	rpos    uint64 // next record position to read
 	nextSeq uint64 // sequence number expected next
@@ -83,6 +84,7 @@ func (s *segment) init(opts *ConsumerOptions) error {
 		return s.fail(fe.field, fe.offset, fe.err)
 	}
 	s.h = h
+	s.owner = newOwner(h.pid, h.startNs)
 	s.frozen = bytes.Clone(s.hdrMem[:frozenLen])
 	if want := SegmentFileName(h.name, h.chn); want != baseName(s.path) {
 		return s.fail("name", offName, corruptf(ErrBadName, "topic %q channel %q belongs in file %q", h.name, h.chn, want))
@@ -363,6 +365,7 @@ func (s *segment) closed() bool { return s.c.state.Load() == StateClosed }
 
 // close unmaps the segment and closes its file.
 func (s *segment) close() {
+	s.owner.close()
 	unmap(s.ring)
 	unmap(s.hdrMem)
 	s.ring, s.hdrMem = nil, nil // s.c stays: a late futexWake on it is harmless

@@ -13,6 +13,13 @@ func mapFile(fd int, offset int64, length int, writable bool) ([]byte, error) {
 func unmap(b []byte) error    { return nil }
 func pidGone(pid uint32) bool { return true }
 
+type owner struct{ pid uint32 }
+
+func newOwner(pid uint32, startNs int64) owner { return owner{pid: pid} }
+func (o *owner) gone() bool                    { return pidGone(o.pid) }
+func (o *owner) close()                        {}
+func ownerGone(pid uint32, startNs int64) bool { return pidGone(pid) }
+
 type fileID struct{ dev, ino uint64 }
 
 type fileInfo struct {
