@@ -146,10 +146,14 @@ type SHMSource struct {
 
 // UDPSource is a UDP listener.
 type UDPSource struct {
-	Listen string `toml:"listen"`
-	Group  string `toml:"group"`
-	Topic  string `toml:"topic"`
-	RcvBuf Size   `toml:"rcvbuf"`
+	Listen    string `toml:"listen"`
+	Group     string `toml:"group"`
+	Interface string `toml:"interface"` // the interface that joins Group ("" = the kernel's choice)
+	Topic     string `toml:"topic"`
+	Type      string `toml:"type"` // type name given to every topic of the listener
+	RcvBuf    Size   `toml:"rcvbuf"`
+	MaxPacket Size   `toml:"max_packet"` // largest datagram kept (0 = capture.DefaultMaxPacket)
+	GRO       bool   `toml:"gro"`        // UDP_GRO: take coalesced datagrams from GRO/GSO traffic
 }
 
 // RawSource is an AF_PACKET capture on one interface.
@@ -330,6 +334,9 @@ func (f *File) check() error {
 	for i, s := range f.Sources.UDP {
 		if s.Listen == "" {
 			return fmt.Errorf("source.udp[%d].listen is empty", i)
+		}
+		if s.Interface != "" && s.Group == "" {
+			return fmt.Errorf("source.udp[%d].interface %q: only used to join a multicast group; set group", i, s.Interface)
 		}
 	}
 	for i, s := range f.Sources.Raw {

@@ -35,6 +35,14 @@ keep_last = 2
 [[source.udp]]
 listen = "127.0.0.1:9000"
 
+[[source.udp]]
+listen = ":30490"
+group = "ff15::1"
+interface = "eth1"
+type = "someip"
+max_packet = "1KiB"
+gro = true
+
 [[rule]]
 builtin = "hard_brake"
 params = { decel = "7" }
@@ -48,6 +56,9 @@ params = { decel = "7" }
 	}
 	if len(f.Topics) != 1 || f.Topics[0].MaxBytes != 1<<20 || f.Topics[0].KeepLast != 2 {
 		t.Errorf("topics = %+v", f.Topics)
+	}
+	if u := f.Sources.UDP; len(u) != 2 || u[1] != (UDPSource{Listen: ":30490", Group: "ff15::1", Interface: "eth1", Type: "someip", MaxPacket: 1024, GRO: true}) {
+		t.Errorf("source.udp = %+v", u)
 	}
 	if len(f.Rules) != 1 || f.Rules[0].Params["decel"] != "7" {
 		t.Errorf("rules = %+v", f.Rules)
@@ -79,4 +90,5 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 	f("[recorder\n", "bad.toml:")
 	f("[[rule]]\nfile = \"a.lua\"\nbuiltin = \"b\"\n", "exactly one")
 	f("[recorder]\ncache_size = \"10KiB\"\n", "at least 1MiB")
+	f("[[source.udp]]\nlisten = \":1\"\ninterface = \"eth0\"\n", "source.udp[0].interface \"eth0\": only used to join a multicast group")
 }

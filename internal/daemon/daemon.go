@@ -124,7 +124,8 @@ func New(opts Options) (d *Daemon, err error) {
 			}
 			addr = net.JoinHostPort(s.Group, port)
 		}
-		u, err := capture.NewUDP(capture.UDPOptions{Addr: addr, Topic: s.Topic, RcvBuf: int(s.RcvBuf),
+		u, err := capture.NewUDP(capture.UDPOptions{Addr: addr, Interface: s.Interface, Topic: s.Topic, Type: s.Type,
+			RcvBuf: int(s.RcvBuf), MaxPacket: int(s.MaxPacket), GRO: s.GRO,
 			Channel: udpChannel(i, len(opts.Config.Sources.UDP))}, d.rec)
 		if err != nil {
 			return nil, fmt.Errorf("source.udp[%d] (%s): %w", i, addr, err)

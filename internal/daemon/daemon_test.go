@@ -315,7 +315,7 @@ func checkWithMCAPCore(t *testing.T, path, topic string, messages, bytes int) {
 }
 
 // TestUDPSourceFromConfig: a [[source.udp]] listener records datagrams under
-// its topic template.
+// its topic template and type; datagrams over its max_packet are not.
 func TestUDPSourceFromConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
@@ -329,7 +329,7 @@ func TestUDPSourceFromConfig(t *testing.T) {
 	}
 	addr := l.LocalAddr().String()
 	l.Close() // a free port for the recorder
-	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}"}}
+	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}", Type: "radar.Frame", MaxPacket: 16}}
 	d := startDaemon(t, cfg)
 	c, err := net.Dial("udp", addr)
 	if err != nil {
@@ -339,15 +339,24 @@ func TestUDPSourceFromConfig(t *testing.T) {
 	_, port, _ := net.SplitHostPort(addr)
 	waitFor(t, "10 datagrams recorded", func() bool {
 		c.Write([]byte("radar-frame"))
+		c.Write([]byte("radar-frame-over-16-bytes"))
 		for _, tp := range d.Status().Topics {
 			if tp.Name == "radar/"+port && tp.Written >= 10 {
+				if tp.Type != "radar.Frame" {
+					t.Fatalf("topic type %q, want radar.Frame from the listener's type", tp.Type)
+				}
 				return true
 			}
 		}
 		return false
 	})
 	st := d.Status()
-	if len(st.Sources) != 1 || st.Sources[0].Kind != "udp" || st.Sources[0].Messages < 10 {
-		t.Errorf("sources = %+v", st.Sources)
+	if len(st.Sources) != 1 || st.Sources[0].Kind != "udp" || st.Sources[0].Messages < 10 || st.Sources[0].Errors < 10 {
+		t.Errorf("sources = %+v: want every 11-byte datagram recorded, every 25-byte one (over max_packet) counted", st.Sources)
+	}
+	for _, tp := range st.Topics {
+		if tp.Name == "radar/"+port && tp.Written != st.Sources[0].Messages {
+			t.Errorf("topic wrote %d messages, the source ingested %d", tp.Written, st.Sources[0].Messages)
+		}
 	}
 }
