@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -91,4 +93,26 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 	f("[[rule]]\nfile = \"a.lua\"\nbuiltin = \"b\"\n", "exactly one")
 	f("[recorder]\ncache_size = \"10KiB\"\n", "at least 1MiB")
 	f("[[source.udp]]\nlisten = \":1\"\ninterface = \"eth0\"\n", "source.udp[0].interface \"eth0\": only used to join a multicast group")
+}
+
+// TestREADMEConfigurationParses keeps the README's example configuration
+// valid: every toml block in it must pass the strict parser.
+func TestREADMEConfigurationParses(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(b), "```toml\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no toml block")
+	}
+	for i, blk := range blocks {
+		src, _, ok := strings.Cut(blk, "```")
+		if !ok {
+			t.Fatalf("toml block %d is not closed", i)
+		}
+		if _, err := Parse(fmt.Sprintf("README.md toml block %d", i), []byte(src)); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
 }
