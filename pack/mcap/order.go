@@ -1,6 +1,7 @@
 package mcap
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math/bits"
@@ -148,19 +149,9 @@ func (r *Reader) Cursor() (*Cursor, error) {
 	for i := range c.byMin {
 		c.byMin[i] = i
 	}
-	slices.SortStableFunc(c.byMin, func(a, b int) int { return cmpU64(c.segs[a].min, c.segs[b].min) })
+	slices.SortStableFunc(c.byMin, func(a, b int) int { return cmp.Compare(c.segs[a].min, c.segs[b].min) })
 	c.SeekTime(0)
 	return c, nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Info returns the figures of the first pass (as Scan: Scanned is true).
@@ -327,7 +318,7 @@ func (c *Cursor) order(sc *segCursor) error {
 		}
 		sc.pos = append(sc.pos, msgPos{le.Uint64(rec.body[6:]), rec.at})
 	}
-	slices.SortStableFunc(sc.pos, func(a, b msgPos) int { return cmpU64(a.logTime, b.logTime) })
+	slices.SortStableFunc(sc.pos, func(a, b msgPos) int { return cmp.Compare(a.logTime, b.logTime) })
 	sc.t, sc.at = sc.pos[0].logTime, sc.pos[0].at
 	return nil
 }

@@ -2,6 +2,7 @@ package mcap
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -106,7 +107,7 @@ func TestMessagesInTimeOrderUnchunked(t *testing.T) {
 
 func stableByTime(in []sent) []sent {
 	out := slices.Clone(in)
-	slices.SortStableFunc(out, func(a, b sent) int { return cmpU64(a.m.LogTime, b.m.LogTime) })
+	slices.SortStableFunc(out, func(a, b sent) int { return cmp.Compare(a.m.LogTime, b.m.LogTime) })
 	return out
 }
 
