@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"edr-lite/internal/dumpfile"
+	"edr-lite/pack"
 	"edr-lite/pack/mcap"
 )
 
@@ -15,11 +17,17 @@ const fuzzMaxChunk = 1 << 20
 // file: Info, Scan, Messages and MessagesInTimeOrder must never panic, must
 // return nil results with an error, must never hand out more payload bytes
 // than a chunk may decompress to, and the time-ordered walk must be ordered
-// and carry the same bytes as the file-order walk.
+// and carry the same bytes as the file-order walk. The same bytes read as
+// a dump by the offline tools (dumpfile.OpenBytes: mcap.PackReader through
+// a dumpfile.Messages stream, and in file order) must not panic either: the
+// stream in capture-time order, as many messages both ways, none without a
+// topic.
 func FuzzMCAPRead(f *testing.F) {
 	f.Add(mcapSeed(mcap.CompressionNone))
 	f.Add(mcapSeed(mcap.CompressionLZ4))
 	f.Add(mcapSeed(mcap.CompressionZstd))
+	f.Add(packWriterSeed(mcap.CompressionNone))
+	f.Add(packWriterSeed(mcap.CompressionLZ4))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := mcap.NewReader(data, "fuzz.mcap", mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk})
 		if err != nil {
@@ -59,7 +67,48 @@ func FuzzMCAPRead(f *testing.F) {
 		if err == nil && ordered != total {
 			t.Fatalf("time order handed %d payload bytes, file order %d", ordered, total)
 		}
+		fuzzDumpStream(t, data)
 	})
+}
+
+// fuzzDumpStream reads data as the offline tools read a dump.
+func fuzzDumpStream(t *testing.T, data []byte) {
+	src, err := dumpfile.OpenBytes("fuzz.mcap", data, mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk})
+	if err != nil {
+		if src != nil {
+			t.Fatal("error with a partial result")
+		}
+		return
+	}
+	defer src.Close()
+	topics := map[string]bool{}
+	for _, tp := range src.Topics() {
+		topics[tp.String()] = true
+	}
+	_ = src.EndNs()
+	msgs := dumpfile.NewMessages(src)
+	var n uint64
+	last := int64(-1 << 63)
+	for {
+		ok, err := msgs.Next()
+		if err != nil || !ok {
+			break
+		}
+		m := msgs.Message()
+		if m.TimeNs < last {
+			t.Fatalf("stream time order: %d after %d", m.TimeNs, last)
+		}
+		if !topics[mcap.TopicName(m.Name, m.Channel)] {
+			t.Fatalf("message on topic %q#%q not in Topics", m.Name, m.Channel)
+		}
+		last = m.TimeNs
+		n++
+	}
+	var inFile uint64
+	errFile := src.InFileOrder(func(*dumpfile.Message) error { inFile++; return nil })
+	if errFile == nil && inFile != n {
+		t.Fatalf("%d messages in file order, %d in time order", inFile, n)
+	}
 }
 
 // FuzzMCAPRoundTrip writes messages derived from the input with each
@@ -142,6 +191,31 @@ func mcapSeed(compression string) []byte {
 	}
 	_ = w.AddMetadata("edr.trigger", map[string]string{"reason": "seed"})
 	if err := w.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+// packWriterSeed is a small MCAP dump as the recorder writes it: pack
+// messages out of time order across small chunks, one topic with a meta
+// channel, and the dump information.
+func packWriterSeed(compression string) []byte {
+	var buf bytes.Buffer
+	pw, err := mcap.NewPackWriter(&buf, mcap.Options{Compression: compression, ChunkSize: 96})
+	if err != nil {
+		panic(err)
+	}
+	pw.DeclareTopic(mcap.Topic{Name: "speed", Type: "f32"})
+	for i, done := range []int64{30, 10, 20, 10, 50, 40} {
+		var meta []byte
+		if i%2 == 0 {
+			meta = []byte{8, byte(i)}
+		}
+		_ = pw.Add([]string{"speed", "cam"}[i%2], []string{"", "front"}[i%2], meta, done-1, done, []byte{byte(i), 1, 2})
+	}
+	_ = pw.SetDumpInfo(pack.DumpInfo{Triggers: []pack.TriggerRecord{{ID: 1, Reason: "seed", TimeNs: 20}},
+		Topics: []pack.TopicAccount{{Topic: "speed#", Type: "f32", Messages: 3, Overwritten: 1}}})
+	if err := pw.Close(); err != nil {
 		panic(err)
 	}
 	return buf.Bytes()

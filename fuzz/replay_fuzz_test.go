@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"edr-lite/internal/dumpfile"
 	"edr-lite/pack"
 	"edr-lite/replay"
 )
@@ -26,7 +27,7 @@ func exportBytes(t *testing.T, file []byte) []byte {
 	}
 	defer r.Close()
 	var b bytes.Buffer
-	if _, err := replay.ExportJSONL(r, &b); err != nil {
+	if _, err := replay.ExportJSONL(dumpfile.FromPack(r), &b); err != nil {
 		t.Fatalf("an imported file does not export: %v", err)
 	}
 	return b.Bytes()

@@ -199,6 +199,9 @@ func (f *Frame) copyOwn(b []byte) []byte {
 	// the old array, whose contents never change, so they stay valid.
 	n := len(f.own)
 	f.own = append(f.own, b...)
+	if f.own == nil {
+		return []byte{} // empty but present: a data block of 0 bytes
+	}
 	return f.own[n:len(f.own):len(f.own)]
 }
 

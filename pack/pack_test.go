@@ -381,6 +381,42 @@ func TestAddBatchesFrames(t *testing.T) {
 	}
 }
 
+// TestAddEmptyDataBlock: an empty (non-nil) payload is a data block of 0
+// bytes wherever it falls, first in a new writer's first frame included;
+// nil is no block.
+func TestAddEmptyDataBlock(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewStreamWriter(&buf, WriterOptions{TargetFrameSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	datas := [][]byte{{}, {1, 2, 3, 4, 5, 6, 7, 8}, {}, nil, {9}}
+	for i, d := range datas {
+		if err := w.Add("t", "", nil, 1, int64(i+1), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewBytesReader("buf", buf.Bytes(), ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f Frame
+	i := 0
+	for r.ReadInto(&f) == nil {
+		for j := 0; j < f.Len(); j, i = j+1, i+1 {
+			if hasBlock := f.Message(j).DataIndex != NoData; hasBlock != (datas[i] != nil) || !bytes.Equal(f.Data(j), datas[i]) {
+				t.Errorf("message %d: data index %d, data %v; want %v", i, f.Message(j).DataIndex, f.Data(j), datas[i])
+			}
+		}
+	}
+	if i != len(datas) {
+		t.Fatalf("%d messages, want %d", i, len(datas))
+	}
+}
+
 // Flipping any byte of a frame is detected on read with the frame's offset.
 func TestCorruptionDetectedOnRead(t *testing.T) {
 	frames := sampleFrames(3)

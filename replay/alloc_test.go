@@ -4,9 +4,13 @@ package replay
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"edr-lite/internal/dumpfile"
 	"edr-lite/pack"
+	"edr-lite/pack/mcap"
 )
 
 // TestReplayAllocs proves the per-message path allocates nothing: Run over
@@ -14,11 +18,7 @@ import (
 // fast as possible and in timed mode.
 func TestReplayAllocs(t *testing.T) {
 	open := func(n int) *pack.Reader {
-		var msgs []rec
-		for i := 0; i < n; i++ {
-			msgs = append(msgs, rec{name: "t" + string(rune('a'+i%4)), gen: int64(i), done: int64(i + 1), data: payload("x", i, 200)})
-		}
-		r, err := pack.Open(writeDump(t, "d.pack", msgs, nil))
+		r, err := pack.Open(allocDump(t, n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,28 +27,43 @@ func TestReplayAllocs(t *testing.T) {
 	}
 	small, big := open(40), open(40000)
 	for _, rate := range []float64{0, 1e12} {
-		// allocations of Run alone: New+Run minus New
 		allocs := func(r *pack.Reader) float64 {
-			newOnly := testing.AllocsPerRun(5, func() {
-				if _, err := New([]*pack.Reader{r}, Options{Rate: rate}); err != nil {
-					t.Fatal(err)
-				}
-			})
-			both := testing.AllocsPerRun(5, func() {
-				p, err := New([]*pack.Reader{r}, Options{Rate: rate})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := p.Run(context.Background(), Discard{}); err != nil {
-					t.Fatal(err)
-				}
-			})
-			return both - newOnly
+			return runAllocs(t, func() (*Player, error) { return New([]*pack.Reader{r}, Options{Rate: rate}) })
 		}
 		if a, b := allocs(small), allocs(big); a != b {
 			t.Errorf("rate %v: Run allocates %v times for 40 messages, %v for 40000: the per-message path allocates", rate, a, b)
 		}
 	}
+}
+
+// allocDump writes n messages of 8 to 200 bytes over four topics.
+func allocDump(t *testing.T, n int) string {
+	var msgs []rec
+	for i := 0; i < n; i++ {
+		msgs = append(msgs, rec{name: "t" + string(rune('a'+i%4)), gen: int64(i), done: int64(i + 1), data: payload("x", i, 200)})
+	}
+	return writeDump(t, "d.pack", msgs, nil)
+}
+
+// runAllocs returns the allocations of Run alone: making a Player and
+// running it to Discard, minus making it.
+func runAllocs(t *testing.T, mk func() (*Player, error)) float64 {
+	t.Helper()
+	newOnly := testing.AllocsPerRun(5, func() {
+		if _, err := mk(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	both := testing.AllocsPerRun(5, func() {
+		p, err := mk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(context.Background(), Discard{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return both - newOnly
 }
 
 func TestHistAllocs(t *testing.T) {
@@ -67,5 +82,42 @@ func TestJSONLLineAllocs(t *testing.T) {
 	})
 	if a != 0 {
 		t.Errorf("appendJSONLMessage: %v allocs", a)
+	}
+}
+
+// TestReplayMCAPAllocs: replaying an MCAP dump allocates nothing per
+// message nor per chunk: Run over 40000 messages (about 300 chunks)
+// allocates as much as over 4000 (about 30), uncompressed and lz4.
+func TestReplayMCAPAllocs(t *testing.T) {
+	for _, comp := range []string{mcap.CompressionNone, mcap.CompressionLZ4} {
+		open := func(n int) *dumpfile.Source {
+			r, err := pack.Open(allocDump(t, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			out := filepath.Join(t.TempDir(), "d.mcap")
+			f, err := os.Create(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := mcap.ExportPack(r, f, mcap.ExportOptions{Options: mcap.Options{Compression: comp, ChunkSize: 16 << 10}}); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			s, err := dumpfile.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		small, big := open(4000), open(40000)
+		allocs := func(s *dumpfile.Source) float64 {
+			return runAllocs(t, func() (*Player, error) { return newPlayer([]*dumpfile.Source{s}, Options{}) })
+		}
+		if a, b := allocs(small), allocs(big); a != b {
+			t.Errorf("%q: Run allocates %v times for 4000 messages, %v for 40000: the per-message or per-chunk path allocates", comp, a, b)
+		}
 	}
 }

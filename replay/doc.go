@@ -3,26 +3,32 @@
 // regression-tested; it also converts dumps to and from JSON lines.
 //
 // In one paragraph: Open (or New over pack readers) makes a Player over one
-// or more pack dumps, merged message by message in message time (capture
-// time, see dumpfile.MessageTime; ties keep the order of the files, then file
-// order), restricted by Options to topic globs, a start offset and a duration
-// or end time. Run hands every message to an Output — NewShm (one shm
+// or more dumps, pack or MCAP in any mix, merged message by message in
+// message time (capture time: pack dumpfile.MessageTime, MCAP log_time;
+// ties keep the order of the files, then each file's order), restricted by
+// Options to topic globs, a start offset and a duration or end time. Run hands every message to an Output — NewShm (one shm
 // segment per topic), NewUDP (one datagram per message), Discard or an
 // OutputFunc — as fast as possible (Rate 0), in real time (Rate 1) or scaled
 // (Rate 2, 0.5), once or in a Loop; Pause, Resume and Step control it from
 // another goroutine, and Stats report throughput and, in timed modes, the
 // player's own timing error (p50 / p99 / max). RunRules feeds dumps through
 // a scripts.Host in message time and CompareTriggers checks the triggers it
-// fired against the ones recorded in the dumps. ExportJSONL and ImportJSONL
-// convert a pack dump to JSON lines and back, losslessly.
+// fired against the ones recorded in the dumps. ExportJSONL converts a dump
+// (pack or MCAP) to JSON lines and ImportJSONL converts them back to a pack
+// dump, losslessly.
 //
 // UDP addressing: with UDPOptions.Base "host:port", the i-th topic in sorted
 // topic order (Player.Topics: by "name", or "name#channel" for a channel)
 // goes to host:port+i; UDPOptions.Map names other addresses for some topics.
 // Each datagram is the recorded payload, with no header.
 //
-// It is not for: recording (package engine), or reading MCAP dumps (replay
-// reads pack; convert with the MCAP tools first).
+// MCAP dumps are read through internal/dumpfile (mcap.PackReader): each
+// channel is a topic (edr-lite's name, channel and type, or for other
+// writers the channel topic and its schema name or message encoding),
+// log_time the capture time, publish_time the producer time, the payload
+// as recorded and the meta channel's bytes as Message.Meta.
+//
+// It is not for: recording (package engine), or writing MCAP (pack/mcap).
 //
 // # Caveats
 //

@@ -7,8 +7,6 @@ var (
 	// ErrOptions reports invalid options (a negative rate, a bad glob, an
 	// unparsable address).
 	ErrOptions = errors.New("replay: bad options")
-	// ErrNotPack is returned for an input that is not a pack dump.
-	ErrNotPack = errors.New("replay: not a pack dump")
 	// ErrTooLarge is wrapped by an Output that cannot carry a message
 	// (larger than a shm segment's max payload or a UDP datagram); the
 	// player counts it as dropped and goes on.

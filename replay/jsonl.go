@@ -12,7 +12,6 @@ import (
 
 	"edr-lite/internal/dumpfile"
 	"edr-lite/pack"
-	"edr-lite/pack/mcap"
 )
 
 // JSON-lines export format name and version (the header's "format" and
@@ -64,58 +63,65 @@ type JSONLReport struct {
 	Bytes    uint64 // data bytes
 }
 
-// ExportJSONL writes the pack dump r to w as JSON lines: a header line
-// (JSONLHeader) and then one line per message in file order:
+// ExportJSONL writes the dump src (pack or MCAP) to w as JSON lines: a
+// header line (JSONLHeader) and then one line per message in file order:
 //
 //	{"seq":0,"topic":"vehicle/speed","ts":1764670000010000000,"gen_ts":1764670000009999000,"data":"AACgQQ=="}
 //
 // seq counts messages from 0; ts is the message time (capture time, else
-// producer time, else frame time); gen_ts the producer time; data the
-// payload in standard base64, absent for a message without a data block.
-// Two optional fields keep the round trip lossless: "done_ts" when the
-// recorded capture time differs from ts (it was 0), and "meta" (base64)
+// producer time, else frame time; MCAP log_time); gen_ts the producer time;
+// data the payload in standard base64, absent for a message without a data
+// block. Two optional fields keep the round trip lossless: "done_ts" when
+// the recorded capture time differs from ts (it was 0), and "meta" (base64)
 // when the message has meta bytes. Frame boundaries are not kept: an
 // import regroups messages into frames.
-func ExportJSONL(r *pack.Reader, w io.Writer) (*JSONLReport, error) {
-	s := r.Summary()
-	h := JSONLHeader{Format: JSONLFormat, Version: JSONLVersion, Writer: s.Header.Writer, CreatedNs: s.Header.CreatedNs,
-		Topics: []JSONLTopic{}}
-	types := map[string]string{}
-	if raw, ok := r.Metadata(pack.DumpInfoName); ok {
-		if !json.Valid(raw) {
-			return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", r.Path(), ErrJSONL, pack.DumpInfoName)
+//
+// An MCAP dump is read as pack messages (mcap.PackReader): an MCAP export
+// of a pack dump gives the same lines as the pack dump, header included
+// (writer and creation time come from its edr.pack_header record).
+func ExportJSONL(src *dumpfile.Source, w io.Writer) (*JSONLReport, error) {
+	h := JSONLHeader{Format: JSONLFormat, Version: JSONLVersion, Topics: []JSONLTopic{}}
+	var rawInfo []byte
+	var names []string
+	var sections [][]byte
+	if r := src.Pack(); r != nil {
+		hdr := r.Header()
+		h.Writer, h.CreatedNs = hdr.Writer, hdr.CreatedNs
+		rawInfo, _ = r.Metadata(pack.DumpInfoName)
+		for _, n := range r.MetadataNames() {
+			if n != pack.DumpInfoName {
+				b, _ := r.Metadata(n)
+				names, sections = append(names, n), append(sections, b)
+			}
 		}
-		h.DumpInfo = json.RawMessage(raw)
+	} else {
+		mp := src.MCAP()
+		h.Writer, h.CreatedNs = mp.Header()
+		rawInfo = mp.DumpInfoJSON()
+		names, sections = mp.Sections()
 	}
-	if d, ok := r.DumpInfo(); ok {
-		for _, a := range d.Topics {
-			types[a.Topic] = a.Type
+	if rawInfo != nil {
+		if !json.Valid(rawInfo) {
+			return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", src.Path, ErrJSONL, pack.DumpInfoName)
 		}
+		h.DumpInfo = json.RawMessage(rawInfo)
 	}
-	for _, n := range r.MetadataNames() {
-		if n == pack.DumpInfoName {
-			continue
-		}
-		b, _ := r.Metadata(n)
+	for i, n := range names {
 		if h.Metadata == nil {
 			h.Metadata = map[string][]byte{}
 		}
-		h.Metadata[n] = b
+		h.Metadata[n] = sections[i]
 	}
 	keys := map[topicKey]string{}
 	used := map[string]bool{}
-	for _, t := range s.Topics {
-		k := mcap.TopicName(t.Name, t.Channel)
+	for _, t := range src.Topics() {
+		k := t.String()
 		if used[k] { // a name holding '#' could collide with a channel
 			k = pack.Topic(t.Name, t.Channel) + "~" + strconv.Itoa(len(h.Topics))
 		}
 		used[k] = true
 		keys[topicKey{t.Name, t.Channel}] = k
-		typ := types[pack.Topic(t.Name, t.Channel)]
-		if typ == "" {
-			typ = types[mcap.TopicName(t.Name, t.Channel)]
-		}
-		h.Topics = append(h.Topics, JSONLTopic{Topic: k, Name: t.Name, Channel: t.Channel, Type: typ, Messages: t.Messages})
+		h.Topics = append(h.Topics, JSONLTopic{Topic: k, Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages})
 	}
 	sort.Slice(h.Topics, func(i, j int) bool { return h.Topics[i].Topic < h.Topics[j].Topic })
 	bw := bufio.NewWriterSize(w, 256<<10)
@@ -132,36 +138,22 @@ func ExportJSONL(r *pack.Reader, w io.Writer) (*JSONLReport, error) {
 		quoted[k] = q
 	}
 	rep := &JSONLReport{Topics: len(h.Topics)}
-	var f pack.Frame
 	buf := make([]byte, 0, 4096)
-	r.Rewind()
-	for {
-		if err := r.ReadInto(&f); err != nil {
-			if err == io.EOF {
-				break
-			}
-			return rep, err
+	err = src.InFileOrder(func(m *dumpfile.Message) error {
+		q, ok := quoted[topicKey{m.Name, m.Channel}]
+		if !ok {
+			return fmt.Errorf("%s: %w: topic %s is missing from the index", src.Path, ErrJSONL, pack.Topic(m.Name, m.Channel))
 		}
-		for i := 0; i < f.Len(); i++ {
-			m := f.Message(i)
-			q, ok := quoted[topicKey{m.Name, m.Channel}]
-			if !ok {
-				return rep, fmt.Errorf("%s: %w: topic %s is missing from the index", r.Path(), ErrJSONL, m.Topic())
-			}
-			var data []byte
-			if m.DataIndex != pack.NoData {
-				data = f.Data(i)
-				if data == nil {
-					data = []byte{}
-				}
-			}
-			buf = appendJSONLMessage(buf[:0], rep.Messages, q, dumpfile.MessageTime(&m, f.Time()), m.GenTs, m.DoneTs, m.Meta, data)
-			if _, err := bw.Write(buf); err != nil {
-				return rep, err
-			}
-			rep.Messages++
-			rep.Bytes += uint64(len(data))
+		buf = appendJSONLMessage(buf[:0], rep.Messages, q, m.TimeNs, m.GenNs, m.DoneNs, m.Meta, m.Data)
+		if _, err := bw.Write(buf); err != nil {
+			return err
 		}
+		rep.Messages++
+		rep.Bytes += uint64(len(m.Data))
+		return nil
+	})
+	if err != nil {
+		return rep, err
 	}
 	return rep, bw.Flush()
 }

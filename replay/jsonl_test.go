@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"edr-lite/internal/dumpfile"
 	"edr-lite/pack"
 )
 
@@ -90,7 +91,7 @@ func readAll(t *testing.T, path string) (msgs []packMsg, meta map[string]string)
 
 func exportFile(t *testing.T, path string) []byte {
 	t.Helper()
-	r, err := pack.Open(path)
+	r, err := dumpfile.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

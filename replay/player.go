@@ -67,7 +67,7 @@ func (t *Topic) String() string { return mcap.TopicName(t.Name, t.Channel) }
 type Message struct {
 	Topic  *Topic
 	Seq    uint64 // per topic, counting from 0 in each pass
-	TimeNs int64  // message time: capture time (done_ts), else gen_ts, else frame time
+	TimeNs int64  // message time: capture time (pack done_ts, else gen_ts, else frame time; MCAP log_time)
 	GenNs  int64  // producer time as recorded (0 = unknown)
 	DoneNs int64  // capture time as recorded (0 = unknown)
 	Meta   []byte
@@ -120,15 +120,15 @@ func (s *Stats) BytesPerSec() float64 {
 
 type topicKey struct{ name, channel string }
 
-// Player replays one or more pack dumps, merged message by message in time
-// order, to an Output.
+// Player replays one or more dumps, pack or MCAP in any mix, merged message
+// by message in time order (dumpfile.Messages), to an Output.
 //
 // Run must be called once, from one goroutine; Pause, Resume, Step and
 // Progress may be called from any goroutine while it runs. Close only after
 // Run has returned: it unmaps the dumps.
 type Player struct {
 	opts    Options
-	readers []*pack.Reader
+	sources []*dumpfile.Source
 	owned   bool
 	msgs    *dumpfile.Messages
 	topics  []Topic
@@ -157,47 +157,48 @@ type Player struct {
 	position atomic.Int64
 }
 
-// Open opens the pack dumps at paths and returns a Player over them; Close
-// closes them.
+// Open opens the dumps at paths, pack or MCAP (dumpfile.Open: a file of
+// another format is an error naming it and what it starts with), and
+// returns a Player over them; Close closes them.
 func Open(paths []string, opts Options) (*Player, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("replay: no dump to replay")
 	}
-	var rs []*pack.Reader
-	for _, p := range paths {
-		if f, err := dumpfile.Detect(p); err != nil {
-			closeAll(rs)
-			return nil, err
-		} else if f != dumpfile.FormatPack {
-			closeAll(rs)
-			return nil, fmt.Errorf("%s: %w (got %s)", p, ErrNotPack, f)
+	var srcs []*dumpfile.Source
+	closeAll := func() {
+		for _, s := range srcs {
+			s.Close()
 		}
-		r, err := pack.Open(p)
-		if err != nil {
-			closeAll(rs)
-			return nil, err
-		}
-		rs = append(rs, r)
 	}
-	p, err := New(rs, opts)
+	for _, p := range paths {
+		s, err := dumpfile.Open(p)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		srcs = append(srcs, s)
+	}
+	p, err := newPlayer(srcs, opts)
 	if err != nil {
-		closeAll(rs)
+		closeAll()
 		return nil, err
 	}
 	p.owned = true
 	return p, nil
 }
 
-func closeAll(rs []*pack.Reader) {
-	for _, r := range rs {
-		r.Close()
+// New returns a Player over pack readers (not owned: Close leaves them
+// open). It reads the readers' indexes and the first message to resolve
+// topics and the time range.
+func New(readers []*pack.Reader, opts Options) (*Player, error) {
+	srcs := make([]*dumpfile.Source, len(readers))
+	for i, r := range readers {
+		srcs[i] = dumpfile.FromPack(r)
 	}
+	return newPlayer(srcs, opts)
 }
 
-// New returns a Player over readers (not owned: Close leaves them open).
-// It reads the readers' indexes and the first message to resolve topics
-// and the time range.
-func New(readers []*pack.Reader, opts Options) (*Player, error) {
+func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 	if opts.Rate < 0 {
 		return nil, fmt.Errorf("%w: rate %v is negative", ErrOptions, opts.Rate)
 	}
@@ -209,36 +210,26 @@ func New(readers []*pack.Reader, opts Options) (*Player, error) {
 			return nil, fmt.Errorf("%w: topic glob %q: %v", ErrOptions, g, err)
 		}
 	}
-	p := &Player{opts: opts, readers: readers, index: map[topicKey]int{},
+	p := &Player{opts: opts, sources: sources, index: map[topicKey]int{},
 		clk: clock.System{}, wake: make(chan struct{}, 1), spin: opts.Spin}
 	p.sleep, p.nap = p.timerSleep, nap
-	types := map[string]string{}
+	types := map[topicKey]string{}
 	counts := map[topicKey]uint64{}
-	for _, r := range readers {
-		if d, ok := r.DumpInfo(); ok {
-			for _, a := range d.Topics {
-				if a.Type != "" {
-					types[a.Topic] = a.Type
-				}
+	for _, s := range sources {
+		for _, t := range s.Topics() {
+			k := topicKey{t.Name, t.Channel}
+			counts[k] += t.Messages
+			if types[k] == "" {
+				types[k] = t.Type
 			}
 		}
-		s := r.Summary()
-		for _, t := range s.Topics {
-			counts[topicKey{t.Name, t.Channel}] += t.Messages
-		}
-		if last := lastMessageTime(r); last > p.lastNs {
-			p.lastNs = last
-		}
+		p.lastNs = max(p.lastNs, s.EndNs())
 	}
 	for k, n := range counts {
-		t := Topic{Name: k.name, Channel: k.channel, Messages: n}
+		t := Topic{Name: k.name, Channel: k.channel, Messages: n, Type: types[k]}
 		if !matchTopic(opts.Topics, &t) {
 			p.index[k] = -1
 			continue
-		}
-		t.Type = types[pack.Topic(k.name, k.channel)]
-		if t.Type == "" {
-			t.Type = types[t.String()]
 		}
 		p.topics = append(p.topics, t)
 	}
@@ -248,7 +239,7 @@ func New(readers []*pack.Reader, opts Options) (*Player, error) {
 		p.index[topicKey{p.topics[i].Name, p.topics[i].Channel}] = i
 	}
 	p.seq = make([]uint64, len(p.topics))
-	p.msgs = dumpfile.NewMessages(readers...)
+	p.msgs = dumpfile.NewMessages(sources...)
 	ok, err := p.msgs.Next()
 	if err != nil {
 		return nil, err
@@ -264,26 +255,6 @@ func New(readers []*pack.Reader, opts Options) (*Player, error) {
 		p.endNs = opts.UntilNs
 	}
 	return p, nil
-}
-
-// lastMessageTime is the largest message time in r's last frame (0 when it
-// cannot be read): the end of the dump for progress reports.
-func lastMessageTime(r *pack.Reader) int64 {
-	offs := r.FrameOffsets()
-	if len(offs) == 0 {
-		return 0
-	}
-	defer r.Rewind()
-	var f pack.Frame
-	if r.SeekFrame(offs[len(offs)-1]) != nil || r.ReadMetaInto(&f) != nil {
-		return 0
-	}
-	var last int64
-	for i := 0; i < f.Len(); i++ {
-		m := f.Message(i)
-		last = max(last, dumpfile.MessageTime(&m, f.Time()))
-	}
-	return last
 }
 
 func matchTopic(globs []string, t *Topic) bool {
@@ -360,18 +331,18 @@ func (p *Player) signal() {
 	}
 }
 
-// Close closes the readers when the Player opened them.
+// Close closes the dumps when the Player opened them.
 func (p *Player) Close() error {
 	if !p.owned {
 		return nil
 	}
 	var first error
-	for _, r := range p.readers {
-		if err := r.Close(); err != nil && first == nil {
+	for _, s := range p.sources {
+		if err := s.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
-	p.readers = nil
+	p.sources = nil
 	return first
 }
 
@@ -446,8 +417,7 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 			if p.endNs != 0 && ts > p.endNs {
 				break
 			}
-			f, i := p.msgs.Frame()
-			pm := f.Message(i)
+			pm := p.msgs.Message()
 			ti, known := p.index[topicKey{pm.Name, pm.Channel}]
 			if !known || ti < 0 {
 				continue
@@ -479,8 +449,8 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 				h.add(p.clk.Now() - due)
 				break
 			}
-			m = Message{Topic: &p.topics[ti], Seq: p.seq[ti], TimeNs: ts, GenNs: pm.GenTs, DoneNs: pm.DoneTs,
-				Meta: pm.Meta, Data: f.Data(i)}
+			m = Message{Topic: &p.topics[ti], Seq: p.seq[ti], TimeNs: ts, GenNs: pm.GenNs, DoneNs: pm.DoneNs,
+				Meta: pm.Meta, Data: pm.Data}
 			p.seq[ti]++
 			if err := out.Write(&m); err != nil {
 				if !errors.Is(err, ErrTooLarge) {

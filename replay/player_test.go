@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"edr-lite/internal/clock"
 	"edr-lite/internal/dumpfile"
 	"edr-lite/pack"
+	"edr-lite/pack/mcap"
 )
 
 // twoDumps writes two dumps whose messages interleave in time, with equal
@@ -282,6 +284,16 @@ func TestPlayerBadInput(t *testing.T) {
 	f(paths, Options{Topics: []string{"[a"}}, ErrOptions)
 	f(paths, Options{Start: -1}, ErrOptions)
 	f([]string{junk}, Options{}, dumpfile.ErrUnknownFormat)
+	if _, err := Open([]string{paths[0], junk}, Options{}); err == nil || !strings.Contains(err.Error(), junk+": ") ||
+		!strings.Contains(err.Error(), `starts with "not a du"`) {
+		t.Errorf("junk input: %v, want its name and first bytes", err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.mcap")
+	os.WriteFile(cut, append(append([]byte{}, mcap.Magic[:]...), 1, 200, 0, 0, 0, 0, 0, 0, 0), 0o644)
+	var ce *mcap.CorruptError
+	if _, err := Open([]string{cut}, Options{}); !errors.As(err, &ce) || ce.File != cut {
+		t.Errorf("truncated MCAP: %v, want a CorruptError naming %s", err, cut)
+	}
 	f([]string{filepath.Join(t.TempDir(), "missing.pack")}, Options{}, os.ErrNotExist)
 	if _, err := Open(nil, Options{}); err == nil {
 		t.Error("Open with no dump succeeded")

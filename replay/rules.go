@@ -110,7 +110,7 @@ func ruleSources(specs []string) ([][2]string, error) {
 
 // RunRules loads the rules named by specs (each a .lua file, a directory
 // of them, or "builtin:NAME" for a shipped rule), feeds them every message
-// of the pack dumps in message time order (scripts.Host.Feed, the same
+// of the dumps (pack or MCAP, in any mix) in message time order (scripts.Host.Feed, the same
 // path the live recorder uses), ticks them up to the last message, and
 // returns the triggers they fired next to those recorded in the dumps.
 // The same dumps and rules give the same result on every run and machine.
@@ -174,8 +174,7 @@ func RunRules(dumps []string, specs []string, opts RulesOptions) (*RulesResult, 
 	res.Messages = st.Messages
 	res.Status = host.Status()
 	for i, path := range dumps {
-		r := p.readers[i]
-		d, ok := r.DumpInfo()
+		d, ok := p.sources[i].DumpInfo()
 		if !ok {
 			continue
 		}

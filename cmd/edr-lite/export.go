@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"edr-lite/internal/dumpfile"
 	"edr-lite/internal/units"
 	"edr-lite/pack"
 	"edr-lite/pack/mcap"
@@ -12,14 +13,14 @@ import (
 )
 
 func init() {
-	register(&verb{name: "export", summary: "export a pack dump as JSON lines or MCAP", run: runExport})
+	register(&verb{name: "export", summary: "export a dump (pack or MCAP) as JSON lines or MCAP", run: runExport})
 	register(&verb{name: "import", summary: "turn a JSON-lines export back into a pack dump", run: runImport})
 }
 
 func runExport(e *env) int {
 	c := newCommand(e, "export", "edr-lite export --format jsonl|mcap IN -o OUT|- [--compression none|lz4|zstd]",
-		`Export a pack dump as JSON lines, readable with head and jq, streamable and
-appendable. The first line is a header: {"format":"edr-lite-jsonl","version":1,
+		`Export a dump, pack or MCAP, as JSON lines, readable with head and jq,
+streamable and appendable. The first line is a header: {"format":"edr-lite-jsonl","version":1,
 "writer","created_ns","topics":[{"topic","name","channel","type","messages"}],
 "dump_info":{...triggers, per-topic accounting...},"metadata":{NAME: base64}}.
 Then one line per message, in file order:
@@ -32,8 +33,15 @@ metadata. -o - writes to stdout.
 
 --format mcap writes an MCAP file (Foxglove, ros2 bag tooling): one channel
 per topic with its type, the dump information and metadata as MCAP metadata
-records; --compression picks the chunk compression.`,
-		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.pack -o - | head -3\nedr-lite export --format mcap dump.pack -o dump.mcap --compression zstd", 1, 1)
+records; --compression picks the chunk compression.
+
+An MCAP input (an MCAP dump, an MCAP export, a file of another tool) is read
+as pack messages: a channel's topic and type, log_time as the capture time,
+publish_time as the producer time, the payload as recorded, and the dump
+information from its edr.* metadata. The JSON lines of an MCAP export equal
+those of the pack dump it came from. To MCAP it is rewritten (recompressed);
+to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`,
+		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.mcap -o - | head -3\nedr-lite export --format mcap dump.pack -o dump.mcap --compression zstd", 1, 1)
 	format := c.fs.String("format", "jsonl", "output format: jsonl or mcap")
 	comp := c.fs.String("compression", "none", "mcap: chunk compression, none, lz4 or zstd")
 	out := c.fs.String("o", "", "output file, or - for stdout (required)")
@@ -61,19 +69,25 @@ records; --compression picks the chunk compression.`,
 	if *out == "" {
 		return c.usageErr("-o OUT is required (- for stdout)")
 	}
-	r, err := pack.Open(args[0])
+	src, err := dumpfile.Open(args[0])
 	if err != nil {
 		return c.fail(err)
 	}
-	defer r.Close()
+	defer src.Close()
 	var summary string
 	err = writeOutput(*out, e.stdout, func(w io.Writer) error {
 		if *format == "mcap" {
-			st, err := mcap.ExportPack(r, w, mopts)
+			var st mcap.ExportStats
+			var err error
+			if r := src.Pack(); r != nil {
+				st, err = mcap.ExportPack(r, w, mopts)
+			} else {
+				st, err = mcap.ExportMCAP(src.MCAP(), w, mopts)
+			}
 			summary = fmt.Sprintf("%d messages, %s of data, %s written", st.Messages, units.FormatSize(int64(st.Bytes)), units.FormatSize(st.Written))
 			return err
 		}
-		rep, err := replay.ExportJSONL(r, w)
+		rep, err := replay.ExportJSONL(src, w)
 		if rep != nil {
 			summary = fmt.Sprintf("%d topics, %d messages, %s of data", rep.Topics, rep.Messages, units.FormatSize(int64(rep.Bytes)))
 		}

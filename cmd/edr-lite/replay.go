@@ -31,8 +31,12 @@ var _ flag.Value = (*multiFlag)(nil)
 
 func runReplay(e *env) int {
 	c := newCommand(e, "replay", "edr-lite replay FILE... --to shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop] [--topics G,...] [--start D] [--duration D]",
-		`Replay pack dumps, merged message by message in capture-time order, into a
-live system: the payload bytes exactly as recorded.
+		`Replay dumps, pack or MCAP in any mix, merged message by message in
+capture-time order, into a live system: the payload bytes exactly as
+recorded. An MCAP file (a dump written with format = "mcap", an export, a
+file of another tool) is read in log_time order: each channel is a topic
+(edr-lite's name, channel and type, or the channel's topic and schema name),
+log_time the capture time and publish_time the producer time.
 
   --to shm:DIR       one shared-memory segment per topic in DIR (an edr-lite
                      recorder or any shm consumer watching DIR picks them up);
@@ -49,7 +53,7 @@ The summary gives messages, bytes, msg/s and, in timed modes, how late
 messages were handed over (timing error p50 / p99). Messages too large for
 the output (a UDP datagram, half a segment) are dropped and counted. Ctrl-C
 stops cleanly and prints the summary.`,
-		"edr-lite replay dump.pack --to shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.pack --to udp:127.0.0.1:30000 --topics 'vehicle/*' --start 10s --duration 5s --loop", 1, -1)
+		"edr-lite replay dump.pack --to shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap --to udp:127.0.0.1:30000 --topics 'vehicle/*' --start 10s --duration 5s --loop", 1, -1)
 	to := c.fs.String("to", "", "output: shm:DIR, udp:HOST:PORT or discard (required)")
 	rate := c.fs.Float64("rate", 1, "timing: 1 = real time, 2 = twice as fast, 0.5 = half speed")
 	asfast := c.fs.Bool("asfast", false, "replay as fast as possible (no waiting)")

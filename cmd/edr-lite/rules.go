@@ -17,9 +17,11 @@ func init() {
 
 func runRules(e *env) int {
 	c := newCommand(e, "rules", "edr-lite rules test --rules FILE|DIR|builtin:NAME [--param [RULE.]K=V ...] [--mode full|input-only] [--tolerance D] DUMP...\nedr-lite rules list",
-		`"rules test" feeds every message of the pack dumps, in capture-time order,
-through the Lua rules in message time (the path the live recorder uses), so
-the same dumps and rules fire the same triggers on every run and machine.
+		`"rules test" feeds every message of the dumps (pack or MCAP, in any mix), in
+capture-time order, through the Lua rules in message time (the path the live
+recorder uses), so the same dumps and rules fire the same triggers on every
+run and machine. An MCAP dump gives the same triggers as the pack dump it
+was exported from, and its recorded triggers come from its edr.* metadata.
 
   --mode input-only  print each trigger the rules fire, one JSON object per
                      line: rule, reason, time_ns, time, pre_ns, post_ns, tag,
@@ -35,7 +37,7 @@ the same dumps and rules fire the same triggers on every run and machine.
 for a shipped rule; repeat it for several. --param K=V sets a parameter of
 every rule, --param RULE.K=V only of the rule from file RULE.lua (or
 builtin:RULE). "rules list" prints the shipped rules.`,
-		"edr-lite rules test --rules builtin:hard_brake dump.pack\nedr-lite rules test --rules rules/ --param hard_brake.decel=7.5 --mode input-only dumps/*.pack", 1, -1)
+		"edr-lite rules test --rules builtin:hard_brake dump.pack\nedr-lite rules test --rules builtin:hard_brake dump.mcap\nedr-lite rules test --rules rules/ --param hard_brake.decel=7.5 --mode input-only dumps/*.pack", 1, -1)
 	var specs, params multiFlag
 	c.fs.Var(&specs, "rules", "rule file, directory of rules, or builtin:NAME (repeatable)")
 	c.fs.Var(&params, "param", "K=V for every rule or RULE.K=V for one (repeatable)")

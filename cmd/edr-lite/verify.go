@@ -15,7 +15,7 @@ import (
 func init() {
 	register(&verb{name: "verify", summary: "check dumps for corruption; exit 1 on any problem", run: runVerify})
 	register(&verb{name: "recover", summary: "salvage every intact frame of a damaged or truncated dump", run: runRecover})
-	register(&verb{name: "merge", summary: "merge several dumps into one, in time order", run: runMerge})
+	register(&verb{name: "merge", summary: "merge dumps (pack or MCAP) into one pack dump, in time order", run: runMerge})
 }
 
 func runVerify(e *env) int {
@@ -96,10 +96,13 @@ was written (even if data was lost), 1 when it could not be.`,
 
 func runMerge(e *env) int {
 	c := newCommand(e, "merge", "edr-lite merge IN... -o OUT [--compression none|lz4|zstd]",
-		`Merge several pack dumps into one, message by message in capture-time order
-(ties keep the order of the inputs). Every trigger of every input is kept and
-per-topic accounting is summed, so the merged file still says what was lost.`,
-		"edr-lite merge a.pack b.pack -o both.pack --compression zstd", 1, -1)
+		`Merge several dumps into one pack dump, message by message in capture-time
+order (ties keep the order of the inputs). Inputs are pack or MCAP files, in
+any mix (an MCAP file is read in log_time order, its channels as topics, its
+edr.* metadata as the dump information). Every trigger of every input is
+kept and per-topic accounting is summed, so the merged file still says what
+was lost. One MCAP input makes a pack dump of it.`,
+		"edr-lite merge a.pack b.mcap -o both.pack --compression zstd\nedr-lite merge dump.mcap -o dump.pack", 1, -1)
 	out := c.fs.String("o", "", "output file (required; must not exist)")
 	comp := c.fs.String("compression", "none", "compression of the output frames: none, lz4 or zstd")
 	args, code, ok := c.parse()

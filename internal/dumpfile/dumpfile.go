@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"edr-lite/pack"
@@ -81,7 +80,9 @@ type Msg struct {
 	Data   []byte
 }
 
-// Detect reads the first bytes of path and returns its format.
+// Detect reads the first bytes of path and returns its format. A file
+// that is neither is an ErrUnknownFormat naming the file and what it
+// starts with.
 func Detect(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -90,13 +91,20 @@ func Detect(path string) (string, error) {
 	defer f.Close()
 	var b [8]byte
 	n, _ := io.ReadFull(f, b[:])
+	return detectBytes(path, b[:n])
+}
+
+func detectBytes(name string, b []byte) (string, error) {
 	switch {
-	case n == 8 && bytes.Equal(b[:], pack.FileMagic[:]):
+	case len(b) >= 8 && bytes.Equal(b[:8], pack.FileMagic[:]):
 		return FormatPack, nil
-	case n >= 5 && bytes.Equal(b[:5], []byte("\x89MCAP")):
+	case len(b) >= 5 && bytes.Equal(b[:5], []byte("\x89MCAP")):
 		return FormatMCAP, nil
+	case len(b) == 0:
+		return "", fmt.Errorf("%s: %w: the file is empty", name, ErrUnknownFormat)
 	}
-	return "", fmt.Errorf("%s: %w", path, ErrUnknownFormat)
+	return "", fmt.Errorf("%s: %w: it starts with %q (pack starts with %q, MCAP with %q)", name, ErrUnknownFormat,
+		b[:min(len(b), 8)], pack.FileMagic[:], "\x89MCAP")
 }
 
 // ReadInfo summarises the dump at path.
@@ -141,41 +149,52 @@ func packInfo(path string) (*Info, error) {
 	}
 	sort.Strings(in.Compression)
 	in.StoredBytes, in.RawBytes = cs.StoredBytes, cs.RawBytes
-	byName := map[string]int{}
 	for _, t := range s.Topics {
-		byName[topicName(t.Topic)] = len(in.Topics)
 		in.Topics = append(in.Topics, Topic{Name: topicName(t.Topic), Messages: t.Messages, Bytes: t.Bytes, FirstNs: t.FirstNs, LastNs: t.LastNs})
 		in.Bytes += t.Bytes
 	}
 	if d, ok := r.DumpInfo(); ok {
-		if d.StartNs != 0 {
-			in.StartNs, in.EndNs = d.StartNs, d.EndNs
-		}
-		if d.Writer != "" {
-			in.Writer = d.Writer
-		}
-		for _, a := range d.Topics {
-			i, ok := byName[topicName(a.Topic)]
-			if !ok {
-				// a topic with nothing in the window still has its accounting
-				byName[topicName(a.Topic)] = len(in.Topics)
-				i = len(in.Topics)
-				in.Topics = append(in.Topics, Topic{Name: topicName(a.Topic)})
-			}
-			t := &in.Topics[i]
-			t.Type, t.Overwritten, t.Oversize, t.SkippedBusy = a.Type, a.Overwritten, a.Oversize, a.SkippedBusy
-			t.LostAtSource = a.LostAtSource
-			if a.FirstNs != 0 {
-				t.FirstNs, t.LastNs = a.FirstNs, a.LastNs
-			}
-		}
-		for _, tr := range d.Triggers {
-			in.Triggers = append(in.Triggers, Trigger{Reason: tr.Reason, TimeNs: tr.TimeNs, Source: tr.Source, Rule: tr.Rule,
-				Tag: tr.Tag, Severity: tr.Severity, PreNs: tr.PreNs, PostNs: tr.PostNs, Params: tr.Params})
-		}
+		in.addDumpInfo(d)
 	}
 	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
 	return in, nil
+}
+
+// addDumpInfo merges a dump's information into in: its window and writer,
+// per-topic types and losses (a topic with nothing in the window still gets
+// its accounting), and its triggers.
+func (in *Info) addDumpInfo(d pack.DumpInfo) {
+	if d.StartNs != 0 {
+		in.StartNs, in.EndNs = d.StartNs, d.EndNs
+	}
+	if d.Writer != "" {
+		in.Writer = d.Writer
+	}
+	byName := map[string]int{}
+	for i, t := range in.Topics {
+		byName[t.Name] = i
+	}
+	for _, a := range d.Topics {
+		i, ok := byName[topicName(a.Topic)]
+		if !ok {
+			byName[topicName(a.Topic)] = len(in.Topics)
+			i = len(in.Topics)
+			in.Topics = append(in.Topics, Topic{Name: topicName(a.Topic)})
+		}
+		t := &in.Topics[i]
+		if a.Type != "" {
+			t.Type = a.Type
+		}
+		t.Overwritten, t.Oversize, t.SkippedBusy = a.Overwritten, a.Oversize, a.SkippedBusy
+		t.LostAtSource = a.LostAtSource
+		if a.FirstNs != 0 {
+			t.FirstNs, t.LastNs = a.FirstNs, a.LastNs
+		}
+	}
+	for _, tr := range d.Triggers {
+		in.Triggers = append(in.Triggers, Trigger{Reason: tr.Reason, TimeNs: tr.TimeNs, Source: tr.Source, Rule: tr.Rule,
+			Tag: tr.Tag, Severity: tr.Severity, PreNs: tr.PreNs, PostNs: tr.PostNs, Params: tr.Params})
+	}
 }
 
 func mcapInfo(path string) (*Info, error) {
@@ -212,11 +231,13 @@ func mcapInfo(path string) (*Info, error) {
 	}
 	for _, md := range mi.Metadata {
 		in.Metadata = append(in.Metadata, md.Name)
-		if md.Name == "edr.trigger" {
-			in.Triggers = append(in.Triggers, Trigger{Reason: md.KV["reason"], TimeNs: atoi(md.KV["time_ns"]),
-				Source: md.KV["source"], Rule: md.KV["rule"], Tag: md.KV["tag"], Severity: int(atoi(md.KV["severity"])),
-				PreNs: atoi(md.KV["pre_ns"]), PostNs: atoi(md.KV["post_ns"])})
-		}
+	}
+	d, ok, err := mcap.ReadDumpInfo(mi.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if ok {
+		in.addDumpInfo(d)
 	}
 	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
 	return in, nil
@@ -225,11 +246,6 @@ func mcapInfo(path string) (*Info, error) {
 // topicName renders a pack topic for display: "name" when the channel is
 // empty, else "name#channel".
 func topicName(t string) string { return strings.TrimSuffix(t, "#") }
-
-func atoi(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
-}
 
 // Walk calls fn for every message of the dump at path, in file order. An
 // error from fn stops the walk and is returned.
@@ -255,20 +271,8 @@ func Walk(path string, fn func(m *Msg) error) error {
 		return err
 	}
 	defer r.Close()
-	var f pack.Frame
-	for {
-		if err := r.ReadInto(&f); err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-		for i := 0; i < f.Len(); i++ {
-			pm := f.Message(i)
-			m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: MessageTime(&pm, f.Time()), GenNs: pm.GenTs, Data: f.Data(i)}
-			if err := fn(&m); err != nil {
-				return err
-			}
-		}
-	}
+	return FromPack(r).InFileOrder(func(pm *Message) error {
+		m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data}
+		return fn(&m)
+	})
 }

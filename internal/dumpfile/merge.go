@@ -16,36 +16,33 @@ type MergeReport struct {
 	Triggers int
 }
 
-// Merge writes the messages of the pack files ins to a new pack file out in
-// message time order (capture time; ties keep input order, then file order).
-// The dump information of the inputs is combined: every trigger is kept,
-// per-topic accounting is summed, the window is the union. opts configure
-// the output (compression, frame size). progress, when not nil, is called
-// with the number of messages written so far every 4096 messages.
+// Merge writes the messages of the dumps ins (pack or MCAP, in any mix) to
+// a new pack file out in message time order (capture time; ties keep input
+// order, then each input's order; see Messages). The dump information of
+// the inputs is combined: every trigger is kept, per-topic accounting is
+// summed (a topic spelled "name" by one input and "name#" by another is one
+// topic, written "name#"), the window is the union. opts configure the output (compression,
+// frame size). progress, when not nil, is called with the number of
+// messages written so far every 4096 messages.
 func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done uint64)) (*MergeReport, error) {
 	if len(ins) == 0 {
 		return nil, errors.New("dumpfile: merge needs at least one input")
 	}
-	var readers []*pack.Reader
+	var sources []*Source
 	defer func() {
-		for _, r := range readers {
-			r.Close()
+		for _, s := range sources {
+			s.Close()
 		}
 	}()
 	var info pack.DumpInfo
 	accounts := map[string]*pack.TopicAccount{}
 	var order []string
 	for _, p := range ins {
-		if f, err := Detect(p); err != nil {
-			return nil, err
-		} else if f != FormatPack {
-			return nil, fmt.Errorf("%s: merge reads pack files only (got %s)", p, f)
-		}
-		r, err := pack.Open(p)
+		r, err := Open(p)
 		if err != nil {
 			return nil, err
 		}
-		readers = append(readers, r)
+		sources = append(sources, r)
 		if d, ok := r.DumpInfo(); ok {
 			info.Triggers = append(info.Triggers, d.Triggers...)
 			if d.StartNs != 0 && (info.StartNs == 0 || d.StartNs < info.StartNs) {
@@ -55,6 +52,9 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 				info.EndNs = d.EndNs
 			}
 			for _, a := range d.Topics {
+				// one key however the input spells the topic ("name" or
+				// "name#" for no channel): the pack form
+				a.Topic = pack.Topic(pack.SplitTopic(a.Topic))
 				acc, ok := accounts[a.Topic]
 				if !ok {
 					c := a
@@ -77,7 +77,7 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 			}
 		}
 	}
-	msgs := NewMessages(readers...)
+	msgs := NewMessages(sources...)
 	if opts.Writer == "" {
 		opts.Writer = "edr-lite merge"
 	}
@@ -98,14 +98,12 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 		if !ok {
 			break
 		}
-		f, i := msgs.Frame()
-		m := f.Message(i)
-		data := f.Data(i)
-		if err := w.Add(m.Name, m.Channel, m.Meta, m.GenTs, msgs.Time(), data); err != nil {
+		m := msgs.Message()
+		if err := w.Add(m.Name, m.Channel, m.Meta, m.GenNs, m.TimeNs, m.Data); err != nil {
 			return fail(fmt.Errorf("%s: %w", out, err))
 		}
 		rep.Messages++
-		rep.Bytes += uint64(len(data))
+		rep.Bytes += uint64(len(m.Data))
 		if progress != nil && rep.Messages%4096 == 0 {
 			progress(rep.Messages)
 		}

@@ -5,28 +5,33 @@ import (
 	"io"
 
 	"edr-lite/pack"
+	"edr-lite/pack/mcap"
 )
 
-// Messages reads the messages of several pack readers as one stream in
-// message time order (MessageTime; ties keep the order of the readers, then
-// file order), merging message by message: frames of different files may
-// overlap in time, and a FreeSync frame spans a period. Steady state does
-// not allocate.
+// Messages reads the messages of several dumps, pack or MCAP, as one
+// stream in message time order (ties keep the order of the sources, then
+// each source's order), merging message by message: frames and chunks of
+// different files may overlap in time, and a FreeSync frame spans a
+// period. A pack source is read in file order (pack dumps are written in
+// time order) and ordered by MessageTime; an MCAP source in log_time order
+// whatever the order of the file (mcap.PackReader, see mcap.Cursor for what
+// that costs). Steady state does not allocate.
 //
-// A Messages is not safe for concurrent use. It does not own the readers.
+// A Messages is not safe for concurrent use. It does not own the sources.
 type Messages struct {
 	its    []*msgIter
 	h      mergeHeap
 	cur    *msgIter // returned by the last Next; advanced by the next one
 	from   int64
 	seeked bool
+	msg    Message
 }
 
-// NewMessages merges readers from their first message.
-func NewMessages(readers ...*pack.Reader) *Messages {
+// NewMessages merges sources from their first message.
+func NewMessages(sources ...*Source) *Messages {
 	m := &Messages{}
-	for i, r := range readers {
-		m.its = append(m.its, &msgIter{r: r, src: i})
+	for i, s := range sources {
+		m.its = append(m.its, &msgIter{r: s.pack, mp: s.mp, src: i})
 	}
 	m.h = make(mergeHeap, 0, len(m.its))
 	return m
@@ -42,12 +47,16 @@ func (m *Messages) SeekTime(fromNs int64) error {
 	m.h = m.h[:0]
 	m.cur = nil
 	for _, it := range m.its {
-		it.r.Rewind()
-		it.f.Reset(0, 0)
-		it.i = -1
 		it.n = 0
-		if err := it.skipTo(fromNs); err != nil {
-			return err
+		if it.mp != nil {
+			it.mp.SeekTime(fromNs)
+		} else {
+			it.r.Rewind()
+			it.f.Reset(0, 0)
+			it.i = -1
+			if err := it.skipTo(fromNs); err != nil {
+				return err
+			}
 		}
 		ok, err := it.next(fromNs)
 		if err != nil {
@@ -90,19 +99,27 @@ func (m *Messages) Next() (bool, error) {
 	return true, nil
 }
 
-// Frame returns the frame holding the current message and the message's
-// index in it. The frame is valid until the next Next or SeekTime.
-func (m *Messages) Frame() (*pack.Frame, int) { return &m.cur.f, m.cur.i }
+// Message returns the current message. It and its bytes are valid until
+// the next Next or SeekTime.
+func (m *Messages) Message() *Message {
+	if it := m.cur; it.mp != nil {
+		mcapMessage(&m.msg, it.mp.Message())
+	} else {
+		packMessage(&m.msg, &it.f, it.i)
+	}
+	return &m.msg
+}
 
-// Time returns the current message's time (MessageTime).
+// Time returns the current message's time (Message().TimeNs).
 func (m *Messages) Time() int64 { return m.cur.ts }
 
 // Source returns the index of the reader the current message came from.
 func (m *Messages) Source() int { return m.cur.src }
 
-// msgIter walks one reader message by message.
+// msgIter walks one source message by message.
 type msgIter struct {
-	r   *pack.Reader
+	r   *pack.Reader     // pack source
+	mp  *mcap.PackReader // MCAP source
 	src int
 	f   pack.Frame
 	i   int
@@ -136,6 +153,14 @@ func (it *msgIter) skipTo(from int64) error {
 
 // next moves to the next message with time >= from.
 func (it *msgIter) next(from int64) (bool, error) {
+	if it.mp != nil { // positioned by SeekTime
+		ok, err := it.mp.Next()
+		if ok {
+			it.ts = it.mp.Message().DoneTs
+			it.n++
+		}
+		return ok, err
+	}
 	for {
 		it.i++
 		for it.i >= it.f.Len() {

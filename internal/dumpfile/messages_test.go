@@ -11,7 +11,7 @@ import (
 
 // writePack writes messages "topic@done" (gen = done-1) in the order given,
 // three per frame.
-func writePack(t *testing.T, name string, msgs ...string) *pack.Reader {
+func writePack(t *testing.T, name string, msgs ...string) *Source {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	w, err := pack.Create(p, pack.WriterOptions{TargetFrameSize: 12})
@@ -34,7 +34,7 @@ func writePack(t *testing.T, name string, msgs ...string) *pack.Reader {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return r
+	return FromPack(r)
 }
 
 func TestMessagesMergeAndSeek(t *testing.T) {
@@ -57,10 +57,10 @@ func TestMessagesMergeAndSeek(t *testing.T) {
 			if !ok {
 				break
 			}
-			fr, i := m.Frame()
-			got = append(got, fmt.Sprintf("%s/%d", fr.Data(i), m.Source()))
-			if d := fr.Message(i).DoneTs; d != m.Time() {
-				t.Fatalf("Time %d for a message done at %d", m.Time(), d)
+			msg := m.Message()
+			got = append(got, fmt.Sprintf("%s/%d", msg.Data, m.Source()))
+			if msg.DoneNs != m.Time() || msg.TimeNs != m.Time() || msg.GenNs != msg.DoneNs-1 {
+				t.Fatalf("Time %d for a message done at %d (%+v)", m.Time(), msg.DoneNs, msg)
 			}
 		}
 		if strings.Join(got, " ") != want {

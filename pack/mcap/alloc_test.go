@@ -71,3 +71,67 @@ func TestWriteMessageAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestCursorAllocs: once a Cursor has read a file (its per-chunk state and
+// decompression buffers grown), reading it again, in time order, from a
+// time or in file order, allocates nothing: per chunk nor per message.
+// Files in order and shuffled (every chunk overlapping every other, out of
+// order within).
+func TestCursorAllocs(t *testing.T) {
+	base := testMessages(3000)
+	shuffled := slices.Clone(base)
+	for i := range shuffled {
+		shuffled[i].m.LogTime = uint64((i * 7919) % 1000)
+	}
+	for name, in := range map[string][]sent{"sorted": base, "shuffled": shuffled} {
+		for _, comp := range compressions {
+			t.Run(fmt.Sprintf("%s/compression=%q", name, comp), func(t *testing.T) {
+				r, err := NewReader(encode(t, Options{Compression: comp, ChunkSize: 16 << 10}, in), "a.mcap", ReaderOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				c, err := r.Cursor()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var n int
+				pass := func() {
+					for _, start := range []func(){func() { c.SeekTime(0) }, func() { c.SeekTime(in[len(in)/2].m.LogTime) }, c.FileOrder} {
+						start()
+						for {
+							ok, err := c.Next()
+							if err != nil {
+								t.Fatal(err)
+							}
+							if !ok {
+								break
+							}
+							n += len(c.Message().Data)
+						}
+					}
+				}
+				pass()
+				runtime.GC()
+				// zstd's decoder rebuilds a Huffman table now and then
+				// (its own allocation, after a GC emptied its pools); ours
+				// would show once per chunk: about 1800 here.
+				var allowed uint64
+				if comp == CompressionZstd {
+					allowed = 10
+				}
+				if a := totalMallocs(3, pass); a > allowed {
+					t.Errorf("%d allocations in 3 passes over %d messages in %d chunks, want at most %d", a, len(in), r.mustChunks(t), allowed)
+				}
+			})
+		}
+	}
+}
+
+func (r *Reader) mustChunks(t *testing.T) int {
+	info, err := r.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Chunks
+}

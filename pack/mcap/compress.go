@@ -133,6 +133,7 @@ type decompressor struct {
 	src bytes.Reader
 	zd  *zstd.Decoder
 	max uint64
+	one [1]byte // reads past the end (a local would escape: one allocation per chunk)
 }
 
 // decompress inflates src (compressed with name) into dst[:0], which must
@@ -148,15 +149,11 @@ func (d *decompressor) decompress(dst []byte, name string, src []byte, size uint
 		}
 		d.src.Reset(src)
 		d.lz.Reset(&d.src)
-		if uint64(cap(dst)) < size {
-			dst = make([]byte, size)
-		}
-		dst = dst[:size]
+		dst = slices.Grow(dst[:0], int(size))[:size] // amortized: buffers reused for chunks of varying sizes settle
 		if _, err := io.ReadFull(d.lz, dst); err != nil {
 			return dst[:0], fmt.Errorf("%w: lz4: %v", ErrCompression, err)
 		}
-		var one [1]byte
-		if n, _ := d.lz.Read(one[:]); n != 0 {
+		if n, _ := d.lz.Read(d.one[:]); n != 0 {
 			return dst[:0], fmt.Errorf("%w: lz4: more than uncompressed_size %d bytes", ErrCompression, size)
 		}
 		return dst, nil
@@ -169,10 +166,7 @@ func (d *decompressor) decompress(dst []byte, name string, src []byte, size uint
 			}
 			d.zd = zd
 		}
-		if uint64(cap(dst)) < size {
-			dst = make([]byte, 0, size)
-		}
-		out, err := d.zd.DecodeAll(src, dst[:0])
+		out, err := d.zd.DecodeAll(src, slices.Grow(dst[:0], int(size)))
 		if err != nil {
 			return dst[:0], fmt.Errorf("%w: zstd: %v", ErrCompression, err)
 		}

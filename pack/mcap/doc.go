@@ -24,17 +24,24 @@
 // PackWriter writes pack-model messages (name, channel, meta, gen_ts,
 // done_ts, data) with pack.Writer's Add / SetDumpInfo / Close, so the
 // recorder writes MCAP dumps through the same calls; ExportPack converts a
-// pack file. docs/mcap.md gives the mapping and the metadata keys.
+// pack file. PackReader is the inverse: it reads an MCAP file (ours or
+// another writer's) back as pack-model messages, topics and dump
+// information, for the offline tools (replay, rules test, merge, export);
+// ExportMCAP rewrites one. docs/mcap.md gives the mapping and the metadata
+// keys.
 //
 // The Reader (Open maps a file read-only; NewReader takes bytes) gives Info
 // (from the summary when present, else by scanning), Messages (every
-// message in file order, chunks decompressed and CRC-checked) and
-// MessagesInTimeOrder (log-time order for files whose chunks overlap). It reads
-// other writers' files too: unchunked messages, files without a summary or
-// DataEnd, unknown record types (skipped, as the specification asks).
+// message in file order, chunks decompressed and CRC-checked), and a Cursor
+// reading one message at a time in log_time order (or file order) whatever
+// the order of the file (MessagesInTimeOrder is the same as a callback);
+// its doc says what that costs. It reads other writers' files too:
+// unchunked messages, files without a summary or DataEnd, unknown record
+// types (skipped, as the specification asks).
 //
 // It is not for: attachments (read as counts, never written), seeking by
-// time (the reader walks the file), or decoding payloads.
+// time through the indexes (the reader walks the file; Cursor.SeekTime
+// skips whole chunks, after its first pass), or decoding payloads.
 //
 // # Caveats
 //
@@ -42,9 +49,10 @@
 //   - WriteMessage copies the payload; nothing passed to the writer is kept,
 //     except that AddSchema / AddChannel copy their arguments once.
 //   - Messages hands out a Message and Data that are reused: valid only
-//     until the callback returns. Data aliases the mapping (uncompressed
-//     chunks) or a decompression buffer; copy what you keep. Channel and
-//     Info values stay valid until Close.
+//     until the callback returns (Cursor and PackReader: until the next
+//     Next). Data aliases the mapping (uncompressed chunks) or a
+//     decompression buffer; copy what you keep. Channel and Info values
+//     stay valid until Close.
 //   - A chunk is held in memory until it is full (ChunkSize, default 1 MiB,
 //     plus the compressed copy); the summary is built in memory at Close
 //     (tens of bytes per chunk and channel).

@@ -2,6 +2,7 @@ package mcap
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -101,5 +102,139 @@ func TestMessagesInTimeOrderUnchunked(t *testing.T) {
 	})
 	if err != nil || !slices.Equal(got, []uint64{10, 10, 20, 30}) {
 		t.Fatalf("got %v, %v", got, err)
+	}
+}
+
+func stableByTime(in []sent) []sent {
+	out := slices.Clone(in)
+	slices.SortStableFunc(out, func(a, b sent) int { return cmp.Compare(a.m.LogTime, b.m.LogTime) })
+	return out
+}
+
+func cursorAll(t *testing.T, c *Cursor) []sent {
+	t.Helper()
+	var got []sent
+	for {
+		ok, err := c.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			if ok, err := c.Next(); ok || err != nil {
+				t.Fatalf("Next after the end: %v, %v", ok, err)
+			}
+			return got
+		}
+		m := *c.Message()
+		m.Data = bytes.Clone(m.Data)
+		got = append(got, sent{c.Channel().Topic, m})
+	}
+}
+
+// TestCursor reads files in order, per channel (overlapping chunks) and
+// shuffled, with one message per chunk (more chunks than the cache holds)
+// and larger chunks: time order is the stable sort by log time, FileOrder
+// is the file's order, SeekTime skips what is before its time, and a
+// cursor restarts as often as asked.
+func TestCursor(t *testing.T) {
+	base := testMessages(700)
+	perChannel := slices.Clone(base)
+	slices.SortStableFunc(perChannel, func(a, b sent) int { return int(a.m.ChannelID) - int(b.m.ChannelID) })
+	shuffled := slices.Clone(base)
+	rng := rand.New(rand.NewPCG(3, 4))
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for i := range shuffled {
+		shuffled[i].m.LogTime = uint64(rng.IntN(400))
+	}
+	for name, in := range map[string][]sent{"sorted": base, "perChannel": perChannel, "shuffled": shuffled} {
+		for _, comp := range compressions {
+			for _, chunk := range []int{1, 8 << 10} {
+				t.Run(fmt.Sprintf("%s/compression=%q/chunk=%d", name, comp, chunk), func(t *testing.T) {
+					b := encode(t, Options{Compression: comp, ChunkSize: chunk}, in)
+					r, err := NewReader(b, "cursor.mcap", ReaderOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer r.Close()
+					c, err := r.Cursor()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if c.Info().Messages != uint64(len(in)) || len(c.Info().Channels) != len(testTopics) {
+						t.Fatalf("info %+v", c.Info())
+					}
+					want := stableByTime(in)
+					sameMessages(t, cursorAll(t, c), want)
+					c.budget = 3 * chunk // a few chunks: overlapping ones are dropped and read again
+					c.SeekTime(0)
+					sameMessages(t, cursorAll(t, c), want)
+					c.FileOrder()
+					sameMessages(t, cursorAll(t, c), in)
+					for _, from := range []uint64{0, 1, want[len(want)/2].m.LogTime, want[len(want)-1].m.LogTime, want[len(want)-1].m.LogTime + 1} {
+						c.SeekTime(from)
+						i := 0
+						for i < len(want) && want[i].m.LogTime < from {
+							i++
+						}
+						sameMessages(t, cursorAll(t, c), want[i:])
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestCursorMemory: reading a file in order holds at most two decompressed
+// chunks at a time; reading one whose chunks all overlap holds no more
+// than the budget plus one chunk.
+func TestCursorMemory(t *testing.T) {
+	base := testMessages(2000)
+	shuffled := slices.Clone(base)
+	for i := range shuffled {
+		shuffled[i].m.LogTime = uint64((i * 7919) % 1000)
+	}
+	const chunk = 8 << 10
+	for _, tc := range []struct {
+		name      string
+		in        []sent
+		budget    int
+		maxChunks int
+	}{{"sorted", base, chunkCacheBytes, 2}, {"shuffled", shuffled, 4 * chunk, 0}} {
+		for _, comp := range []string{CompressionLZ4, CompressionZstd} {
+			t.Run(tc.name+"/"+comp, func(t *testing.T) {
+				r, err := NewReader(encode(t, Options{Compression: comp, ChunkSize: chunk}, tc.in), "m.mcap", ReaderOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := r.Cursor()
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.budget = tc.budget
+				c.SeekTime(0)
+				most, mostBytes, n := 0, 0, 0
+				for {
+					ok, err := c.Next()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !ok {
+						break
+					}
+					n++
+					most, mostBytes = max(most, len(c.cache)), max(mostBytes, c.bytes)
+				}
+				if n != len(tc.in) {
+					t.Fatalf("%d messages, want %d", n, len(tc.in))
+				}
+				if tc.maxChunks > 0 && most > tc.maxChunks {
+					t.Errorf("held %d chunks at once, want at most %d", most, tc.maxChunks)
+				}
+				if limit := tc.budget + 2*(chunk+4<<10); mostBytes > limit {
+					t.Errorf("held %d bytes of chunks, want at most %d", mostBytes, limit)
+				}
+				t.Logf("at most %d chunks, %d bytes", most, mostBytes)
+			})
+		}
 	}
 }

@@ -294,9 +294,10 @@ type ExportStats struct {
 
 // ExportPack converts the pack file behind r to MCAP on w, frames in file
 // order, with the dump information (triggers, per-topic accounting) as
-// Metadata records and the pack file's other metadata sections as Metadata
-// named after them (value under "base64"). It reads r from its current
-// position (a new Reader starts at the first frame).
+// Metadata records, the pack file's other metadata sections as Metadata
+// named after them (value under "base64") and its header as
+// MetadataPackHeader. It reads r from its current position (a new Reader
+// starts at the first frame).
 func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, error) {
 	var st ExportStats
 	pw, err := NewPackWriter(w, opts.Options)
@@ -342,12 +343,103 @@ func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, e
 			return st, err
 		}
 	}
-	if hasInfo {
-		_ = pw.SetDumpInfo(di)
-	}
-	if err := pw.Close(); err != nil {
+	h := r.Header()
+	if err := pw.w.AddMetadata(MetadataPackHeader, map[string]string{"writer": h.Writer,
+		"created_ns": strconv.FormatInt(h.CreatedNs, 10)}); err != nil {
 		return st, err
 	}
-	st.Written = pw.w.Written()
-	return st, nil
+	return st, pw.finish(&st, di, hasInfo)
+}
+
+// finish writes the dump information (when there is one) and closes the
+// file, recording the bytes written in st.
+func (p *PackWriter) finish(st *ExportStats, d pack.DumpInfo, hasInfo bool) error {
+	if hasInfo {
+		_ = p.SetDumpInfo(d)
+	}
+	if err := p.Close(); err != nil {
+		return err
+	}
+	st.Written = p.w.Written()
+	return nil
+}
+
+// ExportMCAP converts the MCAP file behind p to a new MCAP file on w, as
+// ExportPack converts a pack file: the pack messages in file order through
+// a PackWriter (so a file of another writer gets edr-lite's channels, each
+// keeping its message encoding, schema and channel metadata), the dump
+// information, and every other Metadata record as it was. Sequence numbers
+// restart from 0 per topic; times are mapped as PackWriter maps them.
+func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, error) {
+	var st ExportStats
+	pw, err := NewPackWriter(w, opts.Options)
+	if err != nil {
+		return st, err
+	}
+	for i := range p.topics {
+		if t := &p.topics[i]; t.MCAP != nil {
+			pw.DeclareTopic(declaredTopic(t))
+		}
+	}
+	for _, t := range opts.Topics {
+		pw.DeclareTopic(t)
+	}
+	p.FileOrder()
+	for {
+		ok, err := p.Next()
+		if err != nil {
+			return st, fmt.Errorf("mcap: export %s: %w", p.r.name, err)
+		}
+		if !ok {
+			break
+		}
+		m := p.Message()
+		if err := pw.Add(m.Name, m.Channel, m.Meta, m.GenTs, m.DoneTs, m.Data); err != nil {
+			return st, err
+		}
+		st.Messages++
+		st.Bytes += uint64(len(m.Meta) + len(m.Data))
+	}
+	info, hasInfo := p.DumpInfo()
+	for _, md := range p.Info().Metadata {
+		switch md.Name {
+		case MetadataDump, MetadataTrigger, MetadataTopicStats:
+			if hasInfo {
+				continue // written again from info
+			}
+		}
+		if err := pw.w.AddMetadata(md.Name, md.KV); err != nil {
+			return st, err
+		}
+	}
+	return st, pw.finish(&st, info, hasInfo)
+}
+
+// declaredTopic is how ExportMCAP declares a topic: its first channel's
+// encoding, schema and metadata (less the edr.* keys AddTopic writes).
+func declaredTopic(t *PackTopic) Topic {
+	ci := t.MCAP
+	d := Topic{Name: t.Name, Channel: t.Channel}
+	if _, edr := ci.Metadata["edr.name"]; edr {
+		d.Type = t.Type
+	} else if ci.Schema != nil {
+		d.Type = ci.Schema.Name
+	}
+	if ci.MessageEncoding != RawMessageEncoding {
+		d.Encoding = ci.MessageEncoding
+	}
+	if ci.Schema != nil {
+		d.SchemaEncoding, d.Schema = ci.Schema.Encoding, ci.Schema.Data
+	}
+	for k, v := range ci.Metadata {
+		switch k {
+		case "edr.name", "edr.channel", "edr.type":
+			continue
+		}
+		if d.Metadata == nil {
+			d.Metadata = map[string]string{}
+		}
+		d.Metadata[k] = v
+	}
+	return d
 }

@@ -20,8 +20,8 @@ type packMsg struct {
 }
 
 // packMessages makes a dump's worth of pack messages: raw data only
-// (speed), meta only (status), meta and data (camera), and one topic with
-// a channel.
+// (speed), meta only (status), meta and data (camera, every other one; the
+// rest data only), and one topic with a channel.
 func packMessages(n int) []packMsg {
 	var out []packMsg
 	base := int64(1_700_000_000_000_000_000)
@@ -34,7 +34,11 @@ func packMessages(n int) []packMsg {
 			out = append(out, packMsg{name: "status", meta: []byte{0x08, byte(i)}, gen: t, done: 0})
 		case 2:
 			img := bytes.Repeat([]byte{byte(i)}, 1000+i)
-			out = append(out, packMsg{name: "camera", channel: "front", meta: []byte{0x10, byte(i), 0x18, 1}, gen: t - 5000, done: t, data: img})
+			var meta []byte
+			if i%8 == 2 { // every other camera message has meta
+				meta = []byte{0x10, byte(i), 0x18, 1}
+			}
+			out = append(out, packMsg{name: "camera", channel: "front", meta: meta, gen: t - 5000, done: t, data: img})
 		case 3:
 			out = append(out, packMsg{name: "vehicle/speed", gen: t, done: t + 1, data: []byte{}})
 		}

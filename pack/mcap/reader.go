@@ -183,6 +183,13 @@ func (r *Reader) Info() (*Info, error) {
 // Scan reads every record of the data section, checking chunk and data
 // CRCs, and returns exact figures including payload bytes per channel.
 func (r *Reader) Scan() (*Info, error) {
+	info, _, err := r.scan(nil)
+	return info, err
+}
+
+// scan is Scan with a hook called for every message after it is counted
+// (v gives its chunk and record offsets). It also returns the channels by id.
+func (r *Reader) scan(hook func(v *visitor, m *Message) error) (*Info, []*Channel, error) {
 	info := &Info{Profile: r.Profile, Library: r.Library, Compression: map[string]int{}, Scanned: true}
 	chans := map[uint16]*ChannelInfo{}
 	schemas := map[uint16]Schema{}
@@ -210,6 +217,9 @@ func (r *Reader) Scan() (*Info, error) {
 				info.EndTime = m.LogTime
 			}
 			info.Messages++
+			if hook != nil {
+				return hook(&v, m)
+			}
 			return nil
 		},
 		other: func(rec record) error {
@@ -233,7 +243,7 @@ func (r *Reader) Scan() (*Info, error) {
 		compression: func(name string) { info.Compression[name]++ },
 	}
 	if err := r.walk(&v); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, id := range sortedKeys(schemas) {
 		info.Schemas = append(info.Schemas, schemas[id])
@@ -242,7 +252,7 @@ func (r *Reader) Scan() (*Info, error) {
 		info.Channels = append(info.Channels, *chans[id])
 	}
 	info.linkSchemas()
-	return info, nil
+	return info, v.chans, nil
 }
 
 func sortedKeys[V any](m map[uint16]V) []uint16 {
@@ -392,7 +402,7 @@ func (r *Reader) chunkRecords(rec record, buf []byte) (records, bufOut []byte, c
 	d.u64() // message_end_time
 	usize := d.u64()
 	ucrc := d.u32()
-	comp = d.str()
+	comp = compressionName(d.bytes32())
 	payload := d.bytes64()
 	if d.bad {
 		return nil, buf, comp, r.corrupt(rec.at, "Chunk", ErrTruncated)
@@ -421,6 +431,20 @@ func (r *Reader) chunkRecords(rec record, buf []byte) (records, bufOut []byte, c
 		}
 	}
 	return records, buf, comp, nil
+}
+
+// compressionName returns Chunk.compression as a string, without
+// allocating for the names this package knows.
+func compressionName(b []byte) string {
+	switch string(b) {
+	case CompressionNone:
+		return CompressionNone
+	case CompressionLZ4:
+		return CompressionLZ4
+	case CompressionZstd:
+		return CompressionZstd
+	}
+	return string(b)
 }
 
 // visitRecord handles one record of the data section or of a chunk

@@ -1,0 +1,269 @@
+package dumpfile
+
+import (
+	"errors"
+	"io"
+
+	"edr-lite/pack"
+	"edr-lite/pack/mcap"
+)
+
+// Source is one dump open for reading as pack-model messages, whatever its
+// format: a pack file through pack.Reader, an MCAP file through
+// mcap.PackReader (the inverse of the mapping MCAP dumps and exports are
+// written with; see docs/mcap.md). Opening an MCAP file makes a first pass
+// over it (mcap.Cursor: its chunks' time ranges, its channels and
+// metadata; nothing kept per message).
+//
+// A Source is not safe for concurrent use: the offline tools read it from
+// one goroutine.
+type Source struct {
+	Path   string
+	Format string // FormatPack or FormatMCAP
+
+	pack   *pack.Reader
+	mr     *mcap.Reader
+	mp     *mcap.PackReader
+	owned  bool
+	info   pack.DumpInfo
+	hasDI  bool
+	topics []SourceTopic
+}
+
+// SourceTopic is one topic of a Source.
+type SourceTopic struct {
+	Name, Channel string
+	// Type is the type recorded in the dump information's accounting;
+	// else, for MCAP, the channel's (see mcap.PackTopic).
+	Type     string
+	Messages uint64
+}
+
+// String returns "name", or "name#channel" when there is a channel.
+func (t *SourceTopic) String() string { return mcap.TopicName(t.Name, t.Channel) }
+
+// Message is one pack-model message of a Source or of a Messages stream.
+// Meta and Data alias the dump's mapping (or a decompression buffer): see
+// where it comes from for how long they are valid.
+type Message struct {
+	Name, Channel string
+	Meta          []byte
+	GenNs         int64 // producer time as recorded (0 = unknown)
+	DoneNs        int64 // capture time as recorded (0 = unknown)
+	// TimeNs is the message's time: pack MessageTime, MCAP log_time.
+	TimeNs int64
+	Data   []byte // nil when the message has no data block
+}
+
+// Open detects the format of the dump at path and opens it. A file that is
+// neither pack nor MCAP is an error naming it and its first bytes.
+func Open(path string) (*Source, error) {
+	format, err := Detect(path)
+	if err != nil {
+		return nil, err
+	}
+	if format == FormatPack {
+		r, err := pack.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		s := FromPack(r)
+		s.owned = true
+		return s, nil
+	}
+	r, err := mcap.Open(path, mcap.ReaderOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s, err := fromMCAP(path, r)
+	if err != nil {
+		return nil, errors.Join(err, r.Close())
+	}
+	s.owned = true
+	return s, nil
+}
+
+// OpenBytes is Open over a dump held in memory; name labels errors and
+// mopts bound the reading of an MCAP dump (chunk size). b must not change
+// while the Source is in use.
+func OpenBytes(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error) {
+	format, err := detectBytes(name, b)
+	if err != nil {
+		return nil, err
+	}
+	if format == FormatPack {
+		r, err := pack.NewBytesReader(name, b, pack.ReaderOptions{})
+		if err != nil {
+			return nil, err
+		}
+		s := FromPack(r)
+		s.owned = true
+		return s, nil
+	}
+	r, err := mcap.NewReader(b, name, mopts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := fromMCAP(name, r)
+	if err != nil {
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// FromPack wraps an open pack reader (Close leaves it open).
+func FromPack(r *pack.Reader) *Source {
+	s := &Source{Path: r.Path(), Format: FormatPack, pack: r}
+	s.info, s.hasDI = r.DumpInfo()
+	types := typesOf(s.info)
+	for _, t := range r.Summary().Topics {
+		st := SourceTopic{Name: t.Name, Channel: t.Channel, Messages: t.Messages}
+		st.Type = types.of(t.Name, t.Channel)
+		s.topics = append(s.topics, st)
+	}
+	return s
+}
+
+func fromMCAP(path string, r *mcap.Reader) (*Source, error) {
+	mp, err := mcap.NewPackReader(r)
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{Path: path, Format: FormatMCAP, mr: r, mp: mp}
+	s.info, s.hasDI = mp.DumpInfo()
+	types := typesOf(s.info)
+	for _, t := range mp.Topics() {
+		st := SourceTopic{Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages}
+		if typ := types.of(t.Name, t.Channel); typ != "" {
+			st.Type = typ
+		}
+		s.topics = append(s.topics, st)
+	}
+	return s, nil
+}
+
+// accountTypes maps the topics of a dump's accounting to their types.
+type accountTypes map[string]string
+
+func typesOf(d pack.DumpInfo) accountTypes {
+	types := accountTypes{}
+	for _, a := range d.Topics {
+		if a.Type != "" {
+			types[a.Topic] = a.Type
+		}
+	}
+	return types
+}
+
+// of looks a topic up as the accounting may spell it: "name#channel"
+// (pack.Topic) or "name" / "name#channel" (the MCAP topic).
+func (t accountTypes) of(name, channel string) string {
+	if typ := t[pack.Topic(name, channel)]; typ != "" {
+		return typ
+	}
+	return t[mcap.TopicName(name, channel)]
+}
+
+// Close closes the files the Source opened.
+func (s *Source) Close() error {
+	if !s.owned {
+		return nil
+	}
+	s.owned = false
+	if s.pack != nil {
+		return s.pack.Close()
+	}
+	return s.mr.Close()
+}
+
+// Pack returns the pack reader of a pack Source, else nil.
+func (s *Source) Pack() *pack.Reader { return s.pack }
+
+// MCAP returns the pack-model reader of an MCAP Source, else nil.
+func (s *Source) MCAP() *mcap.PackReader { return s.mp }
+
+// DumpInfo returns the dump information (triggers, per-topic accounting)
+// and whether the dump has any.
+func (s *Source) DumpInfo() (pack.DumpInfo, bool) { return s.info, s.hasDI }
+
+// Topics returns the dump's topics: pack in index order, MCAP in channel
+// order.
+func (s *Source) Topics() []SourceTopic { return s.topics }
+
+// EndNs returns the latest message time of the dump, as far as it is
+// known without reading it all: for pack the latest in its last frame, for
+// MCAP the latest log_time. 0 when unknown.
+func (s *Source) EndNs() int64 {
+	if s.mp != nil {
+		return int64(min(s.mp.Info().EndTime, 1<<63-1))
+	}
+	r := s.pack
+	offs := r.FrameOffsets()
+	if len(offs) == 0 {
+		return 0
+	}
+	defer r.Rewind()
+	var f pack.Frame
+	if r.SeekFrame(offs[len(offs)-1]) != nil || r.ReadMetaInto(&f) != nil {
+		return 0
+	}
+	var last int64
+	for i := 0; i < f.Len(); i++ {
+		m := f.Message(i)
+		last = max(last, MessageTime(&m, f.Time()))
+	}
+	return last
+}
+
+// InFileOrder calls fn for every message in file order: pack frames as
+// stored, MCAP messages as written (a message's meta with it). m and its
+// bytes are valid only until fn returns. An error from fn stops the walk
+// and is returned.
+func (s *Source) InFileOrder(fn func(m *Message) error) error {
+	var m Message
+	if s.mp != nil {
+		s.mp.FileOrder()
+		for {
+			ok, err := s.mp.Next()
+			if err != nil || !ok {
+				return err
+			}
+			mcapMessage(&m, s.mp.Message())
+			if err := fn(&m); err != nil {
+				return err
+			}
+		}
+	}
+	r := s.pack
+	r.Rewind()
+	var f pack.Frame
+	for {
+		if err := r.ReadInto(&f); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		for i := 0; i < f.Len(); i++ {
+			packMessage(&m, &f, i)
+			if err := fn(&m); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func packMessage(m *Message, f *pack.Frame, i int) {
+	pm := f.Message(i)
+	*m = Message{Name: pm.Name, Channel: pm.Channel, Meta: pm.Meta, GenNs: pm.GenTs, DoneNs: pm.DoneTs,
+		TimeNs: MessageTime(&pm, f.Time()), Data: f.Data(i)}
+	if m.Data == nil && pm.DataIndex != pack.NoData {
+		m.Data = []byte{} // an empty data block
+	}
+}
+
+func mcapMessage(m *Message, pm *mcap.PackMessage) {
+	*m = Message{Name: pm.Name, Channel: pm.Channel, Meta: pm.Meta, GenNs: pm.GenTs, DoneNs: pm.DoneTs,
+		TimeNs: pm.DoneTs, Data: pm.Data}
+}
