@@ -66,7 +66,11 @@ func fmtDur(ns int64) string {
 
 func printInfo(w io.Writer, in *dumpfile.Info) {
 	idx := "indexed"
-	if !in.Indexed {
+	switch {
+	case in.Indexed:
+	case in.Format == dumpfile.FormatMCAP:
+		idx = "not indexed (no summary section; read by scanning)"
+	default:
 		idx = "not indexed (read by scanning; 'edr-lite recover' rebuilds the index)"
 	}
 	fmt.Fprintf(w, "path:       %s\n", in.Path)

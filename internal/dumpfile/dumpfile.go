@@ -203,16 +203,24 @@ func mcapInfo(path string) (*Info, error) {
 		return nil, err
 	}
 	defer r.Close()
-	mi, err := r.Scan()
+	// Indexed: a summary section the readers can use without reading the
+	// data. Scan still walks the data for exact bytes per channel.
+	sum, err := r.Info()
 	if err != nil {
 		return nil, err
+	}
+	mi := sum
+	if !sum.Scanned {
+		if mi, err = r.Scan(); err != nil {
+			return nil, err
+		}
 	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	in := &Info{Path: path, Format: FormatMCAP, Size: st.Size(), Messages: mi.Messages, StartNs: int64(mi.StartTime),
-		EndNs: int64(mi.EndTime), Indexed: !mi.Scanned, Chunks: mi.Chunks, Writer: mi.Library,
+		EndNs: int64(mi.EndTime), Indexed: !sum.Scanned, Chunks: mi.Chunks, Writer: mi.Library,
 		Topics: []Topic{}, Triggers: []Trigger{}}
 	for name := range mi.Compression {
 		if name == "" {

@@ -304,3 +304,25 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return err != nil && errors.As(err, target) }
+
+// TestMCAPInfoIndexed: info calls an MCAP file indexed when its summary
+// section gives the figures without reading the data (ours always has
+// one), and says so per file for other writers' files.
+func TestMCAPInfoIndexed(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.pack")
+	writeRichPack(t, p, 1000, "a")
+	for path, want := range map[string]bool{
+		exportToMCAP(t, p, mcap.CompressionZstd):            true,
+		"../../pack/mcap/testdata/other/chunked-zstd.mcap":  true,
+		"../../pack/mcap/testdata/other/no-statistics.mcap": false,
+	} {
+		in, err := ReadInfo(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Indexed != want || in.Messages == 0 {
+			t.Errorf("%s: indexed %v with %d messages, want indexed %v", path, in.Indexed, in.Messages, want)
+		}
+	}
+}
