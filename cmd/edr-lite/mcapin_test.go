@@ -168,7 +168,7 @@ func TestOtherWriterMCAPVerbs(t *testing.T) {
 	if o := mustCLI(t, "merge", in, "-o", out); !strings.Contains(o, "1 inputs, 60 messages") {
 		t.Errorf("merge: %s", o)
 	}
-	if o := mustCLI(t, "verify", out); !strings.Contains(o, ": ok, 1 frames, 60 messages") {
+	if o := mustCLI(t, "verify", out); !strings.Contains(o, ": ok, pack, 1 frames, 60 messages") {
 		t.Errorf("verify: %s", o)
 	}
 }

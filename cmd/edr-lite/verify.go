@@ -20,37 +20,51 @@ func init() {
 
 func runVerify(e *env) int {
 	c := newCommand(e, "verify", "edr-lite verify FILE...",
-		`Read every byte of each pack dump: header, every frame (bounds, CRC32C of
-head and data, meta decoding, decompression), the index and the trailer.
-Every problem is printed with its byte offset. Exit 0 when every file is
-intact, 1 when any is not.`,
-		"edr-lite verify /var/lib/edr-lite/dumps/*.pack", 1, -1)
+		`Read every byte of each dump. A pack dump: header, every frame (bounds,
+CRC32C of head and data, meta decoding, decompression), the index and the
+trailer; every problem is printed with its byte offset, past damaged regions
+too. An MCAP file: every record, each chunk's CRC, the data section CRC, the
+summary CRC, and the summary's statistics against the data; the first
+problem of the data section is printed (an MCAP reader cannot find the
+records after a damaged one). Exit 0 when every file is intact, 1 when any
+is not.`,
+		"edr-lite verify /var/lib/edr-lite/dumps/*.pack\nedr-lite verify dump.mcap", 1, -1)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
 	rc := exitOK
 	for _, p := range args {
-		rep, err := pack.Verify(p)
+		rep, err := dumpfile.Verify(p)
 		if err != nil {
 			c.fail(err)
 			rc = exitFail
 			continue
 		}
+		records, isPack := "frames", rep.Format == dumpfile.FormatPack
+		if !isPack {
+			records = "chunks"
+		}
 		switch {
 		case len(rep.Problems) > 0:
 			rc = exitFail
-			fmt.Fprintf(e.stdout, "%s: CORRUPT, %d problem(s); %d intact frames, %d messages\n", p, len(rep.Problems), rep.Frames, rep.Messages)
+			if isPack {
+				fmt.Fprintf(e.stdout, "%s: CORRUPT, %d problem(s); %d intact %s, %d messages\n", p, len(rep.Problems), rep.Records, records, rep.Messages)
+			} else { // the MCAP reader stops at the first damaged record
+				fmt.Fprintf(e.stdout, "%s: CORRUPT, %d problem(s)\n", p, len(rep.Problems))
+			}
 			for _, pr := range rep.Problems {
 				fmt.Fprintf(e.stdout, "  offset %d: %s\n", pr.Offset, pr.Reason)
 			}
-			fmt.Fprintf(e.stdout, "  salvage with: edr-lite recover %s -o RECOVERED.pack\n", p)
+			if isPack {
+				fmt.Fprintf(e.stdout, "  salvage with: edr-lite recover %s -o RECOVERED.pack\n", p)
+			}
 		case !rep.Complete:
 			rc = exitFail
-			fmt.Fprintf(e.stdout, "%s: INCOMPLETE (no index/trailer: never closed or cut at a frame boundary); %d intact frames, %d messages\n", p, rep.Frames, rep.Messages)
+			fmt.Fprintf(e.stdout, "%s: INCOMPLETE (no index/trailer: never closed or cut at a frame boundary); %d intact frames, %d messages\n", p, rep.Records, rep.Messages)
 			fmt.Fprintf(e.stdout, "  rebuild the index with: edr-lite recover %s -o RECOVERED.pack\n", p)
 		default:
-			fmt.Fprintf(e.stdout, "%s: ok, %d frames, %d messages, %s\n", p, rep.Frames, rep.Messages, units.FormatSize(rep.Size))
+			fmt.Fprintf(e.stdout, "%s: ok, %s, %d %s, %d messages, %s\n", p, rep.Format, rep.Records, records, rep.Messages, units.FormatSize(rep.Size))
 		}
 	}
 	return rc
@@ -74,6 +88,9 @@ was written (even if data was lost), 1 when it could not be.`,
 	}
 	if _, err := os.Stat(*out); err == nil {
 		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", *out))
+	}
+	if f, err := dumpfile.Detect(args[0]); err == nil && f == dumpfile.FormatMCAP {
+		return c.fail(fmt.Errorf("%s is an MCAP file: recover salvages pack dumps ('edr-lite verify %s' says what is wrong with it)", args[0], args[0]))
 	}
 	rep, err := pack.Recover(args[0], *out)
 	if err != nil {

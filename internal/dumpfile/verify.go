@@ -1,0 +1,113 @@
+package dumpfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"edr-lite/pack"
+	"edr-lite/pack/mcap"
+)
+
+// Problem is one damaged region or inconsistency, where it starts.
+type Problem struct {
+	Offset int64
+	Reason string
+}
+
+// VerifyResult is what Verify found in a dump of either format.
+type VerifyResult struct {
+	Path   string
+	Format string // FormatPack or FormatMCAP
+	Size   int64
+	// Records is the intact frames (pack) or chunks (MCAP); Messages the
+	// messages in them.
+	Records  int
+	Messages uint64
+	// Complete: the file was closed (pack: index and trailer; MCAP: a
+	// footer and, when it has one, a summary that agrees with the data).
+	Complete bool
+	Problems []Problem
+}
+
+// OK reports whether the file is intact and complete.
+func (v *VerifyResult) OK() bool { return len(v.Problems) == 0 && v.Complete }
+
+// Verify checks a pack or MCAP dump. A pack file is checked by pack.Verify:
+// every frame, past damaged regions too. An MCAP file is read record by
+// record with every chunk CRC, the data section CRC and the summary CRC
+// checked, and the summary's statistics compared with the data; an MCAP
+// reader cannot locate records after a damaged one, so the data section's
+// first problem is reported (and the summary's). The error is for files
+// that cannot be read at all.
+func Verify(path string) (*VerifyResult, error) {
+	format, err := Detect(path)
+	if err != nil {
+		return nil, err
+	}
+	if format == FormatPack {
+		rep, err := pack.Verify(path)
+		if err != nil {
+			return nil, err
+		}
+		v := &VerifyResult{Path: path, Format: format, Size: rep.Size, Records: rep.Frames, Messages: rep.Messages, Complete: rep.Complete}
+		for _, p := range rep.Problems {
+			v.Problems = append(v.Problems, Problem{Offset: p.Offset, Reason: p.Reason})
+		}
+		return v, nil
+	}
+	return verifyMCAP(path)
+}
+
+func verifyMCAP(path string) (*VerifyResult, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	v := &VerifyResult{Path: path, Format: FormatMCAP, Size: st.Size(), Complete: true}
+	r, err := mcap.Open(path, mcap.ReaderOptions{})
+	if err != nil {
+		if ce := (*mcap.CorruptError)(nil); errors.As(err, &ce) {
+			v.Complete = false
+			v.Problems = append(v.Problems, mcapProblem(ce))
+			return v, nil
+		}
+		return nil, err
+	}
+	defer r.Close()
+	problem := func(err error) {
+		pr := Problem{Reason: err.Error()}
+		var ce *mcap.CorruptError
+		if errors.As(err, &ce) {
+			pr = mcapProblem(ce)
+		}
+		for _, seen := range v.Problems {
+			if seen == pr { // a file without a summary is scanned twice
+				return
+			}
+		}
+		v.Problems = append(v.Problems, pr)
+	}
+	data, err := r.Scan()
+	if err != nil {
+		problem(err)
+		if errors.Is(err, mcap.ErrTruncated) {
+			v.Complete = false
+		}
+	} else {
+		v.Records, v.Messages = data.Chunks, data.Messages
+	}
+	sum, err := r.Info()
+	switch {
+	case err != nil:
+		problem(err)
+	case !sum.Scanned && data != nil && (sum.Messages != data.Messages || sum.Chunks != data.Chunks):
+		v.Problems = append(v.Problems, Problem{Reason: fmt.Sprintf("summary says %d messages in %d chunks, the data section holds %d in %d",
+			sum.Messages, sum.Chunks, data.Messages, data.Chunks)})
+	}
+	return v, nil
+}
+
+func mcapProblem(ce *mcap.CorruptError) Problem {
+	return Problem{Offset: ce.Offset, Reason: ce.Field + ": " + ce.Err.Error()}
+}
