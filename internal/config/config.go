@@ -18,6 +18,17 @@ import (
 // ErrInvalid is wrapped by every error about the content of a configuration.
 var ErrInvalid = errors.New("config: invalid configuration")
 
+// invalidError is an error about a configuration's content, printed as
+// "FILE:LINE: what" (compiler style) and matching ErrInvalid.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string { return e.msg }
+func (e *invalidError) Unwrap() error { return ErrInvalid }
+
+func invalidf(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
 //go:embed default.toml
 var defaultTOML string
 
@@ -211,16 +222,16 @@ func Parse(name string, data []byte) (*File, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%w: %s:%d: %s", ErrInvalid, name, pe.Position.Line, pe.Message)
+			return nil, invalidf("%s:%d: %s", name, pe.Position.Line, pe.Message)
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+		return nil, invalidf("%s: %v", name, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
-		return nil, fmt.Errorf("%w: %s:%d: unknown key %q", ErrInvalid, name, lineOfKey(data, k), k.String())
+		return nil, invalidf("%s:%d: unknown key %q", name, lineOfKey(data, k), k.String())
 	}
 	if err := f.check(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+		return nil, invalidf("%s: %v", name, err)
 	}
 	return f, nil
 }
