@@ -367,7 +367,7 @@ func TestUDPMulticastIPv6(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	defer runSource(t, src.Run, src.Close)()
+	stop := runSource(t, src.Run, src.Close)
 	if got := src.LocalAddr().Addr().WithZone(""); got != netip.MustParseAddr("ff02::1:2:3") {
 		t.Fatalf("bound to %s, want the group", got)
 	}
@@ -385,6 +385,7 @@ func TestUDPMulticastIPv6(t *testing.T) {
 	send("[ff02::1:2:4%vb]:30490", other, 'x') // another group, same port: not joined
 	send("[ff02::1:2:3%vb]:30490", group, 'g')
 	recs := sink.waitRecords(t, group)
+	stop() // Stats are final once Run has returned
 	for i, r := range recs {
 		if r.topic != "mc/ff02::1:2:3/30490" || len(r.payload) != 2 || r.payload[0] != 'g' || int(r.payload[1]) != i {
 			t.Fatalf("record %d: %s %q, want mc/ff02::1:2:3/30490 %q", i, r.topic, r.payload, []byte{'g', byte(i)})

@@ -155,14 +155,14 @@ func TestReusedPIDIsNotTheProducer(t *testing.T) {
 			p := newProducer(t, dir, ProducerOptions{Name: "reused", Clock: clock.Func(func() int64 { return tc.startNs })})
 			binary.LittleEndian.PutUint32(p.mem[offPID:], pid)
 			p.Publish(1, []byte("x"))
-			startConsumer(t, dir, sink, ConsumerOptions{})
+			startConsumer(t, dir, sink, ConsumerOptions{CheckInterval: 20 * time.Millisecond})
 			id := waitTopic(t, sink, "reused", "")
 			sink.waitFor(t, "the message", func() bool { return len(sink.messages(id)) == 1 })
 			if tc.dead {
 				sink.waitFor(t, "offline", func() bool { return !sink.isOnline(id) })
 				return
 			}
-			time.Sleep(300 * time.Millisecond) // a few liveness checks
+			time.Sleep(300 * time.Millisecond) // about 15 liveness checks
 			if !sink.isOnline(id) {
 				t.Fatal("the segment of a live producer went offline")
 			}
