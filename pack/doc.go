@@ -39,10 +39,12 @@
 //   - A file is complete only after Close returned nil; the engine writes
 //     NAME.tmp and renames it.
 //   - Verify and Recover resynchronise by trying every later offset that
-//     holds a record magic; a hostile file packed with overlapping fake
-//     frame headers that claim long lengths makes that quadratic in the
-//     file size (honest damage is linear). Bound the input size when
-//     recovering untrusted files.
+//     holds a record magic. Once a file shows damage they judge each
+//     candidate's CRCs in constant time from range CRCs (one linear pass,
+//     len/64 bytes of memory), so a hostile file packed with overlapping
+//     fake frame headers that claim long lengths stays linear
+//     (BenchmarkVerifyHostile: 256 KiB -> 1 MiB of fake headers took 3.7 ->
+//     12.9 ms; hashing each candidate in full took 35 -> 486 ms).
 //
 // # Performance
 //

@@ -197,6 +197,39 @@ type walker struct {
 	acct    accounting
 	md      []namedBlob
 	mdOffs  []int64
+	// rc answers range CRCs in constant time; built at the first damage,
+	// so honest files pay nothing and damaged ones stay linear.
+	rc *crcRanges
+}
+
+func (w *walker) ranges() *crcRanges {
+	if w.rc == nil {
+		w.rc = newCRCRanges(w.b)
+	}
+	return w.rc
+}
+
+// headOK and dataOK check a parsed frame header's CRCs at p through the
+// range CRCs (without hashing the frame).
+func (w *walker) headOK(p int64, h *frameHeader) bool {
+	return w.ranges().crc(p+8, p+h.dataOff) == h.headCRC
+}
+
+func (w *walker) dataOK(p int64, h *frameHeader) bool {
+	return w.ranges().crc(p+h.dataOff, p+h.recLen) == h.dataCRC
+}
+
+// sectionOK checks the CRC of a section header at p through the range
+// CRCs; false when the header does not parse.
+func (w *walker) sectionOK(p, end int64) bool {
+	if end-p < SectionHeaderSize {
+		return false
+	}
+	n := int64(le.Uint32(w.b[p+12:]))
+	if n > MaxSectionSize || p+SectionHeaderSize+n > end {
+		return false
+	}
+	return w.ranges().crc(p+8, p+SectionHeaderSize+n) == le.Uint32(w.b[p+4:])
 }
 
 func newWalker(path string, b []byte) *walker {
@@ -294,6 +327,9 @@ func (w *walker) walk() FileHeader {
 func (w *walker) check(pos, end int64) (n int64, kind uint32, payload []byte, reason string, err error) {
 	b := w.b[pos:end]
 	if len(b) >= 4 && le.Uint32(b) == sectionMagic {
+		if w.rc != nil && len(b) >= SectionHeaderSize && !w.sectionOK(pos, end) {
+			return 0, 0, nil, "section CRC32C mismatch or bad length", ErrChecksum
+		}
 		kind, payload, rec, reason, err := parseSection(b)
 		if err != nil {
 			return 0, 0, nil, reason, err
@@ -317,6 +353,13 @@ func (w *walker) check(pos, end int64) (n int64, kind uint32, payload []byte, re
 			return 0, 0, nil, "frame truncated (" + reason + ")", err
 		}
 		return 0, 0, nil, reason, err
+	}
+	if w.rc != nil {
+		// Past damage already: a header claiming a long frame is not
+		// hashed in full to find its head CRC wrong.
+		if got := w.rc.crc(pos+8, pos+h.dataOff); got != h.headCRC {
+			return 0, 0, nil, fmt.Sprintf("frame head CRC32C %#08x, computed %#08x", h.headCRC, got), ErrChecksum
+		}
 	}
 	rec, err := w.r.decodeFrame(b, pos, &w.f, true)
 	if err != nil {
@@ -347,8 +390,8 @@ func (w *walker) resync(pos, end, skip int64) (next int64, frames int, fromNs in
 		if _, err := parseFrameHeader(b[pos:end], &h); err == nil || le.Uint32(b[pos:]) == frameMagic {
 			frames = 1
 		}
-		if _, err := parseFrameHeaderAvail(hb[:], end-pos, &h); err == nil &&
-			crcUpdate(crc(hb[8:]), b[pos+FrameHeaderSize:pos+h.dataOff]) == h.headCRC {
+		// hb[8:] are the record's own bytes: the magic is not covered.
+		if _, err := parseFrameHeaderAvail(hb[:], end-pos, &h); err == nil && w.headOK(pos, &h) {
 			frames, fromNs = 1, h.timeNs
 			if skip == 0 {
 				skip = h.recLen
@@ -368,20 +411,24 @@ func (w *walker) resync(pos, end, skip int64) (next int64, frames int, fromNs in
 		}
 		p += int64(i)
 		if p+4 <= end {
-			if m := le.Uint32(b[p:]); m == frameMagic || m == sectionMagic {
-				if w.intact(p, end) {
+			// Each candidate is judged by its CRCs in constant time (range
+			// CRCs); only one whose CRCs hold is decoded in full.
+			switch le.Uint32(b[p:]) {
+			case sectionMagic:
+				if w.sectionOK(p, end) && w.intact(p, end) {
 					return p, frames, fromNs
 				}
-				if m == frameMagic {
-					if _, err := parseFrameHeader(b[p:end], &h); err == nil &&
-						headCRCOf(b[p:p+h.recLen], &h) == h.headCRC {
-						frames++ // header intact, data damaged
-						if fromNs == 0 {
-							fromNs = h.timeNs
-						}
-						p += h.recLen
-						continue
+			case frameMagic:
+				if _, err := parseFrameHeader(b[p:end], &h); err == nil && w.headOK(p, &h) {
+					if w.dataOK(p, &h) && w.intact(p, end) {
+						return p, frames, fromNs
 					}
+					frames++ // header intact, data damaged
+					if fromNs == 0 {
+						fromNs = h.timeNs
+					}
+					p += h.recLen
+					continue
 				}
 			}
 		}
