@@ -206,7 +206,7 @@ func hostileFile(t testing.TB, size int) []byte {
 	for at := 0; at < len(hostile); at += FrameHeaderSize {
 		h := hostile[at:]
 		le.PutUint32(h, frameMagic)
-		le.PutUint32(h[4:], 0xdeadbeef)                                   // head CRC: wrong
+		le.PutUint32(h[4:], 0xdeadbeef)                                     // head CRC: wrong
 		le.PutUint32(h[12:], uint32(total-HeaderSize-at-FrameHeaderSize)/2) // meta over half the rest of the file
 	}
 	out := append([]byte(nil), good[:HeaderSize]...)
