@@ -519,11 +519,14 @@ func (f *follower) quarantine(id fileID, err error) {
 	f.bad, f.badID = true, id
 	f.c.report(err)
 	if f.seg != nil {
-		if f.online {
-			f.c.sink.Offline(f.id)
-		}
+		// The quarantine is visible in Stats before the sink hears the
+		// topic went offline.
+		wasOnline := f.online
 		f.online = false
 		f.publishState(err)
+		if wasOnline {
+			f.c.sink.Offline(f.id)
+		}
 		f.release()
 		return
 	}
