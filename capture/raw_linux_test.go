@@ -225,7 +225,13 @@ func TestRawFilterVeth(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: topics %v, want %v", w.name, got, want)
 		}
-		st := w.src.Stats()
+		// The source's counters are added after each block reaches the sink.
+		var st Stats
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			if st = w.src.Stats(); st.Ingested >= uint64(total) || time.Now().After(deadline) {
+				break
+			}
+		}
 		if st.KernelPackets != uint64(total) || st.Ingested != uint64(total) || st.Lost != 0 {
 			t.Errorf("%s: Stats %+v: the kernel passed %d packets to the socket, want exactly the %d matching",
 				w.name, st, st.KernelPackets, total)

@@ -105,6 +105,8 @@ func stressWith(t *testing.T, sink *checkSink, n uint64, maxLen, capa int) {
 	if b := sink.bad.Load(); b != nil {
 		t.Fatal(*b)
 	}
+	// The segment's counters are added after each batch reaches the sink.
+	newRecSink().waitFor(t, "the counts to settle", func() bool { st := c.Stats(); return st.Messages+st.Lost >= n })
 	st := c.Stats()
 	if st.Messages+st.Lost != n || sink.lost.Load() != st.Lost {
 		t.Fatalf("received %d + lost %d = %d, published %d; %d reported to the sink", st.Messages, st.Lost, st.Messages+st.Lost, n, sink.lost.Load())
