@@ -673,6 +673,43 @@ func (s slowWriter) WriteMessage(t *TopicInfo, g, c int64, d []byte) error {
 	return s.DumpWriter.WriteMessage(t, g, c, d)
 }
 
+// TestStopAbandonsLargeMessagesAtDeadline: with large messages Stop's
+// deadline is checked by bytes written, not only every 1024 messages: 48
+// messages of 1 MiB written at 20 ms each would take about a second; with
+// a 50 ms deadline the dump is abandoned after a few of them.
+func TestStopAbandonsLargeMessagesAtDeadline(t *testing.T) {
+	r, vc, dir := dumpRecorder(t, Config{Pre: time.Hour, Post: time.Hour, Guard: -1, CacheSize: 128 << 20, TopicBytes: 64 << 20,
+		MaxPacket: 2 << 20,
+		Dump: DumpConfig{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
+			w, err := NewPackWriteWriter(path, o)
+			return verySlowWriter{w}, err
+		}}})
+	ids := discover(t, r, "camera")
+	frame := make([]byte, 1<<20)
+	for i := range int64(48) {
+		vc.Set(t0 + i*ms)
+		if !r.Ingest(ids["camera"], 0, frame) {
+			t.Fatalf("frame %d rejected", i)
+		}
+	}
+	id, _ := r.Trigger(TriggerParams{Reason: "abandon"})
+	r.Stop()
+	res := wait(t, r, id)
+	if !errors.Is(res.Err, ErrStopped) || res.Path != "" {
+		t.Fatalf("result %+v, want ErrStopped", res)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+type verySlowWriter struct{ DumpWriter }
+
+func (s verySlowWriter) WriteMessage(t *TopicInfo, g, c int64, d []byte) error {
+	time.Sleep(20 * time.Millisecond)
+	return s.DumpWriter.WriteMessage(t, g, c, d)
+}
+
 func TestStopAbandonsAtDeadline(t *testing.T) {
 	r, vc, dir := dumpRecorder(t, Config{Pre: time.Hour, Post: time.Hour, Guard: -1,
 		Dump: DumpConfig{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {

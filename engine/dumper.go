@@ -476,6 +476,12 @@ func (s *mergeSrc) advance() bool {
 	return true
 }
 
+// How often copyWindow looks at Stop's deadline.
+const (
+	stopCheckMessages = 1024
+	stopCheckBytes    = 8 << 20
+)
+
 // copyWindow merges every selected topic's window in capture-time order into
 // w and returns the dump's self-description.
 func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.DumpInfo, error) {
@@ -501,7 +507,7 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 	// copied straight from the ring; others get it through scratch.
 	rs, direct := w.(dumpReserver)
 	var scratch []byte
-	n := 0
+	n, sinceCheck := 0, uint64(0)
 	for h.Len() > 0 {
 		s := h[0]
 		size := int(s.h.n)
@@ -530,6 +536,7 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 			}
 			a.Messages++
 			a.Bytes += s.h.n
+			sinceCheck += s.h.n
 			a.LastNs = s.h.capNs
 			if s.h.capNs >= s.dt.from {
 				s.inWindow++
@@ -540,7 +547,11 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 		} else {
 			heap.Pop(&h)
 		}
-		if n++; n%1024 == 0 {
+		// Stop's deadline is checked every stopCheckMessages messages or
+		// stopCheckBytes bytes, whichever comes first (large camera frames
+		// would otherwise take a long time to reach the message count).
+		if n++; n%stopCheckMessages == 0 || sinceCheck >= stopCheckBytes {
+			sinceCheck = 0
 			if dl := r.d.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
 				return pack.DumpInfo{}, ErrStopped
 			}
