@@ -2,6 +2,8 @@ package capture
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -96,6 +98,19 @@ func (n *netns) do(f func()) {
 		} // else: stay locked, so the runtime retires the thread
 	}()
 	f()
+}
+
+// sendTagged sends n 2-byte datagrams {tag, i} to the address to from a
+// socket in namespace ns.
+func sendTagged(t *testing.T, ns *netns, to string, n int, tag byte) {
+	t.Helper()
+	var c *net.UDPConn
+	ns.do(func() { c = dialUDP(t, netip.MustParseAddrPort(to)) })
+	for i := range n {
+		if _, err := c.Write([]byte{tag, byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // vethPair connects two new namespaces with a veth pair, addressed

@@ -192,15 +192,7 @@ func TestRawFilterVeth(t *testing.T) {
 	defer runSource(t, udpSrc.Run, udpSrc.Close)()
 
 	const other, someip, tagged, group, otherGroup = 200, 50, 20, 10, 10
-	send := func(to string, n int, tag byte) {
-		var c *net.UDPConn
-		b.do(func() { c = dialUDP(t, netip.MustParseAddrPort(to)) })
-		for i := range n {
-			if _, err := c.Write([]byte{tag, byte(i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	send := func(to string, n int, tag byte) { sendTagged(t, b, to, n, tag) }
 	send("10.99.0.1:40000", other, 'o')
 	send("239.1.2.4:30490", otherGroup, 'x')
 	// Tagged frames are injected whole (this kernel may lack 802.1Q

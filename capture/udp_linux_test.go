@@ -373,15 +373,7 @@ func TestUDPMulticastIPv6(t *testing.T) {
 	}
 
 	const group, other = 20, 10
-	send := func(to string, n int, tag byte) {
-		var c *net.UDPConn
-		b.do(func() { c = dialUDP(t, netip.MustParseAddrPort(to)) })
-		for i := range n {
-			if _, err := c.Write([]byte{tag, byte(i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	send := func(to string, n int, tag byte) { sendTagged(t, b, to, n, tag) }
 	send("[ff02::1:2:4%vb]:30490", other, 'x') // another group, same port: not joined
 	send("[ff02::1:2:3%vb]:30490", group, 'g')
 	recs := sink.waitRecords(t, group)
