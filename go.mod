@@ -1,4 +1,4 @@
-module edr-lite
+module github.com/edr-lite/edr-lite
 
 go 1.26.0
 

@@ -27,7 +27,7 @@ func TestIngestAllocs(t *testing.T) {
 }
 
 // hotPathPackages are the packages no ingest-time allocation may come from.
-var hotPathPackages = []string{"edr-lite/arena.", "edr-lite/engine."}
+var hotPathPackages = []string{"github.com/edr-lite/edr-lite/arena.", "github.com/edr-lite/edr-lite/engine."}
 
 // TestIngestHeapProfile records every allocation (MemProfileRate = 1) while
 // ingesting, parses the heap profile with github.com/google/pprof/profile and

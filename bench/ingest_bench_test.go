@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // BenchmarkIngest: one topic, one writer, Recorder.Ingest (coarse clock).

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/arena"
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/arena"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // sizes are the payload sizes every ingest/copy benchmark runs at.

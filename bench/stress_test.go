@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"edr-lite/engine"
-	"edr-lite/internal/checkpayload"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/checkpayload"
 )
 
 // TestIngestStress drives the public API: one writer ingests 10^6

@@ -5,7 +5,7 @@ package capture
 import (
 	"testing"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 func TestParseFrameAllocs(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 
 	"golang.org/x/sys/unix"
 )

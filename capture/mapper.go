@@ -1,7 +1,7 @@
 package capture
 
 import (
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // DefaultMaxTopics bounds the topics one source discovers when its options

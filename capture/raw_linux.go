@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 
 	"golang.org/x/sys/unix"
 )

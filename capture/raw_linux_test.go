@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 
 	"golang.org/x/sys/unix"
 )

@@ -5,7 +5,7 @@ package capture
 import (
 	"context"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // RawSource captures frames from an interface; on this platform it is not

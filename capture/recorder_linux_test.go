@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
 // notifying passes everything to the recorder and signals each ingest, so

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 func TestTemplateName(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"context"
 	"net/netip"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // UDPSource receives UDP datagrams; on this platform it is not supported.

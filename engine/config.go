@@ -5,7 +5,7 @@ import (
 	"path"
 	"time"
 
-	"edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
 // Defaults applied by Config.withDefaults.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 
 	"golang.org/x/sys/unix"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // TestDumpDropsPerWindow: a dump's Oversize, SkippedBusy and LostAtSource

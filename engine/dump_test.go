@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/internal/clock"
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 const (

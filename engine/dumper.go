@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 const (

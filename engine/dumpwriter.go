@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // DumpWriter writes one dump file. The engine calls it from the dumper

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"edr-lite/arena"
-	"edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/arena"
+	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
 // Recorder keeps recent history of every discovered topic in per-topic rings

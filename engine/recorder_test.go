@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
 func newTestRecorder(t testing.TB, cfg Config) (*Recorder, *clock.Virtual) {

@@ -3,7 +3,7 @@ package engine
 import (
 	"container/heap"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // DefaultReorderMaxMessages bounds the reorder stage when

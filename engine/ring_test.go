@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"edr-lite/arena"
-	"edr-lite/internal/checkpayload"
+	"github.com/edr-lite/edr-lite/arena"
+	"github.com/edr-lite/edr-lite/internal/checkpayload"
 
 	"pgregory.net/rapid"
 )

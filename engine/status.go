@@ -1,6 +1,6 @@
 package engine
 
-import "edr-lite/arena"
+import "github.com/edr-lite/edr-lite/arena"
 
 // Status is a recorder-wide snapshot.
 type Status struct {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"edr-lite/capture"
+	"github.com/edr-lite/edr-lite/capture"
 )
 
 var captureTemplates = []capture.Template{

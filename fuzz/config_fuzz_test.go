@@ -3,7 +3,7 @@ package fuzz
 import (
 	"testing"
 
-	"edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/config"
 )
 
 // FuzzConfig feeds arbitrary text to the configuration parser: it must never

@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"edr-lite/internal/dumpfile"
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // fuzzMaxChunk bounds decompression so memory stays bounded by the input.

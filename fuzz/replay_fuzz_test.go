@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"edr-lite/internal/dumpfile"
-	"edr-lite/pack"
-	"edr-lite/replay"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/replay"
 )
 
 // importBytes imports a JSON-lines export held in memory into an in-memory

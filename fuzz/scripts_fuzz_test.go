@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/scripts"
+	"github.com/edr-lite/edr-lite/scripts"
 )
 
 var quietLog = slog.New(slog.DiscardHandler)

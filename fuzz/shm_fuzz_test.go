@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"edr-lite/engine"
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // boundedSink accepts everything and checks that what it is handed could

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"edr-lite/internal/dumpfile"
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // TestReplayAllocs proves the per-message path allocates nothing: Run over

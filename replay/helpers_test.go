@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // rec is one message written into a test dump.

@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strconv"
 
-	"edr-lite/internal/dumpfile"
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // JSON-lines export format name and version (the header's "format" and

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/internal/dumpfile"
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // richDump writes a dump exercising everything the export must keep:

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // mcapT0 is the start of the MCAP test dumps.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/internal/clock"
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // TestShmIntoRecorder replays two dumps through shm segments into a real

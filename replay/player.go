@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"edr-lite/internal/clock"
-	"edr-lite/internal/dumpfile"
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // Options configure a Player. The zero value replays every topic of the

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/internal/clock"
-	"edr-lite/internal/dumpfile"
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // twoDumps writes two dumps whose messages interleave in time, with equal

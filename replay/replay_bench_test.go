@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/pack"
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // benchDump writes about 16 MiB of size-byte messages over 4 topics, 1 ms

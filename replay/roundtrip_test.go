@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/internal/daemon"
-	"edr-lite/internal/demo"
-	"edr-lite/internal/dumpfile"
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/daemon"
+	"github.com/edr-lite/edr-lite/internal/demo"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // liveRecorder is a real recorder with dumps and a shm consumer on segDir.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"edr-lite/pack"
-	"edr-lite/scripts"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/scripts"
 )
 
 // BuiltinPrefix names a shipped rule in a rules spec: "builtin:hard_brake".

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/pack"
-	"edr-lite/scripts"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/scripts"
 )
 
 const t0 = int64(1_764_670_000_000_000_000)

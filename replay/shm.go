@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // ShmOptions configure a ShmOutput.

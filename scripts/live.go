@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // LiveOptions configure a Live runner. Zero fields take the defaults.

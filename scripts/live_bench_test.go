@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
 // BenchmarkLive is the sustained rate of one rule reading a ring: ingest a

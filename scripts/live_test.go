@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
 func newLiveRecorder(t *testing.T, topicBytes int64) (*engine.Recorder, *clock.Virtual) {

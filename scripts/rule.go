@@ -14,7 +14,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/internal/units"
 )
 
 // Message is one message as a rule sees it.

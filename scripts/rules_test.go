@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/internal/demo"
+	"github.com/edr-lite/edr-lite/internal/demo"
 )
 
 // speedStream feeds speeds (m/s) sampled every step from t=0 on topic.

@@ -5,7 +5,7 @@ package shm
 import (
 	"testing"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // countSink accepts everything and keeps nothing.

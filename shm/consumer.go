@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
 // WaitMode is how a consumer waits for new records of an idle segment.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // buildCProducer compiles testdata/cproducer.c against include/edr_shm.h

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // DrainFile reads the segment file at path once, from its oldest record to

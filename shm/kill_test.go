@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
 const (

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
 // DefaultDir is the segment directory producers and the recorder agree on

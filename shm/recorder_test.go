@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // offlineSignal passes everything to the real recorder and signals when a

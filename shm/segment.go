@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // segment is the consumer's view of one mapped segment file. Its methods are

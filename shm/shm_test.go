@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 func TestRoundTripInOrder(t *testing.T) {

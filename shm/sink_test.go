@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // recSink is an engine.Sink that records everything it is given, for tests.

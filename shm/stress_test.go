@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // checkSink verifies every payload as it arrives (no copies kept): a torn

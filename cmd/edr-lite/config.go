@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/config"
 )
 
 func init() {

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"edr-lite/internal/daemon"
-	"edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/daemon"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
 )
 
 func init() {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 var (

@@ -5,11 +5,11 @@ import (
 	"io"
 	"os"
 
-	"edr-lite/internal/dumpfile"
-	"edr-lite/internal/units"
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
-	"edr-lite/replay"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/replay"
 )
 
 func init() {

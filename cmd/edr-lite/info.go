@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"edr-lite/internal/dumpfile"
-	"edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/units"
 )
 
 func init() {

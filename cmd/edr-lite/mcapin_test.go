@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // writeProducerDump writes a pack dump whose every message has a producer

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 const t0 = int64(1_764_670_000_000_000_000)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"edr-lite/internal/units"
-	"edr-lite/replay"
+	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/replay"
 )
 
 func init() {

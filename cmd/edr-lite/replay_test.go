@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // countSink counts what a drained segment holds.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"edr-lite/internal/units"
-	"edr-lite/replay"
-	"edr-lite/scripts"
+	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/replay"
+	"github.com/edr-lite/edr-lite/scripts"
 )
 
 func init() {

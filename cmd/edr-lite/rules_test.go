@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // writeBrakeDump writes 5s of a 100 Hz speed signal (f32le m/s) braking at

@@ -10,11 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/internal/config"
-	"edr-lite/internal/control"
-	"edr-lite/internal/daemon"
-	"edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/control"
+	"github.com/edr-lite/edr-lite/internal/daemon"
+	"github.com/edr-lite/edr-lite/internal/units"
 )
 
 const defaultSocket = "/run/edr-lite.sock"

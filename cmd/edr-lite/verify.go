@@ -7,9 +7,9 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"edr-lite/internal/dumpfile"
-	"edr-lite/internal/units"
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 func init() {

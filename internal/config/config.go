@@ -12,7 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/internal/units"
 )
 
 // ErrInvalid is wrapped by every error about the content of a configuration.

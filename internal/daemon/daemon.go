@@ -17,14 +17,14 @@ import (
 	"sync"
 	"time"
 
-	"edr-lite/capture"
-	"edr-lite/engine"
-	"edr-lite/internal/clock"
-	"edr-lite/internal/config"
-	"edr-lite/internal/control"
-	"edr-lite/internal/units"
-	"edr-lite/scripts"
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/capture"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/control"
+	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/scripts"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // Options configure a Daemon.

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/internal/config"
-	"edr-lite/internal/control"
-	"edr-lite/internal/dumpfile"
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/control"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // testConfig is a small recorder: one shm source, a rule file, a control

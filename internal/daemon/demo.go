@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"edr-lite/engine"
-	"edr-lite/internal/config"
-	"edr-lite/internal/demo"
-	"edr-lite/shm"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/demo"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // DemoOptions configure a demo run.

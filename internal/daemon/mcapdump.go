@@ -3,9 +3,9 @@ package daemon
 import (
 	"fmt"
 
-	"edr-lite/engine"
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // mcapDump writes one dump as MCAP through pack/mcap's PackWriter, so a

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"edr-lite/scripts"
+	"github.com/edr-lite/edr-lite/scripts"
 )
 
 // Status is the document served by "edr-lite status --json" and /status.

@@ -17,21 +17,21 @@ type rule struct {
 var cmdOnly = []string{"github.com/BurntSushi/toml", "github.com/prometheus/", "github.com/schollz/progressbar/"}
 
 var rules = []rule{
-	{"edr-lite/arena", append([]string{"edr-lite/engine", "github.com/yuin/gopher-lua", "net", "edr-lite/pack"}, cmdOnly...),
+	{"github.com/edr-lite/edr-lite/arena", append([]string{"github.com/edr-lite/edr-lite/engine", "github.com/yuin/gopher-lua", "net", "github.com/edr-lite/edr-lite/pack"}, cmdOnly...),
 		"the arena knows nothing of topics, time, files, Lua or sockets"},
-	{"edr-lite/engine", append([]string{"github.com/yuin/gopher-lua", "net", "edr-lite/scripts", "edr-lite/shm", "edr-lite/capture", "edr-lite/pack/mcap"}, cmdOnly...),
+	{"github.com/edr-lite/edr-lite/engine", append([]string{"github.com/yuin/gopher-lua", "net", "github.com/edr-lite/edr-lite/scripts", "github.com/edr-lite/edr-lite/shm", "github.com/edr-lite/edr-lite/capture", "github.com/edr-lite/edr-lite/pack/mcap"}, cmdOnly...),
 		"the engine knows no Lua, sockets, sources or MCAP; it reaches pack through its writer interface"},
-	{"edr-lite/pack", append([]string{"edr-lite/engine", "github.com/yuin/gopher-lua", "net"}, cmdOnly...),
+	{"github.com/edr-lite/edr-lite/pack", append([]string{"github.com/edr-lite/edr-lite/engine", "github.com/yuin/gopher-lua", "net"}, cmdOnly...),
 		"pack is the file format only"},
-	{"edr-lite/pack/mcap", append([]string{"edr-lite/engine", "github.com/yuin/gopher-lua", "net"}, cmdOnly...),
+	{"github.com/edr-lite/edr-lite/pack/mcap", append([]string{"github.com/edr-lite/edr-lite/engine", "github.com/yuin/gopher-lua", "net"}, cmdOnly...),
 		"MCAP is a file format only"},
-	{"edr-lite/scripts", append([]string{"net", "edr-lite/shm", "edr-lite/capture", "edr-lite/pack/mcap"}, cmdOnly...),
+	{"github.com/edr-lite/edr-lite/scripts", append([]string{"net", "github.com/edr-lite/edr-lite/shm", "github.com/edr-lite/edr-lite/capture", "github.com/edr-lite/edr-lite/pack/mcap"}, cmdOnly...),
 		"rules see messages and time, not sockets or files"},
-	{"edr-lite/shm", append([]string{"edr-lite/scripts", "github.com/yuin/gopher-lua", "edr-lite/capture"}, cmdOnly...),
+	{"github.com/edr-lite/edr-lite/shm", append([]string{"github.com/edr-lite/edr-lite/scripts", "github.com/yuin/gopher-lua", "github.com/edr-lite/edr-lite/capture"}, cmdOnly...),
 		"shm feeds the engine through the Sink contract only"},
-	{"edr-lite/capture", append([]string{"edr-lite/scripts", "github.com/yuin/gopher-lua", "edr-lite/shm"}, cmdOnly...),
+	{"github.com/edr-lite/edr-lite/capture", append([]string{"github.com/edr-lite/edr-lite/scripts", "github.com/yuin/gopher-lua", "github.com/edr-lite/edr-lite/shm"}, cmdOnly...),
 		"capture feeds the engine through the Sink contract only"},
-	{"edr-lite/replay", cmdOnly, "replay is a library; flags and output live in cmd"},
+	{"github.com/edr-lite/edr-lite/replay", cmdOnly, "replay is a library; flags and output live in cmd"},
 }
 
 func deps(t *testing.T, pkg string) []string {

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // Format names.

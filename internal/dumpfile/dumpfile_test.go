@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 func writeTimesPack(t *testing.T, path string, topic string, times []int64) {

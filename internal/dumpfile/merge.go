@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // MergeReport says what Merge wrote.

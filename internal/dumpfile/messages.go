@@ -4,8 +4,8 @@ import (
 	"container/heap"
 	"io"
 
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // Messages reads the messages of several dumps, pack or MCAP, as one

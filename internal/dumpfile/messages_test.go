@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // writePack writes messages "topic@done" (gen = done-1) in the order given,

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"io"
 
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // Source is one dump open for reading as pack-model messages, whatever its

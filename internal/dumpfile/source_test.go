@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // msg is a stream message, copied.

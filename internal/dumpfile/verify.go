@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"edr-lite/pack"
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // Problem is one damaged region or inconsistency, where it starts.

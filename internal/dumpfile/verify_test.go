@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/pack/mcap"
 )
 
 // TestVerifyMCAPSummaryMismatch: an MCAP file whose summary statistics

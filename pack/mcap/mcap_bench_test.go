@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"edr-lite/internal/demo"
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/internal/demo"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // benchWorkload is two simulated seconds of the demo vehicle (speed, brake,

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"testing"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // nodeResult mirrors what testdata/node/validate.mjs prints per file.

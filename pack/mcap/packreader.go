@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // MetadataPackHeader is the Metadata record ExportPack writes with the

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // backFromMCAP is what a PackReader must give for a pack message written

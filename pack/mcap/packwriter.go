@@ -8,7 +8,7 @@ import (
 	"io"
 	"strconv"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // Metadata record names written for a dump's self-description.

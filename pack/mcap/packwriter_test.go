@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"edr-lite/pack"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 type packMsg struct {
