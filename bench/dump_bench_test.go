@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +20,7 @@ const dumpBytes = 64 << 20
 // newDumpRecorder makes a started recorder on the system clock with a "big"
 // topic holding dumpBytes of 64 KiB messages and a "hot" topic for latency
 // probes.
-func newDumpRecorder(tb testing.TB, nw ...engine.NewDumpWriter) (*engine.Recorder, engine.TopicID, engine.TopicID) {
+func newDumpRecorder(tb testing.TB, nw ...engine.NewDumpWriter) (*engine.Recorder, ingest.TopicID, ingest.TopicID) {
 	tb.Helper()
 	var w engine.NewDumpWriter
 	if len(nw) > 0 {
@@ -39,8 +40,8 @@ func newDumpRecorder(tb testing.TB, nw ...engine.NewDumpWriter) (*engine.Recorde
 	if err := r.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	big, _ := r.Discover(engine.TopicInfo{Name: "big"})
-	hot, _ := r.Discover(engine.TopicInfo{Name: "hot"})
+	big, _ := r.Discover(ingest.TopicInfo{Name: "big"})
+	hot, _ := r.Discover(ingest.TopicInfo{Name: "hot"})
 	p := makePayload(64 << 10)
 	for range dumpBytes/len(p) - 32 { // fill the ring (minus headers and slack)
 		r.Ingest(big, 0, p)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // BenchmarkIngest: one topic, one writer, Recorder.Ingest (coarse clock).
@@ -19,8 +20,8 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 func benchIngest(b *testing.B, r interface {
-	Ingest(id engine.TopicID, genNs int64, p []byte) bool
-}, id engine.TopicID, n int) {
+	Ingest(id ingest.TopicID, genNs int64, p []byte) bool
+}, id ingest.TopicID, n int) {
 	p := makePayload(n)
 	b.SetBytes(int64(n))
 	b.ReportAllocs()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/arena"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // sizes are the payload sizes every ingest/copy benchmark runs at.
@@ -21,7 +22,7 @@ func ringBytesFor(n int) int {
 
 // newIngestRecorder makes a recorder with topics topics, each with a ring of
 // ringBytes.
-func newIngestRecorder(tb testing.TB, topics, ringBytes int) (*engine.Recorder, []engine.TopicID) {
+func newIngestRecorder(tb testing.TB, topics, ringBytes int) (*engine.Recorder, []ingest.TopicID) {
 	tb.Helper()
 	r, err := engine.New(engine.Config{
 		CacheSize:  int64(topics * ringBytes),
@@ -32,9 +33,9 @@ func newIngestRecorder(tb testing.TB, topics, ringBytes int) (*engine.Recorder, 
 		tb.Fatalf("engine.New: %v", err)
 	}
 	tb.Cleanup(func() { r.Close() })
-	ids := make([]engine.TopicID, topics)
+	ids := make([]ingest.TopicID, topics)
 	for i := range ids {
-		ids[i], err = r.Discover(engine.TopicInfo{Name: fmt.Sprint("bench/", i), Source: "api"})
+		ids[i], err = r.Discover(ingest.TopicInfo{Name: fmt.Sprint("bench/", i), Source: "api"})
 		if err != nil {
 			tb.Fatalf("Discover: %v", err)
 		}

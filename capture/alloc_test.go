@@ -5,7 +5,7 @@ package capture
 import (
 	"testing"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 func TestParseFrameAllocs(t *testing.T) {
@@ -17,7 +17,7 @@ func TestParseFrameAllocs(t *testing.T) {
 }
 
 func TestMapperLookupAllocs(t *testing.T) {
-	m := newMapper(MustTemplate("udp/{dst}:{dport}"), newRecordingSink(), engine.TopicInfo{}, 0)
+	m := newMapper(MustTemplate("udp/{dst}:{dport}"), newRecordingSink(), ingest.TopicInfo{}, 0)
 	var a, b Packet
 	if err := ParseFrame(buildFrame(frameSpec{src: ip6a, dst: ip6b, sport: 1, dport: 2}), &a); err != nil {
 		t.Fatal(err)

@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
-
+	"github.com/edr-lite/edr-lite/ingest"
 	"golang.org/x/sys/unix"
 )
 
@@ -155,7 +154,7 @@ func benchUDP(b *testing.B, size int, gso bool) {
 
 func benchUDPSource(b *testing.B, name string, size int, gso, recorder bool, sender func(*testing.B, netip.AddrPort) *net.UDPConn) {
 	b.Run(name, func(b *testing.B) {
-		var sink engine.Sink = &countingSink{}
+		var sink ingest.Sink = &countingSink{}
 		if recorder {
 			sink = newRecorder(b).Recorder
 		}
@@ -216,7 +215,7 @@ func BenchmarkRaw(b *testing.B) {
 func benchRaw(b *testing.B, size int, sub string) {
 	b.Run("size="+strconv.Itoa(size)+"/"+sub, func(b *testing.B) {
 		ns := newNetns(b)
-		var sink engine.Sink = &countingSink{}
+		var sink ingest.Sink = &countingSink{}
 		if sub == "source" {
 			sink = newRecorder(b).Recorder
 		}

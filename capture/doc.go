@@ -1,7 +1,7 @@
 // Package capture holds the network sources of edr-lite: a batched UDP
 // receiver and a raw AF_PACKET receiver with a mmap'd TPACKET_V3 ring and an
 // eBPF socket filter, plus the mapping of packets to topics. Both feed the
-// engine through the engine.Sink contract.
+// engine through the ingest.Sink contract.
 //
 // The whole API: NewUDP(UDPOptions, sink) or NewRaw(RawOptions, sink) opens
 // and configures the socket (bind, multicast join, receive buffer; or ring,
@@ -44,7 +44,7 @@
 // Stats and Close), oversize, malformed and unmapped packets. When a UDP
 // socket feeds one topic (its template uses none of {src}, {sport},
 // {dst}, {ethertype}), its kernel drops are also that topic's losses:
-// reported with engine.Sink.Lost, so they appear in the recorder's
+// reported with ingest.Sink.Lost, so they appear in the recorder's
 // per-topic counters and in the accounting of the dump whose window holds
 // them. Otherwise, and for the raw source, the kernel does not say whose
 // packets it dropped, and the drops stay the source's (Stats.Lost). MaxTopics

@@ -1,8 +1,6 @@
 package capture
 
-import (
-	"github.com/edr-lite/edr-lite/engine"
-)
+import "github.com/edr-lite/edr-lite/ingest"
 
 // DefaultMaxTopics bounds the topics one source discovers when its options
 // leave MaxTopics zero, so a flood of distinct ports or addresses cannot
@@ -13,7 +11,7 @@ const DefaultMaxTopics = 256
 // refusal (Discover failed or the topic limit was reached) that is not
 // retried for every packet.
 type mapping struct {
-	id engine.TopicID
+	id ingest.TopicID
 	ok bool
 }
 
@@ -23,18 +21,18 @@ type mapping struct {
 // Not safe for concurrent use: each source goroutine owns one.
 type mapper struct {
 	tmpl    Template
-	sink    engine.Sink
-	info    engine.TopicInfo // Type, Source and MultiProducer for new topics
+	sink    ingest.Sink
+	info    ingest.TopicInfo // Type, Source and MultiProducer for new topics
 	max     int
 	ids     map[topicKey]mapping
-	order   []engine.TopicID // discovered ids, for Offline on close
+	order   []ingest.TopicID // discovered ids, for Offline on close
 	lastKey topicKey
 	last    mapping
 	hasLast bool
 	name    []byte
 }
 
-func newMapper(t Template, sink engine.Sink, info engine.TopicInfo, max int) *mapper {
+func newMapper(t Template, sink ingest.Sink, info ingest.TopicInfo, max int) *mapper {
 	if max <= 0 {
 		max = DefaultMaxTopics
 	}
@@ -42,7 +40,7 @@ func newMapper(t Template, sink engine.Sink, info engine.TopicInfo, max int) *ma
 }
 
 // lookup returns the topic of p; ok is false when p maps to no topic.
-func (m *mapper) lookup(p *Packet) (engine.TopicID, bool) {
+func (m *mapper) lookup(p *Packet) (ingest.TopicID, bool) {
 	if !m.tmpl.Matches(p) {
 		return 0, false
 	}

@@ -11,8 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
-
+	"github.com/edr-lite/edr-lite/ingest"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,7 +41,7 @@ const (
 // may be called from different goroutines; only one Run at a time.
 type RawSource struct {
 	opts    RawOptions
-	sink    engine.Sink
+	sink    ingest.Sink
 	file    *os.File
 	rc      syscall.RawConn
 	ring    []byte
@@ -63,7 +62,7 @@ type RawSource struct {
 // buffers up to the ring's size meanwhile). Topics are discovered with
 // Source "raw:<Interface>". Needs CAP_NET_RAW (and CAP_BPF or root for a
 // Filter); the error then wraps syscall.EPERM.
-func NewRaw(opts RawOptions, sink engine.Sink) (*RawSource, error) {
+func NewRaw(opts RawOptions, sink ingest.Sink) (*RawSource, error) {
 	o, tmpl, err := opts.withDefaults(os.Getpagesize())
 	if err != nil {
 		return nil, err
@@ -92,7 +91,7 @@ func NewRaw(opts RawOptions, sink engine.Sink) (*RawSource, error) {
 		unix.Munmap(s.ring)
 		return nil, err
 	}
-	s.m = newMapper(tmpl, sink, engine.TopicInfo{Type: o.Type, Channel: o.Channel, Source: "raw:" + o.Interface}, o.MaxTopics)
+	s.m = newMapper(tmpl, sink, ingest.TopicInfo{Type: o.Type, Channel: o.Channel, Source: "raw:" + o.Interface}, o.MaxTopics)
 	s.readFn = func(uintptr) bool { return blockStatus(s.block(s.cur))&unix.TP_STATUS_USER != 0 }
 	return s, nil
 }
@@ -253,7 +252,7 @@ func (s *RawSource) frame(h, frame []byte, b *Stats) {
 		payload = p.Payload
 	}
 	ts := int64(ne.Uint32(h[tp3Sec:]))*1e9 + int64(ne.Uint32(h[tp3Nsec:]))
-	ingest(s.m, p, ts, payload, b)
+	deliver(s.m, p, ts, payload, b)
 	*p = Packet{}
 }
 

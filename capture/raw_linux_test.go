@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
-
+	"github.com/edr-lite/edr-lite/ingest"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,7 +24,7 @@ func listenUDP(t testing.TB, addr string) *net.UDPConn {
 	return c
 }
 
-func newRaw(t testing.TB, o RawOptions, sink engine.Sink) *RawSource {
+func newRaw(t testing.TB, o RawOptions, sink ingest.Sink) *RawSource {
 	t.Helper()
 	src, err := NewRaw(o, sink)
 	skipUnlessPrivileged(t, err, "CAP_NET_RAW (and CAP_BPF for a filter)")

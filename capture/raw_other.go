@@ -5,7 +5,7 @@ package capture
 import (
 	"context"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // RawSource captures frames from an interface; on this platform it is not
@@ -13,7 +13,7 @@ import (
 type RawSource struct{}
 
 // NewRaw returns ErrNotSupported on this platform.
-func NewRaw(RawOptions, engine.Sink) (*RawSource, error) { return nil, ErrNotSupported }
+func NewRaw(RawOptions, ingest.Sink) (*RawSource, error) { return nil, ErrNotSupported }
 
 // Stats returns zero counters.
 func (*RawSource) Stats() Stats { return Stats{} }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
@@ -19,7 +20,7 @@ type notifying struct {
 	ch chan struct{}
 }
 
-func (n *notifying) IngestAt(id engine.TopicID, captureNs, genNs int64, payload []byte) bool {
+func (n *notifying) IngestAt(id ingest.TopicID, captureNs, genNs int64, payload []byte) bool {
 	ok := n.Recorder.IngestAt(id, captureNs, genNs, payload)
 	select {
 	case n.ch <- struct{}{}:

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // record is one message a recordingSink took.
@@ -16,13 +16,13 @@ type record struct {
 	payload   []byte
 }
 
-// recordingSink is an engine.Sink that keeps copies of everything it is
+// recordingSink is an ingest.Sink that keeps copies of everything it is
 // given, for tests. Safe for concurrent use.
 type recordingSink struct {
 	mu      sync.Mutex
 	reject  map[string]bool // names Discover refuses
 	names   []string        // by TopicID
-	infos   []engine.TopicInfo
+	infos   []ingest.TopicInfo
 	recs    []record
 	offline map[string]int
 	lost    map[string]uint64 // what the source reported through Lost, by topic
@@ -36,7 +36,7 @@ func newRecordingSink() *recordingSink {
 
 var errRejected = errors.New("test: topic excluded")
 
-func (s *recordingSink) Discover(info engine.TopicInfo) (engine.TopicID, error) {
+func (s *recordingSink) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.reject[info.Name] {
@@ -44,12 +44,12 @@ func (s *recordingSink) Discover(info engine.TopicInfo) (engine.TopicID, error) 
 	}
 	for i, n := range s.names {
 		if n == info.Name {
-			return engine.TopicID(i), nil
+			return ingest.TopicID(i), nil
 		}
 	}
 	s.names = append(s.names, info.Name)
 	s.infos = append(s.infos, info)
-	return engine.TopicID(len(s.names) - 1), nil
+	return ingest.TopicID(len(s.names) - 1), nil
 }
 
 func (s *recordingSink) Now() int64 {
@@ -59,7 +59,7 @@ func (s *recordingSink) Now() int64 {
 	return s.now
 }
 
-func (s *recordingSink) IngestAt(id engine.TopicID, captureNs, genNs int64, payload []byte) bool {
+func (s *recordingSink) IngestAt(id ingest.TopicID, captureNs, genNs int64, payload []byte) bool {
 	s.mu.Lock()
 	s.recs = append(s.recs, record{topic: s.names[id], captureNs: captureNs, payload: append([]byte(nil), payload...)})
 	s.mu.Unlock()
@@ -70,13 +70,13 @@ func (s *recordingSink) IngestAt(id engine.TopicID, captureNs, genNs int64, payl
 	return true
 }
 
-func (s *recordingSink) Lost(id engine.TopicID, _ int64, n uint64) {
+func (s *recordingSink) Lost(id ingest.TopicID, _ int64, n uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lost[s.names[id]] += n
 }
 
-func (s *recordingSink) Offline(id engine.TopicID) {
+func (s *recordingSink) Offline(id ingest.TopicID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.offline[s.names[id]]++
@@ -106,7 +106,7 @@ func (s *recordingSink) waitRecords(t *testing.T, n int) []record {
 	}
 }
 
-// countingSink is an engine.Sink that only counts and sums, allocating
+// countingSink is an ingest.Sink that only counts and sums, allocating
 // nothing per message: for allocation tests and benchmarks.
 type countingSink struct {
 	topics  int
@@ -117,12 +117,12 @@ type countingSink struct {
 	now     int64
 }
 
-func (s *countingSink) Discover(engine.TopicInfo) (engine.TopicID, error) {
+func (s *countingSink) Discover(ingest.TopicInfo) (ingest.TopicID, error) {
 	s.topics++
-	return engine.TopicID(s.topics - 1), nil
+	return ingest.TopicID(s.topics - 1), nil
 }
 func (s *countingSink) Now() int64 { s.now++; return s.now }
-func (s *countingSink) IngestAt(id engine.TopicID, captureNs, genNs int64, payload []byte) bool {
+func (s *countingSink) IngestAt(id ingest.TopicID, captureNs, genNs int64, payload []byte) bool {
 	s.n++
 	s.bytes += len(payload)
 	if len(payload) > 0 {
@@ -131,8 +131,8 @@ func (s *countingSink) IngestAt(id engine.TopicID, captureNs, genNs int64, paylo
 	s.lastCap = captureNs
 	return true
 }
-func (s *countingSink) Offline(engine.TopicID)             {}
-func (s *countingSink) Lost(engine.TopicID, int64, uint64) {}
+func (s *countingSink) Offline(ingest.TopicID)             {}
+func (s *countingSink) Lost(ingest.TopicID, int64, uint64) {}
 
 // waitRecordsFor waits up to d for a new record and returns all records.
 func (s *recordingSink) waitRecordsFor(d time.Duration) []record {

@@ -75,9 +75,9 @@ func (c *counters) stats() Stats {
 	}
 }
 
-// ingest hands one packet to the sink through the mapper and counts the
+// deliver hands one packet to the sink through the mapper and counts the
 // outcome in b. It is the per-packet hot path shared by both sources.
-func ingest(m *mapper, p *Packet, captureNs int64, payload []byte, b *Stats) {
+func deliver(m *mapper, p *Packet, captureNs int64, payload []byte, b *Stats) {
 	id, ok := m.lookup(p)
 	switch {
 	case !ok:

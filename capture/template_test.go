@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 func TestTemplateName(t *testing.T) {
@@ -51,7 +51,7 @@ func TestParseTemplateErrors(t *testing.T) {
 func TestMapper(t *testing.T) {
 	sink := newRecordingSink()
 	sink.reject["udp/9"] = true
-	m := newMapper(MustTemplate("udp/{dport}"), sink, engine.TopicInfo{Source: "udp:test", Type: "t"}, 3)
+	m := newMapper(MustTemplate("udp/{dport}"), sink, ingest.TopicInfo{Source: "udp:test", Type: "t"}, 3)
 	look := func(dport uint16) (string, bool) {
 		var p Packet
 		if err := ParseFrame(buildFrame(frameSpec{src: ip4a, dst: ip4b, sport: 1, dport: dport}), &p); err != nil {

@@ -10,8 +10,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/edr-lite/edr-lite/engine"
-
+	"github.com/edr-lite/edr-lite/ingest"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +26,7 @@ const (
 // be called from different goroutines; only one Run at a time.
 type UDPSource struct {
 	opts   UDPOptions
-	sink   engine.Sink
+	sink   ingest.Sink
 	conn   *net.UDPConn
 	rc     syscall.RawConn
 	m      *mapper
@@ -59,7 +58,7 @@ type UDPSource struct {
 // NewUDP opens the socket described by opts (binding it, joining a
 // multicast group, sizing its buffer) and returns a source that feeds sink
 // once Run is called. Topics are discovered with Source "udp:<Addr>".
-func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
+func NewUDP(opts UDPOptions, sink ingest.Sink) (*UDPSource, error) {
 	o, tmpl, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -113,7 +112,7 @@ func NewUDP(opts UDPOptions, sink engine.Sink) (*UDPSource, error) {
 	s.local = conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	s.oneTopic = !tmpl.has(fieldSrc) && !tmpl.has(fieldSPort) && !tmpl.has(fieldDst) && !tmpl.has(fieldEtherType)
 	s.noName = s.oneTopic && !tmpl.has(fieldProto) // {proto} needs the IP version, which the name gives
-	s.m = newMapper(tmpl, sink, engine.TopicInfo{Type: o.Type, Channel: o.Channel, Source: "udp:" + o.Addr}, o.MaxTopics)
+	s.m = newMapper(tmpl, sink, ingest.TopicInfo{Type: o.Type, Channel: o.Channel, Source: "udp:" + o.Addr}, o.MaxTopics)
 	s.msgs = make([]unix.Mmsghdr, o.Batch)
 	s.iovs = make([]unix.Iovec, o.Batch)
 	s.bufs = make([]byte, o.Batch*o.MaxPacket)
@@ -329,12 +328,12 @@ func (s *UDPSource) process() error {
 			b.Packets += uint64((n - 1) / s.segSize)
 			for len(buf) > s.segSize {
 				s.pkt.Payload = buf[:s.segSize]
-				ingest(s.m, &s.pkt, now, s.pkt.Payload, b)
+				deliver(s.m, &s.pkt, now, s.pkt.Payload, b)
 				buf = buf[s.segSize:]
 			}
 		}
 		s.pkt.Payload = buf
-		ingest(s.m, &s.pkt, now, buf, b)
+		deliver(s.m, &s.pkt, now, buf, b)
 	}
 	s.pkt.Payload = nil
 	if b.Lost > 0 && s.oneTopic {

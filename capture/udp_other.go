@@ -6,14 +6,14 @@ import (
 	"context"
 	"net/netip"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // UDPSource receives UDP datagrams; on this platform it is not supported.
 type UDPSource struct{}
 
 // NewUDP returns ErrNotSupported on this platform.
-func NewUDP(UDPOptions, engine.Sink) (*UDPSource, error) { return nil, ErrNotSupported }
+func NewUDP(UDPOptions, ingest.Sink) (*UDPSource, error) { return nil, ErrNotSupported }
 
 // LocalAddr returns the zero address.
 func (*UDPSource) LocalAddr() netip.AddrPort { return netip.AddrPort{} }

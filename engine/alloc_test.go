@@ -2,15 +2,19 @@
 
 package engine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/edr-lite/edr-lite/ingest"
+)
 
 func TestIngestAllocs(t *testing.T) {
 	r, _ := newTestRecorder(t, Config{Topics: []TopicOverride{{Match: "big/*", MaxPacket: 1024}}})
-	id, err := r.Discover(TopicInfo{Name: "a"})
+	id, err := r.Discover(ingest.TopicInfo{Name: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mp, err := r.Discover(TopicInfo{Name: "b", MultiProducer: true})
+	mp, err := r.Discover(ingest.TopicInfo{Name: "b", MultiProducer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +27,7 @@ func TestIngestAllocs(t *testing.T) {
 	}
 	// Drops are logged with their time for per-window accounting, also
 	// without allocating: oversize (over the 1 KiB MaxPacket of "big/*").
-	big, err := r.Discover(TopicInfo{Name: "big/x"})
+	big, err := r.Discover(ingest.TopicInfo{Name: "big/x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
@@ -175,7 +176,7 @@ func (c Config) withDefaults() Config {
 }
 
 // matchTopic reports whether glob g selects the topic.
-func matchTopic(g string, info *TopicInfo) bool {
+func matchTopic(g string, info *ingest.TopicInfo) bool {
 	if ok, _ := path.Match(g, info.Name); ok {
 		return true
 	}
@@ -198,7 +199,7 @@ func (c *Config) maxPost() time.Duration {
 }
 
 // settingsFor resolves a topic's settings, or ErrExcluded.
-func (c *Config) settingsFor(info *TopicInfo) (topicSettings, error) {
+func (c *Config) settingsFor(info *ingest.TopicInfo) (topicSettings, error) {
 	if len(c.Include) > 0 {
 		in := false
 		for _, g := range c.Include {

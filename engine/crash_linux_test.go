@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 
 	"golang.org/x/sys/unix"
@@ -24,7 +25,7 @@ type stallWriter struct {
 	n int
 }
 
-func (s *stallWriter) WriteMessage(t *TopicInfo, g, c int64, d []byte) error {
+func (s *stallWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) error {
 	if s.n == 0 {
 		fmt.Println("MIDDUMP")
 		select {}

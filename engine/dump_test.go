@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -57,7 +58,7 @@ type msgAt struct {
 
 // feed ingests, for every topic, one message every step from..to (clock time),
 // with payload "topic@offset_ms".
-func feed(r *Recorder, vc *clock.Virtual, ids map[string]TopicID, from, to, step int64) {
+func feed(r *Recorder, vc *clock.Virtual, ids map[string]ingest.TopicID, from, to, step int64) {
 	for ns := from; ns <= to; ns += step {
 		vc.Set(ns)
 		for name, id := range ids {
@@ -99,11 +100,11 @@ func readDump(t *testing.T, path string) ([]msgAt, pack.DumpInfo) {
 	return out, info
 }
 
-func discover(t *testing.T, r *Recorder, names ...string) map[string]TopicID {
+func discover(t *testing.T, r *Recorder, names ...string) map[string]ingest.TopicID {
 	t.Helper()
-	ids := make(map[string]TopicID)
+	ids := make(map[string]ingest.TopicID)
 	for _, n := range names {
-		id, err := r.Discover(TopicInfo{Name: n, Type: "test/" + n})
+		id, err := r.Discover(ingest.TopicInfo{Name: n, Type: "test/" + n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,12 +206,12 @@ func TestDumpWindowExact(t *testing.T) {
 // sortByTimeThenID orders "topic@ms" strings as the dumper merges them:
 // by time, then topic id.
 func sortByTimeThenID(r *Recorder, in []string) []string {
-	ids := map[string]TopicID{}
+	ids := map[string]ingest.TopicID{}
 	for _, st := range r.Topics() {
 		ids[st.Info.Name] = st.ID
 	}
 	out := append([]string(nil), in...)
-	key := func(s string) (int64, TopicID) {
+	key := func(s string) (int64, ingest.TopicID) {
 		var off int64
 		i := strings.IndexByte(s, '@')
 		fmt.Sscan(s[i+1:], &off)
@@ -445,7 +446,7 @@ type faultWriter struct {
 	n *int
 }
 
-func (f faultWriter) WriteMessage(t *TopicInfo, g, c int64, d []byte) error {
+func (f faultWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) error {
 	if *f.n <= 0 {
 		return fmt.Errorf("write: %w", errNoSpace)
 	}
@@ -565,7 +566,7 @@ func TestDestroyOnOffline(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	// Discovered again: a new id and a fresh ring.
-	id2, err := r.Discover(TopicInfo{Name: "a"})
+	id2, err := r.Discover(ingest.TopicInfo{Name: "a"})
 	if err != nil || id2 == ids["a"] {
 		t.Fatalf("rediscovery: %d, %v", id2, err)
 	}
@@ -626,7 +627,7 @@ type gateWriter struct {
 	once    *sync.Once
 }
 
-func (g gateWriter) WriteMessage(t *TopicInfo, gen, c int64, d []byte) error {
+func (g gateWriter) WriteMessage(t *ingest.TopicInfo, gen, c int64, d []byte) error {
 	g.once.Do(func() {
 		close(g.entered)
 		<-g.release
@@ -668,7 +669,7 @@ func TestBusySkipData(t *testing.T) {
 // slowWriter sleeps per message, like a very slow disk.
 type slowWriter struct{ DumpWriter }
 
-func (s slowWriter) WriteMessage(t *TopicInfo, g, c int64, d []byte) error {
+func (s slowWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) error {
 	time.Sleep(100 * time.Microsecond)
 	return s.DumpWriter.WriteMessage(t, g, c, d)
 }
@@ -705,7 +706,7 @@ func TestStopAbandonsLargeMessagesAtDeadline(t *testing.T) {
 
 type verySlowWriter struct{ DumpWriter }
 
-func (s verySlowWriter) WriteMessage(t *TopicInfo, g, c int64, d []byte) error {
+func (s verySlowWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) error {
 	time.Sleep(20 * time.Millisecond)
 	return s.DumpWriter.WriteMessage(t, g, c, d)
 }

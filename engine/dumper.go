@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -61,8 +62,8 @@ type dumpJob struct {
 	due      int64
 	trigs    []TriggerID
 	records  []pack.TriggerRecord
-	topics   map[TopicID]*dumpTopic
-	order    []TopicID
+	topics   map[ingest.TopicID]*dumpTopic
+	order    []ingest.TopicID
 	writing  bool
 	done     chan struct{}
 	res      DumpResult

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -15,7 +16,7 @@ import (
 type DumpWriter interface {
 	// WriteMessage appends one message of topic (the topic's info), with
 	// its producer and capture times. data is not retained.
-	WriteMessage(topic *TopicInfo, genNs, captureNs int64, data []byte) error
+	WriteMessage(topic *ingest.TopicInfo, genNs, captureNs int64, data []byte) error
 	// SetInfo records what makes the dump self-describing.
 	SetInfo(info pack.DumpInfo) error
 	// Close completes the file and makes it durable (fsync).
@@ -30,7 +31,7 @@ type DumpWriter interface {
 // reservation not committed is reused by the next Reserve.
 type dumpReserver interface {
 	Reserve(n int) []byte
-	Commit(topic *TopicInfo, genNs, captureNs int64, data []byte) error
+	Commit(topic *ingest.TopicInfo, genNs, captureNs int64, data []byte) error
 }
 
 // DumpWriterOptions configure a DumpWriter.
@@ -132,7 +133,7 @@ func openPackWriter(path string, opts DumpWriterOptions, stream bool) (DumpWrite
 	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize}, nil
 }
 
-func (p *packWriter) WriteMessage(t *TopicInfo, genNs, captureNs int64, data []byte) error {
+func (p *packWriter) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
 	buf := p.Reserve(len(data))
 	copy(buf, data)
 	return p.Commit(t, genNs, captureNs, buf)
@@ -169,7 +170,7 @@ func (p *packWriter) Reserve(n int) []byte {
 }
 
 // Commit adds the payload last reserved as one message, without copying.
-func (p *packWriter) Commit(t *TopicInfo, genNs, captureNs int64, data []byte) error {
+func (p *packWriter) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
 	if p.err != nil {
 		return p.err
 	}

@@ -1,9 +1,11 @@
 package engine
 
+import "github.com/edr-lite/edr-lite/ingest"
+
 // Message is one recorded message as a reader returns it.
 type Message struct {
 	// Topic is the topic the message belongs to.
-	Topic TopicID
+	Topic ingest.TopicID
 	// CaptureNs is when the recorder received the message (UNIX ns).
 	CaptureNs int64
 	// GenNs is the producer's own timestamp (UNIX ns, 0 = unknown).

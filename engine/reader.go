@@ -3,6 +3,8 @@ package engine
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // Reader follows one topic's ring without ever blocking its writer. A new
@@ -19,7 +21,7 @@ type Reader struct {
 }
 
 // NewReader returns a Reader of topic id positioned at its oldest message.
-func (r *Recorder) NewReader(id TopicID) (*Reader, error) {
+func (r *Recorder) NewReader(id ingest.TopicID) (*Reader, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -38,7 +40,7 @@ func (r *Recorder) NewReader(id TopicID) (*Reader, error) {
 }
 
 // Topic returns the id of the topic the Reader follows.
-func (rd *Reader) Topic() TopicID { return rd.t.id }
+func (rd *Reader) Topic() ingest.TopicID { return rd.t.id }
 
 // SeekOldest positions the Reader at the oldest message held.
 func (rd *Reader) SeekOldest() { rd.c.seekOldest() }
@@ -87,7 +89,7 @@ func (rd *Reader) Close() error {
 // toNs], in order, with a Message reused between calls (copy what you keep).
 // It stops early when fn returns false. It returns how many messages it
 // delivered and how many in the range it lost to overwriting.
-func (r *Recorder) ReadRange(id TopicID, fromNs, toNs int64, fn func(m *Message) bool) (delivered, lost uint64, err error) {
+func (r *Recorder) ReadRange(id ingest.TopicID, fromNs, toNs int64, fn func(m *Message) bool) (delivered, lost uint64, err error) {
 	rd, err := r.NewReader(id)
 	if err != nil {
 		return 0, 0, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/arena"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
@@ -30,7 +31,7 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	topics  []*topic // in id order, for iteration
-	byName  map[string]TopicID
+	byName  map[string]ingest.TopicID
 	readers int
 	closed  bool
 	unknown atomic.Uint64 // ingests for ids never handed out
@@ -43,8 +44,8 @@ type Recorder struct {
 
 // topic is one recorded topic.
 type topic struct {
-	id          TopicID
-	info        TopicInfo
+	id          ingest.TopicID
+	info        ingest.TopicInfo
 	settings    topicSettings
 	ring        *ring
 	block       arena.Block
@@ -90,7 +91,7 @@ func New(cfg Config) (*Recorder, error) {
 		clk:      cfg.Clock,
 		arena:    a,
 		table:    make([]atomic.Pointer[topic], cfg.MaxTopics),
-		byName:   make(map[string]TopicID),
+		byName:   make(map[string]ingest.TopicID),
 		d:        d,
 		busySkip: cfg.BusySkipData,
 	}
@@ -101,11 +102,11 @@ func New(cfg Config) (*Recorder, error) {
 	return r, nil
 }
 
-func topicKey(info *TopicInfo) string { return info.Name + "#" + info.Channel }
+func topicKey(info *ingest.TopicInfo) string { return info.Name + "#" + info.Channel }
 
 // Discover registers a topic (see Sink). Rediscovering a known topic (same
 // Name and Channel) returns its id and brings it back online.
-func (r *Recorder) Discover(info TopicInfo) (TopicID, error) {
+func (r *Recorder) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -137,7 +138,7 @@ func (r *Recorder) Discover(info TopicInfo) (TopicID, error) {
 		return 0, fmt.Errorf("engine: topic %q: %w", info.Name, err)
 	}
 	t := &topic{
-		id:       TopicID(len(r.topics)),
+		id:       ingest.TopicID(len(r.topics)),
 		info:     info,
 		settings: s,
 		ring:     rg,
@@ -158,7 +159,7 @@ func (r *Recorder) Now() int64 { return r.clk.Now() }
 // IngestAt copies payload into the topic's ring (see Sink). It never blocks
 // (a MultiProducer topic takes a short mutex), never allocates and never
 // keeps payload.
-func (r *Recorder) IngestAt(id TopicID, captureNs, genNs int64, payload []byte) bool {
+func (r *Recorder) IngestAt(id ingest.TopicID, captureNs, genNs int64, payload []byte) bool {
 	if uint(id) >= uint(len(r.table)) {
 		r.unknown.Add(1)
 		return false
@@ -189,7 +190,7 @@ func (r *Recorder) IngestAt(id TopicID, captureNs, genNs int64, payload []byte) 
 // they reached the recorder, detected at atNs on the recorder's clock (see
 // Sink). They appear in TopicCounters.LostAtSource and in the accounting of
 // every dump whose window holds atNs. Unknown ids and n == 0 are ignored.
-func (r *Recorder) Lost(id TopicID, atNs int64, n uint64) {
+func (r *Recorder) Lost(id ingest.TopicID, atNs int64, n uint64) {
 	if n == 0 {
 		return
 	}
@@ -200,7 +201,7 @@ func (r *Recorder) Lost(id TopicID, atNs int64, n uint64) {
 
 // Ingest is IngestAt stamped with the recorder's clock (one clock read; with
 // the default coarse clock an atomic load).
-func (r *Recorder) Ingest(id TopicID, genNs int64, payload []byte) bool {
+func (r *Recorder) Ingest(id ingest.TopicID, genNs int64, payload []byte) bool {
 	return r.IngestAt(id, r.clk.Now(), genNs, payload)
 }
 
@@ -209,7 +210,7 @@ func (r *Recorder) Ingest(id TopicID, genNs int64, payload []byte) bool {
 // ring returns to the arena once no Reader and no pending dump needs it (the
 // topic then gets a new id when discovered again); the source must not
 // ingest for id after calling Offline.
-func (r *Recorder) Offline(id TopicID) {
+func (r *Recorder) Offline(id ingest.TopicID) {
 	if t := r.topic(id); t != nil {
 		t.online.Store(false)
 		r.maybeFree(t)
@@ -242,7 +243,7 @@ func (r *Recorder) unpinTopics(sel []dumpTopic) {
 	}
 }
 
-func (r *Recorder) topic(id TopicID) *topic {
+func (r *Recorder) topic(id ingest.TopicID) *topic {
 	if uint(id) >= uint(len(r.table)) {
 		return nil
 	}
@@ -251,8 +252,8 @@ func (r *Recorder) topic(id TopicID) *topic {
 
 // TopicStatus is a snapshot of one topic.
 type TopicStatus struct {
-	ID     TopicID
-	Info   TopicInfo
+	ID     ingest.TopicID
+	Info   ingest.TopicInfo
 	Online bool
 	// RingBytes is the ring's capacity; RetentionNs how much history it
 	// aims to keep (pre + max post + 2*guard).
@@ -342,8 +343,8 @@ func (r *Recorder) releaseReader() error {
 }
 
 // errTopic wraps ErrUnknownTopic with the id.
-func errTopic(id TopicID) error {
+func errTopic(id ingest.TopicID) error {
 	return fmt.Errorf("%w: id %d", ErrUnknownTopic, id)
 }
 
-var _ Sink = (*Recorder)(nil)
+var _ ingest.Sink = (*Recorder)(nil)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
@@ -57,7 +58,7 @@ func TestDiscover(t *testing.T) {
 		Exclude:   []string{"vehicle/debug"},
 		Topics:    []TopicOverride{{Match: "vehicle/big", MaxBytes: 256 << 10}, {Match: "cam#rear", Disabled: true}},
 	})
-	f := func(info TopicInfo, wantErr error) TopicID {
+	f := func(info ingest.TopicInfo, wantErr error) ingest.TopicID {
 		t.Helper()
 		id, err := r.Discover(info)
 		if !errors.Is(err, wantErr) {
@@ -65,34 +66,34 @@ func TestDiscover(t *testing.T) {
 		}
 		return id
 	}
-	speed := f(TopicInfo{Name: "vehicle/speed"}, nil)
-	f(TopicInfo{Name: "vehicle/debug"}, ErrExcluded)
-	f(TopicInfo{Name: "lidar"}, ErrExcluded)
-	f(TopicInfo{Name: "cam", Channel: "rear"}, ErrExcluded)
-	front := f(TopicInfo{Name: "cam", Channel: "front"}, nil)
+	speed := f(ingest.TopicInfo{Name: "vehicle/speed"}, nil)
+	f(ingest.TopicInfo{Name: "vehicle/debug"}, ErrExcluded)
+	f(ingest.TopicInfo{Name: "lidar"}, ErrExcluded)
+	f(ingest.TopicInfo{Name: "cam", Channel: "rear"}, ErrExcluded)
+	front := f(ingest.TopicInfo{Name: "cam", Channel: "front"}, nil)
 	if front == speed {
 		t.Fatal("two topics got one id")
 	}
-	if again := f(TopicInfo{Name: "vehicle/speed"}, nil); again != speed {
+	if again := f(ingest.TopicInfo{Name: "vehicle/speed"}, nil); again != speed {
 		t.Fatalf("rediscovery gave id %d, want %d", again, speed)
 	}
-	big := f(TopicInfo{Name: "vehicle/big"}, nil)
+	big := f(ingest.TopicInfo{Name: "vehicle/big"}, nil)
 	st := r.Topics()
 	if len(st) != 3 || st[big].RingBytes != 256<<10 || st[speed].RingBytes != 64<<10 {
 		t.Fatalf("Topics = %+v", st)
 	}
-	f(TopicInfo{Name: "vehicle/4"}, nil)
-	f(TopicInfo{Name: "vehicle/5"}, ErrTooManyTopics)
+	f(ingest.TopicInfo{Name: "vehicle/4"}, nil)
+	f(ingest.TopicInfo{Name: "vehicle/5"}, ErrTooManyTopics)
 }
 
 func TestDiscoverNoMemory(t *testing.T) {
 	r, _ := newTestRecorder(t, Config{CacheSize: 256 << 10, TopicBytes: 128 << 10})
 	for i := range 2 {
-		if _, err := r.Discover(TopicInfo{Name: fmt.Sprint("t", i)}); err != nil {
+		if _, err := r.Discover(ingest.TopicInfo{Name: fmt.Sprint("t", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := r.Discover(TopicInfo{Name: "t2"})
+	_, err := r.Discover(ingest.TopicInfo{Name: "t2"})
 	if !errors.Is(err, ErrNoMemory) || !strings.Contains(err.Error(), `"t2"`) {
 		t.Fatalf("third topic: %v, want ErrNoMemory naming t2", err)
 	}
@@ -100,7 +101,7 @@ func TestDiscoverNoMemory(t *testing.T) {
 
 func TestIngestAndRead(t *testing.T) {
 	r, vc := newTestRecorder(t, Config{Pre: time.Second, Post: time.Second, Guard: -1})
-	id, err := r.Discover(TopicInfo{Name: "a"})
+	id, err := r.Discover(ingest.TopicInfo{Name: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestIngestAndRead(t *testing.T) {
 	if st.Online || st.Counters.Written != 10 || st.Counters.RejectedOffline != 1 || st.RetentionNs != 2e9 {
 		t.Fatalf("status = %+v", st)
 	}
-	if _, err := r.Discover(TopicInfo{Name: "a"}); err != nil || !r.Topics()[id].Online {
+	if _, err := r.Discover(ingest.TopicInfo{Name: "a"}); err != nil || !r.Topics()[id].Online {
 		t.Fatalf("rediscovery: %v", err)
 	}
 	if _, err := r.NewReader(42); !errors.Is(err, ErrUnknownTopic) {
@@ -153,7 +154,7 @@ func TestIngestAndRead(t *testing.T) {
 
 func TestCloseWithOpenReader(t *testing.T) {
 	r, _ := newTestRecorder(t, Config{})
-	id, _ := r.Discover(TopicInfo{Name: "a"})
+	id, _ := r.Discover(ingest.TopicInfo{Name: "a"})
 	r.Ingest(id, 0, []byte("x"))
 	rd, err := r.NewReader(id)
 	if err != nil {
@@ -175,14 +176,14 @@ func TestCloseWithOpenReader(t *testing.T) {
 	if _, err := r.NewReader(id); !errors.Is(err, ErrClosed) {
 		t.Fatalf("NewReader after Close = %v", err)
 	}
-	if _, err := r.Discover(TopicInfo{Name: "b"}); !errors.Is(err, ErrClosed) {
+	if _, err := r.Discover(ingest.TopicInfo{Name: "b"}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Discover after Close = %v", err)
 	}
 }
 
 func TestMultiProducer(t *testing.T) {
 	r, _ := newTestRecorder(t, Config{TopicBytes: 1 << 20, CacheSize: 2 << 20})
-	id, _ := r.Discover(TopicInfo{Name: "m", MultiProducer: true})
+	id, _ := r.Discover(ingest.TopicInfo{Name: "m", MultiProducer: true})
 	done := make(chan struct{})
 	for w := range 4 {
 		go func() {

@@ -3,6 +3,7 @@ package engine
 import (
 	"container/heap"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -26,7 +27,7 @@ type reorderStage struct {
 }
 
 type reorderItem struct {
-	topic    *TopicInfo
+	topic    *ingest.TopicInfo
 	key      int64 // producer time, else capture time
 	gen, cap int64
 	order    uint64 // arrival order: ties keep capture order
@@ -60,7 +61,7 @@ func newReorderStage(w DumpWriter, window int64, maxMsgs int) *reorderStage {
 
 // WriteMessage takes one message in capture order and writes every held
 // message that can no longer be overtaken.
-func (s *reorderStage) WriteMessage(t *TopicInfo, gen, capNs int64, data []byte) error {
+func (s *reorderStage) WriteMessage(t *ingest.TopicInfo, gen, capNs int64, data []byte) error {
 	key := gen
 	if key == 0 {
 		key = capNs

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // rssBytes reads the process's resident set size.
@@ -43,9 +45,9 @@ func TestManyTopicsRSS(t *testing.T) {
 		before := rssBytes(t)
 		r, _ := newTestRecorder(t, Config{CacheSize: cache, TopicBytes: ringBytes, MaxTopics: topics})
 		p := make([]byte, 200)
-		ids := make([]TopicID, topics)
+		ids := make([]ingest.TopicID, topics)
 		for i := range ids {
-			id, err := r.Discover(TopicInfo{Name: fmt.Sprintf("topic/%05d", i), Type: "bytes", Source: "api"})
+			id, err := r.Discover(ingest.TopicInfo{Name: fmt.Sprintf("topic/%05d", i), Type: "bytes", Source: "api"})
 			if err != nil {
 				t.Fatal(err)
 			}

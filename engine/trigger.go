@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // More sentinel errors of the recorder's dump side.
@@ -140,7 +142,7 @@ func (r *Recorder) Trigger(p TriggerParams) (TriggerID, error) {
 	}
 	d.nextDump++
 	pd := &dumpJob{seq: d.nextDump, t0: p.TimeNs, reason: p.Reason, from: from, to: to, due: due,
-		topics: make(map[TopicID]*dumpTopic), done: make(chan struct{})}
+		topics: make(map[ingest.TopicID]*dumpTopic), done: make(chan struct{})}
 	pd.merge(id, rec, sel, from, to, due)
 	r.unpinTopics(sel)
 	d.pending = append(d.pending, pd)

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
@@ -21,14 +21,14 @@ type boundedSink struct {
 	discovers int
 }
 
-func (s *boundedSink) Discover(engine.TopicInfo) (engine.TopicID, error) {
+func (s *boundedSink) Discover(ingest.TopicInfo) (ingest.TopicID, error) {
 	s.discovers++
 	return 3, nil
 }
 func (s *boundedSink) Now() int64                         { return 1 }
-func (s *boundedSink) Offline(engine.TopicID)             {}
-func (s *boundedSink) Lost(engine.TopicID, int64, uint64) {}
-func (s *boundedSink) IngestAt(id engine.TopicID, _, _ int64, p []byte) bool {
+func (s *boundedSink) Offline(ingest.TopicID)             {}
+func (s *boundedSink) Lost(ingest.TopicID, int64, uint64) {}
+func (s *boundedSink) IngestAt(id ingest.TopicID, _, _ int64, p []byte) bool {
 	s.messages++
 	s.bytes += len(p)
 	if id != 3 || s.bytes > s.limit || s.messages*shm.RecordHeaderSize > s.limit {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/pack/mcap"
 	"github.com/edr-lite/edr-lite/shm"
@@ -150,21 +150,21 @@ func TestReplayMCAPLikePack(t *testing.T) {
 
 // segmentSink records what a shm segment holds.
 type segmentSink struct {
-	info engine.TopicInfo
+	info ingest.TopicInfo
 	msgs []topicMsg
 }
 
-func (s *segmentSink) Discover(info engine.TopicInfo) (engine.TopicID, error) {
+func (s *segmentSink) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
 	s.info = info
 	return 0, nil
 }
 func (s *segmentSink) Now() int64 { return 0 }
-func (s *segmentSink) IngestAt(_ engine.TopicID, _, gen int64, b []byte) bool {
+func (s *segmentSink) IngestAt(_ ingest.TopicID, _, gen int64, b []byte) bool {
 	s.msgs = append(s.msgs, topicMsg{gen, bytes.Clone(b)})
 	return true
 }
-func (s *segmentSink) Offline(engine.TopicID)             {}
-func (s *segmentSink) Lost(engine.TopicID, int64, uint64) {}
+func (s *segmentSink) Offline(ingest.TopicID)             {}
+func (s *segmentSink) Lost(ingest.TopicID, int64, uint64) {}
 
 // replayToShm replays paths into fresh segments and drains every segment.
 func replayToShm(t *testing.T, paths []string) map[string]*segmentSink {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/shm"
 )
@@ -129,18 +130,18 @@ func TestShmOutputCarriesTypeAndDropsOversize(t *testing.T) {
 }
 
 type typeSink struct {
-	info engine.TopicInfo
+	info ingest.TopicInfo
 	n    int
 }
 
-func (s *typeSink) Discover(info engine.TopicInfo) (engine.TopicID, error) {
+func (s *typeSink) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
 	s.info = info
 	return 0, nil
 }
 func (s *typeSink) Now() int64                                         { return 0 }
-func (s *typeSink) IngestAt(engine.TopicID, int64, int64, []byte) bool { s.n++; return true }
-func (s *typeSink) Offline(engine.TopicID)                             {}
-func (s *typeSink) Lost(engine.TopicID, int64, uint64)                 {}
+func (s *typeSink) IngestAt(ingest.TopicID, int64, int64, []byte) bool { s.n++; return true }
+func (s *typeSink) Offline(ingest.TopicID)                             {}
+func (s *typeSink) Lost(ingest.TopicID, int64, uint64)                 {}
 
 // listenRun binds n consecutive loopback UDP ports and returns the sockets.
 func listenRun(t *testing.T, n int) []*net.UDPConn {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // LiveOptions configure a Live runner. Zero fields take the defaults.
@@ -68,7 +69,7 @@ type runner struct {
 	rule *Rule
 
 	readers  []*topicReader
-	known    map[engine.TopicID]bool
+	known    map[ingest.TopicID]bool
 	msg      Message // reused for every delivery
 	lastTS   int64
 	lastPoll time.Time
@@ -98,7 +99,7 @@ func StartLive(rec *engine.Recorder, rules []*Rule, opts LiveOptions) (*Live, er
 	}
 	l := &Live{rec: rec, opts: opts.withDefaults(), stop: make(chan struct{})}
 	for _, r := range rules {
-		ru := &runner{live: l, rule: r, ctl: make(chan func()), known: map[engine.TopicID]bool{}}
+		ru := &runner{live: l, rule: r, ctl: make(chan func()), known: map[ingest.TopicID]bool{}}
 		l.runners = append(l.runners, ru)
 	}
 	for _, ru := range l.runners {
@@ -170,7 +171,7 @@ func (l *Live) ReloadSource(name, src string) error {
 			}
 		}
 		ru.readers = kept
-		ru.known = map[engine.TopicID]bool{}
+		ru.known = map[ingest.TopicID]bool{}
 		for _, tr := range kept {
 			ru.known[tr.rd.Topic()] = true
 		}
@@ -332,7 +333,7 @@ func (ru *runner) drain(n int) int {
 // between is counted now up to the messages written before the seek, and
 // the rest when the next message shows its Seq.
 func (ru *runner) skipToNewest() {
-	written := map[engine.TopicID]uint64{}
+	written := map[ingest.TopicID]uint64{}
 	for _, ts := range ru.live.rec.Topics() {
 		written[ts.ID] = ts.Counters.Written
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
@@ -14,21 +15,21 @@ import (
 // same ingest and ring reads with no rule.
 func BenchmarkLive(b *testing.B) {
 	const batch = 256
-	setup := func(b *testing.B) (*engine.Recorder, engine.TopicID, *clock.Virtual) {
+	setup := func(b *testing.B) (*engine.Recorder, ingest.TopicID, *clock.Virtual) {
 		vc := clock.NewVirtual(base)
 		rec, err := engine.New(engine.Config{Clock: vc, CacheSize: 4 << 20, TopicBytes: 1 << 20})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { rec.Close() })
-		id, err := rec.Discover(engine.TopicInfo{Name: "vehicle/speed"})
+		id, err := rec.Discover(ingest.TopicInfo{Name: "vehicle/speed"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return rec, id, vc
 	}
 	payload := f32(20)
-	ingest := func(rec *engine.Recorder, id engine.TopicID, vc *clock.Virtual) {
+	feed := func(rec *engine.Recorder, id ingest.TopicID, vc *clock.Virtual) {
 		for range batch {
 			ts := vc.Advance(time.Millisecond)
 			rec.IngestAt(id, ts, 0, payload)
@@ -44,7 +45,7 @@ func BenchmarkLive(b *testing.B) {
 		var m engine.Message
 		b.SetBytes(batch * int64(len(payload)))
 		perMessage(b, batch, func() {
-			ingest(rec, id, vc)
+			feed(rec, id, vc)
 			for rd.ReadInto(&m) {
 			}
 		})
@@ -53,7 +54,7 @@ func BenchmarkLive(b *testing.B) {
 		rec, id, vc := setup(b)
 		r, _ := shipped(b, "threshold", map[string]string{"topic": "vehicle/speed", "high": "1e9"})
 		l := &Live{rec: rec, opts: LiveOptions{MaxLag: time.Hour}.withDefaults()}
-		ru := &runner{live: l, rule: r, known: map[engine.TopicID]bool{}}
+		ru := &runner{live: l, rule: r, known: map[ingest.TopicID]bool{}}
 		ru.discover()
 		defer func() {
 			for _, tr := range ru.readers {
@@ -62,7 +63,7 @@ func BenchmarkLive(b *testing.B) {
 		}()
 		b.SetBytes(batch * int64(len(payload)))
 		perMessage(b, batch, func() {
-			ingest(rec, id, vc)
+			feed(rec, id, vc)
 			if n := ru.drain(batch + 1); n != batch {
 				b.Fatalf("delivered %d of %d", n, batch)
 			}

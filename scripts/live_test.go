@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
@@ -44,7 +45,7 @@ func waitFor(t *testing.T, l *Live, what string, cond func() bool) {
 
 func TestLiveHardBrake(t *testing.T) {
 	rec, vc := newLiveRecorder(t, 64<<10)
-	id, err := rec.Discover(engine.TopicInfo{Name: "vehicle/speed", Source: "api"})
+	id, err := rec.Discover(ingest.TopicInfo{Name: "vehicle/speed", Source: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestLiveHardBrake(t *testing.T) {
 
 func TestLiveTopicsMergeAndDiscovery(t *testing.T) {
 	rec, vc := newLiveRecorder(t, 64<<10)
-	a, _ := rec.Discover(engine.TopicInfo{Name: "s/a"})
+	a, _ := rec.Discover(ingest.TopicInfo{Name: "s/a"})
 	r, _ := load(t, `rule{name='order', topics='s/*'}
 seen = {}
 function on_message(m) seen[#seen+1] = m.topic .. '#' .. m.seq end`, nil)
@@ -101,8 +102,8 @@ function on_message(m) seen[#seen+1] = m.topic .. '#' .. m.seq end`, nil)
 	defer l.Close()
 	ru := l.runners[0]
 	settle(l)
-	b, _ := rec.Discover(engine.TopicInfo{Name: "s/b"})
-	rec.Discover(engine.TopicInfo{Name: "other"})
+	b, _ := rec.Discover(ingest.TopicInfo{Name: "s/b"})
+	rec.Discover(ingest.TopicInfo{Name: "other"})
 	waitFor(t, l, "the new topic's reader", func() bool {
 		n := 0
 		ru.do(func() { n = len(ru.readers) })
@@ -110,7 +111,7 @@ function on_message(m) seen[#seen+1] = m.topic .. '#' .. m.seq end`, nil)
 	})
 	// ingest b's messages first: the rule still sees capture-time order
 	for _, x := range []struct {
-		id engine.TopicID
+		id ingest.TopicID
 		ms int
 	}{{b, 2}, {b, 4}, {a, 1}, {a, 3}, {a, 5}} {
 		rec.IngestAt(x.id, at(time.Duration(x.ms)*time.Millisecond), 0, []byte{1})
@@ -126,7 +127,7 @@ function on_message(m) seen[#seen+1] = m.topic .. '#' .. m.seq end`, nil)
 
 func TestLiveSlowRuleSkips(t *testing.T) {
 	rec, vc := newLiveRecorder(t, 4096)
-	id, _ := rec.Discover(engine.TopicInfo{Name: "fast"})
+	id, _ := rec.Discover(ingest.TopicInfo{Name: "fast"})
 	r, _ := load(t, `rule{name='slow', topics='fast'}
 function on_message(m) local x = 0 for i = 1, 20000 do x = x + i end end`, nil)
 	l, err := StartLive(rec, []*Rule{r}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, MaxLag: 50 * time.Millisecond})
@@ -158,7 +159,7 @@ function on_message(m) local x = 0 for i = 1, 20000 do x = x + i end end`, nil)
 
 func TestLiveReloadAndDump(t *testing.T) {
 	rec, vc := newLiveRecorder(t, 64<<10)
-	id, _ := rec.Discover(engine.TopicInfo{Name: "x"})
+	id, _ := rec.Discover(ingest.TopicInfo{Name: "x"})
 	got := make(chan Trigger, 16)
 	r, err := LoadSource("t.lua", "rule{name='r', topics='x'}\nfunction on_message(m) trigger{reason='v1'} end\nfunction on_dump_finished(d) trigger{reason=d.path} end",
 		Options{Logger: quiet, OnTrigger: func(tr Trigger) { got <- tr }})
@@ -204,7 +205,7 @@ func TestLiveReloadAndDump(t *testing.T) {
 // waits for them and a healthy rule on the same topic keeps firing.
 func TestLiveRunawayRulesDoNotStopIngest(t *testing.T) {
 	rec, vc := newLiveRecorder(t, 64<<10)
-	id, _ := rec.Discover(engine.TopicInfo{Name: "x"})
+	id, _ := rec.Discover(ingest.TopicInfo{Name: "x"})
 	got := make(chan Trigger, 64)
 	mk := func(name, body string) *Rule {
 		r, err := LoadSource(name+".lua", "rule{name='"+name+"', topics='x'}\nfunction on_message(m) "+body+" end",

@@ -5,17 +5,17 @@ package shm
 import (
 	"testing"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // countSink accepts everything and keeps nothing.
 type countSink struct{ n, bytes uint64 }
 
-func (s *countSink) Discover(engine.TopicInfo) (engine.TopicID, error) { return 0, nil }
+func (s *countSink) Discover(ingest.TopicInfo) (ingest.TopicID, error) { return 0, nil }
 func (s *countSink) Now() int64                                        { return 1 }
-func (s *countSink) Offline(engine.TopicID)                            {}
-func (s *countSink) Lost(engine.TopicID, int64, uint64)                {}
-func (s *countSink) IngestAt(_ engine.TopicID, _, _ int64, p []byte) bool {
+func (s *countSink) Offline(ingest.TopicID)                            {}
+func (s *countSink) Lost(ingest.TopicID, int64, uint64)                {}
+func (s *countSink) IngestAt(_ ingest.TopicID, _, _ int64, p []byte) bool {
 	s.n++
 	s.bytes += uint64(len(p))
 	return true

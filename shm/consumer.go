@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
@@ -113,11 +113,11 @@ func (o *ConsumerOptions) setDefaults() {
 }
 
 // Consumer discovers the segments in a directory and feeds their records to
-// an engine.Sink: one goroutine per segment (one writer per topic), plus one
+// an ingest.Sink: one goroutine per segment (one writer per topic), plus one
 // watching the directory. Its methods are safe for concurrent use.
 type Consumer struct {
 	dir  string
-	sink engine.Sink
+	sink ingest.Sink
 	opts ConsumerOptions
 
 	mu        sync.Mutex
@@ -137,7 +137,7 @@ type Consumer struct {
 
 // NewConsumer returns a consumer of the segments in dir (created with mode
 // 0755 when missing). Call Start (or Run) to begin.
-func NewConsumer(dir string, sink engine.Sink, opts ConsumerOptions) (*Consumer, error) {
+func NewConsumer(dir string, sink ingest.Sink, opts ConsumerOptions) (*Consumer, error) {
 	if err := platformSupported(); err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ type ConsumerStats struct {
 // SegmentStats are one segment's counters.
 type SegmentStats struct {
 	Path      string
-	Topic     engine.TopicInfo
+	Topic     ingest.TopicInfo
 	Online    bool
 	Messages  uint64
 	Bytes     uint64
@@ -386,7 +386,7 @@ type follower struct {
 	mu        sync.Mutex   // guards cur changes against stats
 	done      SegmentStats // counters of segments released so far
 	seg       *segment
-	id        engine.TopicID
+	id        ingest.TopicID
 	recording bool
 	online    bool
 	badID     fileID // file identity that failed to open

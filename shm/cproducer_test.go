@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // buildCProducer compiles testdata/cproducer.c against include/edr_shm.h
@@ -120,7 +120,7 @@ func TestCProducerEveryMessageBitExactInOrder(t *testing.T) {
 	sink := newRecSink()
 	startConsumer(t, dir, sink, ConsumerOptions{})
 	const n, maxLen = 20_000, 200
-	var id engine.TopicID
+	var id ingest.TopicID
 	runCProducer(t, bin, dir, "c/topic", n, maxLen, 4<<20, func() { id = waitTopic(t, sink, "c/topic", "") })
 	sink.waitFor(t, "offline after close", func() bool { return !sink.isOnline(id) })
 	msgs := sink.messages(id)

@@ -9,15 +9,15 @@
 // the recorder and never allocates — when the recorder lags, the oldest
 // records are overwritten. A Consumer (NewConsumer, Start/Run, Close,
 // Stats) discovers segments with inotify (or by polling), registers each
-// topic with engine.Sink.Discover, feeds every record to IngestAt with one
+// topic with ingest.Sink.Discover, feeds every record to IngestAt with one
 // clock read per batch, counts overwritten records as lost through sequence
-// gaps (and reports them with engine.Sink.Lost, so they are the topic's
+// gaps (and reports them with ingest.Sink.Lost, so they are the topic's
 // losses in the recorder and in dumps), wakes on a futex the producer signals (or polls with a bounded
 // back-off), and reports Offline when a producer closes, dies (pid gone) or
 // stops heartbeating. DrainFile reads one segment file once, e.g. left over
 // after a crash.
 //
-// It is not for: the engine's internals (it only uses engine.Sink), any
+// It is not for: the engine's internals (it only uses ingest.Sink), any
 // transport between machines, or several producers on one segment (one
 // segment per producer and topic).
 //

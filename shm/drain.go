@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // DrainFile reads the segment file at path once, from its oldest record to
@@ -14,7 +14,7 @@ import (
 // reads only what the file holds, so it is safe on any file: a broken one
 // gives a *SegmentError. It does not report the topic offline or remove the
 // file. Useful for post-mortem reads of segments left by a crashed system.
-func DrainFile(path string, sink engine.Sink, opts ConsumerOptions) (st SegmentStats, err error) {
+func DrainFile(path string, sink ingest.Sink, opts ConsumerOptions) (st SegmentStats, err error) {
 	if err := platformSupported(); err != nil {
 		return st, err
 	}
@@ -48,7 +48,7 @@ func DrainFile(path string, sink engine.Sink, opts ConsumerOptions) (st SegmentS
 // drainGuarded is segment.drain with a fault on the mapping (the file was
 // truncated under us) turned into a quarantine error. The calling goroutine
 // must have debug.SetPanicOnFault(true); drainGuarded sets it for the call.
-func drainGuarded(s *segment, sink engine.Sink, id engine.TopicID, budget int) (n int, done bool, err error) {
+func drainGuarded(s *segment, sink ingest.Sink, id ingest.TopicID, budget int) (n int, done bool, err error) {
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
 	defer func() {

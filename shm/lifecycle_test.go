@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 
 	"go.uber.org/goleak"
@@ -84,7 +84,7 @@ func TestStaleHeartbeatOfflineThenBack(t *testing.T) {
 func TestRefusedTopicSkippedAndCleanedUp(t *testing.T) {
 	dir := t.TempDir()
 	sink := newRecSink()
-	sink.refuse = func(info engine.TopicInfo) error {
+	sink.refuse = func(info ingest.TopicInfo) error {
 		if info.Name == "secret" {
 			return errors.New("excluded by glob")
 		}

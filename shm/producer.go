@@ -27,7 +27,7 @@ const tailSlack = 16
 
 // ProducerOptions configure a segment. Name is required.
 type ProducerOptions struct {
-	// Name, Type and Channel identify the topic (see engine.TopicInfo).
+	// Name, Type and Channel identify the topic (see ingest.TopicInfo).
 	// Name is 1..256 bytes, Type 0..128, Channel 0..64; UTF-8 without
 	// control characters.
 	Name, Type, Channel string

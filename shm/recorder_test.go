@@ -5,16 +5,17 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // offlineSignal passes everything to the real recorder and signals when a
 // topic goes offline, so tests wait on a channel.
 type offlineSignal struct {
 	*engine.Recorder
-	offline chan engine.TopicID
+	offline chan ingest.TopicID
 }
 
-func (o *offlineSignal) Offline(id engine.TopicID) {
+func (o *offlineSignal) Offline(id ingest.TopicID) {
 	o.Recorder.Offline(id)
 	o.offline <- id
 }
@@ -26,7 +27,7 @@ func newTestRecorder(t testing.TB, cache int64) *offlineSignal {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rec.Close() })
-	return &offlineSignal{Recorder: rec, offline: make(chan engine.TopicID, 4)}
+	return &offlineSignal{Recorder: rec, offline: make(chan ingest.TopicID, 4)}
 }
 
 // TestRecorderHoldsEveryMessage is the acceptance test: a Go
@@ -59,7 +60,7 @@ func TestRecorderHoldsEveryMessage(t *testing.T) {
 			} else {
 				runCProducer(t, bin, dir, name, n, maxLen, 1<<20, func() {})
 			}
-			var id engine.TopicID
+			var id ingest.TopicID
 			select {
 			case id = <-rec.offline:
 			case <-time.After(30 * time.Second):

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // segment is the consumer's view of one mapped segment file. Its methods are
@@ -25,7 +25,7 @@ type segment struct {
 	c        cursors
 	id       fileID
 	mask     uint64
-	info     engine.TopicInfo
+	info     ingest.TopicInfo
 	owner    owner // the producer process, for liveness
 
 	rpos    uint64 // next record position to read
@@ -100,7 +100,7 @@ func (s *segment) init(opts *ConsumerOptions) error {
 	if s.batch > int(h.capacity) {
 		s.batch = int(h.capacity)
 	}
-	s.info = engine.TopicInfo{Name: h.name, Channel: h.chn, Type: h.typ, Source: "shm:" + s.path}
+	s.info = ingest.TopicInfo{Name: h.name, Channel: h.chn, Type: h.typ, Source: "shm:" + s.path}
 	w, t, err := s.cursors()
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func (s *segment) fence() { s.fenceWord.Add(1) }
 // and returns how many records it ingested and whether the segment was
 // fully read. Records overwritten before or while they were read are
 // counted as lost through the sequence gap.
-func (s *segment) drain(sink engine.Sink, id engine.TopicID, budget int) (n int, done bool, err error) {
+func (s *segment) drain(sink ingest.Sink, id ingest.TopicID, budget int) (n int, done bool, err error) {
 	for ; budget > 0; budget-- {
 		w, t, err := s.cursors()
 		if err != nil {
@@ -211,7 +211,7 @@ func (s *segment) drain(sink engine.Sink, id engine.TopicID, budget int) (n int,
 
 // copyParse copies chunk from ring offset start, validates it against the
 // tail loaded after a fence, and parses it.
-func (s *segment) copyParse(chunk []byte, start, w uint64, sink engine.Sink, id engine.TopicID) (int, uint64, error) {
+func (s *segment) copyParse(chunk []byte, start, w uint64, sink ingest.Sink, id ingest.TopicID) (int, uint64, error) {
 	copy(chunk, s.ring[start:start+uint64(len(chunk))])
 	s.fence()
 	t2 := s.c.tail.Load()
@@ -244,7 +244,7 @@ func (b *bigBuffer) unlock() { b.mu.Unlock() }
 //
 // need > 0 reports that the first record of the chunk is need bytes long,
 // more than the chunk holds (the caller reads it through a larger buffer).
-func (s *segment) parse(chunk []byte, w, t2 uint64, sink engine.Sink, id engine.TopicID) (n int, need uint64, err error) {
+func (s *segment) parse(chunk []byte, w, t2 uint64, sink ingest.Sink, id ingest.TopicID) (n int, need uint64, err error) {
 	le := binary.LittleEndian
 	now := sink.Now()
 	bytes, rejected := uint64(0), uint64(0)

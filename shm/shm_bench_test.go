@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 
 	"golang.org/x/sys/unix"
 )
@@ -71,7 +72,7 @@ type pacedSink struct {
 	_        [56]byte
 }
 
-func (s *pacedSink) IngestAt(id engine.TopicID, c, g int64, p []byte) bool {
+func (s *pacedSink) IngestAt(id ingest.TopicID, c, g int64, p []byte) bool {
 	ok := s.Recorder.IngestAt(id, c, g, p)
 	s.ingested.Add(1)
 	return ok
@@ -170,11 +171,11 @@ type latencySink struct {
 	lat []int64
 }
 
-func (s *latencySink) Discover(engine.TopicInfo) (engine.TopicID, error) { return 0, nil }
+func (s *latencySink) Discover(ingest.TopicInfo) (ingest.TopicID, error) { return 0, nil }
 func (s *latencySink) Now() int64                                        { return 0 }
-func (s *latencySink) Offline(engine.TopicID)                            {}
-func (s *latencySink) Lost(engine.TopicID, int64, uint64)                {}
-func (s *latencySink) IngestAt(_ engine.TopicID, _, gen int64, _ []byte) bool {
+func (s *latencySink) Offline(ingest.TopicID)                            {}
+func (s *latencySink) Lost(ingest.TopicID, int64, uint64)                {}
+func (s *latencySink) IngestAt(_ ingest.TopicID, _, gen int64, _ []byte) bool {
 	if len(s.lat) < cap(s.lat) {
 		s.lat = append(s.lat, time.Now().UnixNano()-gen)
 	}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 func TestRoundTripInOrder(t *testing.T) {
@@ -38,7 +38,7 @@ func TestRoundTripInOrder(t *testing.T) {
 	}
 }
 
-func waitTopic(t testing.TB, sink *recSink, name, channel string) (id engine.TopicID) {
+func waitTopic(t testing.TB, sink *recSink, name, channel string) (id ingest.TopicID) {
 	t.Helper()
 	sink.waitFor(t, "discovery of "+name, func() bool {
 		var ok bool

@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
-// recSink is an engine.Sink that records everything it is given, for tests.
+// recSink is an ingest.Sink that records everything it is given, for tests.
 type recSink struct {
 	mu      sync.Mutex
-	topics  []engine.TopicInfo
-	byKey   map[string]engine.TopicID
-	msgs    map[engine.TopicID][]recMsg
-	online  map[engine.TopicID]bool
-	offline map[engine.TopicID]time.Time
-	lost    map[engine.TopicID]uint64
-	refuse  func(engine.TopicInfo) error
+	topics  []ingest.TopicInfo
+	byKey   map[string]ingest.TopicID
+	msgs    map[ingest.TopicID][]recMsg
+	online  map[ingest.TopicID]bool
+	offline map[ingest.TopicID]time.Time
+	lost    map[ingest.TopicID]uint64
+	refuse  func(ingest.TopicInfo) error
 	now     atomic.Int64
 	changed chan struct{}
 }
@@ -31,8 +31,8 @@ type recMsg struct {
 
 func newRecSink() *recSink {
 	return &recSink{
-		byKey: map[string]engine.TopicID{}, msgs: map[engine.TopicID][]recMsg{},
-		online: map[engine.TopicID]bool{}, offline: map[engine.TopicID]time.Time{},
+		byKey: map[string]ingest.TopicID{}, msgs: map[ingest.TopicID][]recMsg{},
+		online: map[ingest.TopicID]bool{}, offline: map[ingest.TopicID]time.Time{},
 		changed: make(chan struct{}, 1),
 	}
 }
@@ -44,7 +44,7 @@ func (r *recSink) signal() {
 	}
 }
 
-func (r *recSink) Discover(info engine.TopicInfo) (engine.TopicID, error) {
+func (r *recSink) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.signal()
@@ -56,7 +56,7 @@ func (r *recSink) Discover(info engine.TopicInfo) (engine.TopicID, error) {
 	key := info.Name + "#" + info.Channel
 	id, ok := r.byKey[key]
 	if !ok {
-		id = engine.TopicID(len(r.topics))
+		id = ingest.TopicID(len(r.topics))
 		r.topics = append(r.topics, info)
 		r.byKey[key] = id
 	}
@@ -66,7 +66,7 @@ func (r *recSink) Discover(info engine.TopicInfo) (engine.TopicID, error) {
 
 func (r *recSink) Now() int64 { return r.now.Add(1) }
 
-func (r *recSink) IngestAt(id engine.TopicID, captureNs, genNs int64, payload []byte) bool {
+func (r *recSink) IngestAt(id ingest.TopicID, captureNs, genNs int64, payload []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.online[id] {
@@ -77,16 +77,16 @@ func (r *recSink) IngestAt(id engine.TopicID, captureNs, genNs int64, payload []
 	return true
 }
 
-func (r *recSink) Lost(id engine.TopicID, _ int64, n uint64) {
+func (r *recSink) Lost(id ingest.TopicID, _ int64, n uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lost == nil {
-		r.lost = map[engine.TopicID]uint64{}
+		r.lost = map[ingest.TopicID]uint64{}
 	}
 	r.lost[id] += n
 }
 
-func (r *recSink) Offline(id engine.TopicID) {
+func (r *recSink) Offline(id ingest.TopicID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.online[id] = false
@@ -95,20 +95,20 @@ func (r *recSink) Offline(id engine.TopicID) {
 }
 
 // topic returns the id of name#channel and whether it was discovered.
-func (r *recSink) topic(name, channel string) (engine.TopicID, bool) {
+func (r *recSink) topic(name, channel string) (ingest.TopicID, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id, ok := r.byKey[name+"#"+channel]
 	return id, ok
 }
 
-func (r *recSink) messages(id engine.TopicID) []recMsg {
+func (r *recSink) messages(id ingest.TopicID) []recMsg {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]recMsg(nil), r.msgs[id]...)
 }
 
-func (r *recSink) isOnline(id engine.TopicID) bool {
+func (r *recSink) isOnline(id ingest.TopicID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.online[id]
@@ -132,7 +132,7 @@ func (r *recSink) waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // startConsumer runs a consumer over dir until the test ends.
-func startConsumer(t testing.TB, dir string, sink engine.Sink, opts ConsumerOptions) *Consumer {
+func startConsumer(t testing.TB, dir string, sink ingest.Sink, opts ConsumerOptions) *Consumer {
 	t.Helper()
 	c, err := NewConsumer(dir, sink, opts)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // checkSink verifies every payload as it arrives (no copies kept): a torn
@@ -24,16 +24,16 @@ type checkSink struct {
 	discovery atomic.Bool
 }
 
-func (s *checkSink) Discover(engine.TopicInfo) (engine.TopicID, error) {
+func (s *checkSink) Discover(ingest.TopicInfo) (ingest.TopicID, error) {
 	s.discovery.Store(true)
 	return 7, nil
 }
 func (s *checkSink) Now() int64             { return 1 }
-func (s *checkSink) Offline(engine.TopicID) { s.offline.Store(true) }
-func (s *checkSink) Lost(_ engine.TopicID, _ int64, n uint64) {
+func (s *checkSink) Offline(ingest.TopicID) { s.offline.Store(true) }
+func (s *checkSink) Lost(_ ingest.TopicID, _ int64, n uint64) {
 	s.lost.Add(n)
 }
-func (s *checkSink) IngestAt(id engine.TopicID, _, gen int64, p []byte) bool {
+func (s *checkSink) IngestAt(id ingest.TopicID, _, gen int64, p []byte) bool {
 	i, err := checkPayload(p, s.maxLen)
 	switch {
 	case err != nil:

@@ -9,26 +9,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
 // countSink counts what a drained segment holds.
 type countSink struct {
-	info  engine.TopicInfo
+	info  ingest.TopicInfo
 	n     int
 	first []byte
 	gens  []int64
 }
 
-func (s *countSink) Discover(info engine.TopicInfo) (engine.TopicID, error) {
+func (s *countSink) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
 	s.info = info
 	return 0, nil
 }
 func (s *countSink) Now() int64                         { return 0 }
-func (s *countSink) Offline(engine.TopicID)             {}
-func (s *countSink) Lost(engine.TopicID, int64, uint64) {}
-func (s *countSink) IngestAt(_ engine.TopicID, _, gen int64, p []byte) bool {
+func (s *countSink) Offline(ingest.TopicID)             {}
+func (s *countSink) Lost(ingest.TopicID, int64, uint64) {}
+func (s *countSink) IngestAt(_ ingest.TopicID, _, gen int64, p []byte) bool {
 	if s.n == 0 {
 		s.first = append([]byte(nil), p...)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/pack/mcap"
 )
@@ -14,7 +15,7 @@ import (
 // writer writes the file in place.
 type mcapDump struct {
 	w    *mcap.PackWriter
-	seen map[*engine.TopicInfo]bool // topics declared (type information)
+	seen map[*ingest.TopicInfo]bool // topics declared (type information)
 }
 
 func newMCAPDump(path string, o engine.DumpWriterOptions) (engine.DumpWriter, error) {
@@ -31,10 +32,10 @@ func newMCAPDump(path string, o engine.DumpWriterOptions) (engine.DumpWriter, er
 	if err != nil {
 		return nil, fmt.Errorf("mcap dump %s: %w", path, err)
 	}
-	return &mcapDump{w: w, seen: map[*engine.TopicInfo]bool{}}, nil
+	return &mcapDump{w: w, seen: map[*ingest.TopicInfo]bool{}}, nil
 }
 
-func (m *mcapDump) WriteMessage(t *engine.TopicInfo, genNs, captureNs int64, data []byte) error {
+func (m *mcapDump) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
 	if !m.seen[t] {
 		m.seen[t] = true
 		m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type})

@@ -1,4 +1,4 @@
-package engine
+package ingest
 
 // TopicID is the small integer a topic is known by on the hot path: it
 // indexes the topic table directly, no map lookup.
