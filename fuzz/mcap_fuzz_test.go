@@ -7,7 +7,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // fuzzMaxChunk bounds decompression so memory stays bounded by the input.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // TestReplayAllocs proves the per-message path allocates nothing: Run over

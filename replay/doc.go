@@ -28,7 +28,7 @@
 // log_time the capture time, publish_time the producer time, the payload
 // as recorded and the meta channel's bytes as Message.Meta.
 //
-// It is not for: recording (package engine), or writing MCAP (pack/mcap).
+// It is not for: recording (package engine), or writing MCAP (mcap).
 //
 // # Caveats
 //

@@ -12,7 +12,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/shm"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // Options configure a Player. The zero value replays every topic of the

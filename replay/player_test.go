@@ -15,7 +15,7 @@ import (
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // twoDumps writes two dumps whose messages interleave in time, with equal

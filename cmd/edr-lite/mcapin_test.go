@@ -154,7 +154,7 @@ func TestRulesTestMCAP(t *testing.T) {
 // TestOtherWriterMCAPVerbs runs the offline verbs on an MCAP file written
 // by the reference TypeScript writer (no edr-lite metadata).
 func TestOtherWriterMCAPVerbs(t *testing.T) {
-	in := filepath.Join("..", "..", "pack", "mcap", "testdata", "other", "chunked-zstd.mcap")
+	in := filepath.Join("..", "..", "mcap", "testdata", "other", "chunked-zstd.mcap")
 	if out := mustCLI(t, "replay", in, "--to", "discard", "--asfast"); !strings.Contains(out, "replayed 60 messages") {
 		t.Errorf("replay: %s", out)
 	}

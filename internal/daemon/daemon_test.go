@@ -282,7 +282,7 @@ func TestMCAPDumps(t *testing.T) {
 // and streaming. It skips when node or the npm packages are missing.
 func checkWithMCAPCore(t *testing.T, path, topic string, messages, bytes int) {
 	t.Helper()
-	dir, _ := filepath.Abs(filepath.Join("..", "..", "pack", "mcap", "testdata", "node"))
+	dir, _ := filepath.Abs(filepath.Join("..", "..", "mcap", "testdata", "node"))
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skipf("needs node for the @mcap/core reference reader: %v", err)
 	}

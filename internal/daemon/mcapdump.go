@@ -6,10 +6,10 @@ import (
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
-// mcapDump writes one dump as MCAP through pack/mcap's PackWriter, so a
+// mcapDump writes one dump as MCAP through mcap's PackWriter, so a
 // recorder with format = "mcap" produces files Foxglove and the ROS 2
 // tooling open directly. The engine manages NAME.tmp and the rename; the
 // writer writes the file in place.

@@ -7,7 +7,7 @@
 // capture-time order (replay, rules test, merge); Merge writes such a
 // stream to a pack file.
 //
-// An MCAP Source is read through pack/mcap's PackReader, the inverse of the
+// An MCAP Source is read through mcap's PackReader, the inverse of the
 // mapping MCAP dumps and exports are written with (docs/mcap.md): files of
 // other writers work too (topic = channel topic, type = schema name or
 // message encoding). Its messages come in log_time order whatever the order
@@ -16,7 +16,7 @@
 // are being read, 16 bytes per message of a chunk out of order).
 //
 // It is not for: writing dumps other than Merge's pack output, or anything
-// format-specific beyond that; use packages pack and pack/mcap for that.
+// format-specific beyond that; use packages pack and mcap for that.
 //
 // # Caveats
 //

@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // Messages reads the messages of several dumps, pack or MCAP, as one

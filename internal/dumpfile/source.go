@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // Source is one dump open for reading as pack-model messages, whatever its

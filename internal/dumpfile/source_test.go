@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // msg is a stream message, copied.
@@ -259,7 +259,7 @@ func TestStreamUnorderedMCAP(t *testing.T) {
 // message encoding, log_time as time, publish_time as producer time.
 func TestStreamOtherWriterMCAP(t *testing.T) {
 	for _, name := range []string{"unchunked", "chunked-none", "chunked-zstd", "no-statistics"} {
-		s := openSource(t, filepath.Join("..", "..", "pack", "mcap", "testdata", "other", name+".mcap"))
+		s := openSource(t, filepath.Join("..", "..", "mcap", "testdata", "other", name+".mcap"))
 		got := streamAll(t, s)
 		if len(got) != 60 {
 			t.Fatalf("%s: %d messages", name, len(got))
@@ -314,8 +314,8 @@ func TestMCAPInfoIndexed(t *testing.T) {
 	writeRichPack(t, p, 1000, "a")
 	for path, want := range map[string]bool{
 		exportToMCAP(t, p, mcap.CompressionZstd):            true,
-		"../../pack/mcap/testdata/other/chunked-zstd.mcap":  true,
-		"../../pack/mcap/testdata/other/no-statistics.mcap": false,
+		"../../mcap/testdata/other/chunked-zstd.mcap":  true,
+		"../../mcap/testdata/other/no-statistics.mcap": false,
 	} {
 		in, err := ReadInfo(path)
 		if err != nil {

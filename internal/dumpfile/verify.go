@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // Problem is one damaged region or inconsistency, where it starts.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edr-lite/edr-lite/pack/mcap"
+	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // TestVerifyMCAPSummaryMismatch: an MCAP file whose summary statistics

@@ -1,6 +1,6 @@
 // Reads MCAP files with the reference TypeScript reader (@mcap/core) and
 // prints, per file, what it found as JSON on stdout. Used by the Go test
-// TestNodeReader in pack/mcap; run `npm ci` in this directory first.
+// TestNodeReader in mcap; run `npm ci` in this directory first.
 //
 // usage: node validate.mjs FILE...
 import { createHash } from "node:crypto";

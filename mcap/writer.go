@@ -14,7 +14,7 @@ import (
 const DefaultChunkSize = 1 << 20
 
 // DefaultLibrary is written to Header.library when Options.Library is "".
-const DefaultLibrary = "edr-lite pack/mcap"
+const DefaultLibrary = "edr-lite mcap"
 
 // stageFlush is how many staged bytes (record headers, indexes) the writer
 // collects before handing them to the underlying io.Writer.
