@@ -37,7 +37,7 @@
 // merged in capture order (or producer order through a bounded reorder
 // stage), as NAME.pack.tmp -> fsync -> rename -> directory fsync, where NAME
 // is <UTC time>_<reason>_<seq>. Each dump carries its trigger records and
-// per-topic accounting (pack.DumpInfo) for its window: oversize and
+// per-topic accounting (dumpinfo.Info) for its window: oversize and
 // busy-skip drops are logged with their capture time off the fast path (see
 // droplog.go) and counted when they fall in the topic's window. Dumps never pause recording or clear
 // rings (unless BusySkipData is set). Overlapping triggers merge or not per

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -99,7 +100,7 @@ func TestDumpDropsPerWindow(t *testing.T) {
 		if got[pack.Topic("b", "")] != (counts{}) {
 			t.Errorf("%v: topic b drops %+v, want none", res.Reasons, got[pack.Topic("b", "")])
 		}
-		if l, ok := info.Labels[DropsUpperBoundLabel]; ok {
+		if l, ok := info.Labels[dumpinfo.DropsUpperBoundLabel]; ok {
 			t.Errorf("%v: counts marked as upper bounds (%q), want exact", res.Reasons, l)
 		}
 	}
@@ -138,8 +139,8 @@ func TestDumpDropsUpperBound(t *testing.T) {
 	if got := info.Topics[0].Oversize; got < 50 || got > 100 {
 		t.Fatalf("oversize %d, want an upper bound between the 50 in the window and the 100 in all", got)
 	}
-	if got := info.Labels[DropsUpperBoundLabel]; got != pack.Topic("a", "") {
-		t.Fatalf("label %s = %q, want topic a", DropsUpperBoundLabel, got)
+	if got := info.Labels[dumpinfo.DropsUpperBoundLabel]; got != pack.Topic("a", "") {
+		t.Fatalf("label %s = %q, want topic a", dumpinfo.DropsUpperBoundLabel, got)
 	}
 }
 
@@ -199,12 +200,12 @@ func TestDumpOverwrittenInWindow(t *testing.T) {
 				}
 			}
 		}
-		got, ok := info.Labels[StartLostLabel]
+		got, ok := info.Labels[dumpinfo.StartLostLabel]
 		if wantExact && ok {
-			t.Errorf("pre %v: label %s = %q, want none", pre, StartLostLabel, got)
+			t.Errorf("pre %v: label %s = %q, want none", pre, dumpinfo.StartLostLabel, got)
 		}
 		if !wantExact && got != pack.Topic("small", "") {
-			t.Errorf("pre %v: label %s = %q, want the small topic", pre, StartLostLabel, got)
+			t.Errorf("pre %v: label %s = %q, want the small topic", pre, dumpinfo.StartLostLabel, got)
 		}
 	}
 	f(300*time.Millisecond, true)   // window [700, 1300] ms: its start is held at the trigger

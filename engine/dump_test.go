@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/pack"
@@ -68,7 +69,7 @@ func feed(r *Recorder, vc *clock.Virtual, ids map[string]ingest.TopicID, from, t
 }
 
 // readDump returns the messages of a pack dump and its dump info.
-func readDump(t *testing.T, path string) ([]msgAt, pack.DumpInfo) {
+func readDump(t *testing.T, path string) ([]msgAt, dumpinfo.Info) {
 	t.Helper()
 	pr, err := pack.Open(path)
 	if err != nil {
@@ -188,7 +189,7 @@ func TestDumpWindowExact(t *testing.T) {
 	if len(info.Triggers) != 1 || info.Triggers[0].Reason != "hard brake" || info.Triggers[0].Params["speed"] != "12" || info.Triggers[0].TimeNs != t0+3000*ms {
 		t.Fatalf("trigger records %+v", info.Triggers)
 	}
-	acct := map[string]pack.TopicAccount{}
+	acct := map[string]dumpinfo.TopicAccount{}
 	for _, a := range info.Topics {
 		acct[a.Topic] = a
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -61,7 +62,7 @@ type dumpJob struct {
 	from, to int64
 	due      int64
 	trigs    []TriggerID
-	records  []pack.TriggerRecord
+	records  []dumpinfo.Trigger
 	topics   map[ingest.TopicID]*dumpTopic
 	order    []ingest.TopicID
 	writing  bool
@@ -84,13 +85,13 @@ type dumpTopic struct {
 	tried      bool
 }
 
-func triggerRecord(id TriggerID, p *TriggerParams) pack.TriggerRecord {
-	return pack.TriggerRecord{ID: uint64(id), Reason: p.Reason, Source: p.Source, Rule: p.Rule, Tag: p.Tag,
+func triggerRecord(id TriggerID, p *TriggerParams) dumpinfo.Trigger {
+	return dumpinfo.Trigger{ID: uint64(id), Reason: p.Reason, Source: p.Source, Rule: p.Rule, Tag: p.Tag,
 		Severity: p.Severity, TimeNs: p.TimeNs, PreNs: int64(p.Pre), PostNs: int64(p.Post), Params: p.Params}
 }
 
 // merge adds a trigger and its topic windows to the job (d.mu held).
-func (j *dumpJob) merge(id TriggerID, rec pack.TriggerRecord, sel []dumpTopic, from, to, due int64) {
+func (j *dumpJob) merge(id TriggerID, rec dumpinfo.Trigger, sel []dumpTopic, from, to, due int64) {
 	j.trigs = append(j.trigs, id)
 	j.records = append(j.records, rec)
 	j.from, j.to, j.due = min(j.from, from), max(j.to, to), max(j.due, due)
@@ -380,27 +381,12 @@ func syncDir(dir string) error {
 	return errors.Join(err, f.Close())
 }
 
-// DropsUpperBoundLabel is the dump info label listing (comma-separated) the
-// topics whose Oversize, SkippedBusy or LostAtSource count is an upper bound rather than
-// exact: a burst of drops the recorder no longer times one by one (more
-// than a few distinct drop times) straddles the window's edge, and all of
-// it is counted. Without the label every count is exact.
-const DropsUpperBoundLabel = "edr.drops_upper_bound"
-
-// StartLostLabel is the dump info label listing (comma-separated) the
-// topics whose window start was overwritten (ring byte cap) before the
-// recorder could find it: their Overwritten counts only the messages lost
-// while the dump read the ring, a lower bound. Without the label every
-// Overwritten is exact: every message of the window that is not in the
-// dump, whether evicted before the dump or overwritten while it was read.
-const StartLostLabel = "edr.window_start_lost"
-
 // mergeSrc is one topic's cursor in the k-way merge.
 type mergeSrc struct {
 	dt   *dumpTopic
 	c    cursor
 	h    entryHeader // the next entry, peeked (not yet copied)
-	acct pack.TopicAccount
+	acct dumpinfo.TopicAccount
 	// inWindow counts the messages written from the window (not the
 	// keep_last ones before it).
 	inWindow uint64
@@ -485,7 +471,7 @@ const (
 
 // copyWindow merges every selected topic's window in capture-time order into
 // w and returns the dump's self-description.
-func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.DumpInfo, error) {
+func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (dumpinfo.Info, error) {
 	h := make(mergeHeap, 0, len(j.order))
 	srcs := make([]*mergeSrc, 0, len(j.order))
 	for _, id := range j.order {
@@ -497,7 +483,7 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 		}
 		s.c.r = dt.t.ring
 		s.position()
-		s.acct = pack.TopicAccount{Topic: pack.Topic(dt.t.info.Name, dt.t.info.Channel), Type: dt.t.info.Type}
+		s.acct = dumpinfo.TopicAccount{Topic: pack.Topic(dt.t.info.Name, dt.t.info.Channel), Type: dt.t.info.Type}
 		srcs = append(srcs, s)
 		if s.advance() {
 			h = append(h, s)
@@ -529,7 +515,7 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 				err = w.WriteMessage(&s.dt.t.info, s.h.genNs, s.h.capNs, data)
 			}
 			if err != nil {
-				return pack.DumpInfo{}, err
+				return dumpinfo.Info{}, err
 			}
 			a := &s.acct
 			if a.Messages == 0 {
@@ -554,11 +540,11 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 		if n++; n%stopCheckMessages == 0 || sinceCheck >= stopCheckBytes {
 			sinceCheck = 0
 			if dl := r.d.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
-				return pack.DumpInfo{}, ErrStopped
+				return dumpinfo.Info{}, ErrStopped
 			}
 		}
 	}
-	info := pack.DumpInfo{Triggers: j.records, Writer: r.cfg.Dump.WriterName, StartNs: j.from, EndNs: j.to, CreatedNs: r.clk.Now()}
+	info := dumpinfo.Info{Triggers: j.records, Writer: r.cfg.Dump.WriterName, StartNs: j.from, EndNs: j.to, CreatedNs: r.clk.Now()}
 	if host, err := os.Hostname(); err == nil {
 		info.Host = host
 	}
@@ -589,10 +575,10 @@ func (r *Recorder) copyWindow(j *dumpJob, w DumpWriter, res *DumpResult) (pack.D
 	if len(upper) > 0 || len(startLost) > 0 {
 		info.Labels = map[string]string{}
 		if len(upper) > 0 {
-			info.Labels[DropsUpperBoundLabel] = strings.Join(upper, ",")
+			info.Labels[dumpinfo.DropsUpperBoundLabel] = strings.Join(upper, ",")
 		}
 		if len(startLost) > 0 {
-			info.Labels[StartLostLabel] = strings.Join(startLost, ",")
+			info.Labels[dumpinfo.StartLostLabel] = strings.Join(startLost, ",")
 		}
 	}
 	return info, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -18,7 +19,7 @@ type DumpWriter interface {
 	// its producer and capture times. data is not retained.
 	WriteMessage(topic *ingest.TopicInfo, genNs, captureNs int64, data []byte) error
 	// SetInfo records what makes the dump self-describing.
-	SetInfo(info pack.DumpInfo) error
+	SetInfo(info dumpinfo.Info) error
 	// Close completes the file and makes it durable (fsync).
 	Close() error
 	// Abort releases resources after a failure; the caller removes the file.
@@ -187,7 +188,7 @@ func (p *packWriter) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []
 	return nil
 }
 
-func (p *packWriter) SetInfo(info pack.DumpInfo) error { return p.w.SetDumpInfo(info) }
+func (p *packWriter) SetInfo(info dumpinfo.Info) error { return p.w.SetDumpInfo(info) }
 
 func (p *packWriter) Close() error {
 	err := p.flushFrame()

@@ -3,8 +3,8 @@ package engine
 import (
 	"container/heap"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/pack"
 )
 
 // DefaultReorderMaxMessages bounds the reorder stage when
@@ -97,6 +97,6 @@ func (s *reorderStage) flush() error {
 	return nil
 }
 
-func (s *reorderStage) SetInfo(info pack.DumpInfo) error { return s.w.SetInfo(info) }
+func (s *reorderStage) SetInfo(info dumpinfo.Info) error { return s.w.SetInfo(info) }
 func (s *reorderStage) Close() error                     { return s.w.Close() }
 func (s *reorderStage) Abort() error                     { return s.w.Abort() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
 )
 
@@ -67,7 +68,7 @@ type DumpResult struct {
 	Messages uint64
 	// Lost is how many messages of the window were overwritten before the
 	// dumper could read them (the sum of the topics' Overwritten; see
-	// StartLostLabel for when it is a lower bound).
+	// dumpinfo.StartLostLabel for when it is a lower bound).
 	Lost uint64
 	// StartNs and EndNs bound the dumped window (capture time).
 	StartNs, EndNs int64
@@ -92,7 +93,7 @@ func (r *Recorder) Trigger(p TriggerParams) (TriggerID, error) {
 		return 0, fmt.Errorf("engine: trigger %q: negative Pre/Post", p.Reason)
 	}
 	if p.Source == "" {
-		p.Source = "api"
+		p.Source = dumpinfo.SourceAPI
 	}
 	now := r.clk.Now()
 	if p.TimeNs == 0 {

@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
-	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/mcap"
 )
 
@@ -213,8 +213,8 @@ func packWriterSeed(compression string) []byte {
 		}
 		_ = pw.Add([]string{"speed", "cam"}[i%2], []string{"", "front"}[i%2], meta, done-1, done, []byte{byte(i), 1, 2})
 	}
-	_ = pw.SetDumpInfo(pack.DumpInfo{Triggers: []pack.TriggerRecord{{ID: 1, Reason: "seed", TimeNs: 20}},
-		Topics: []pack.TopicAccount{{Topic: "speed#", Type: "f32", Messages: 3, Overwritten: 1}}})
+	_ = pw.SetDumpInfo(dumpinfo.Info{Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "seed", TimeNs: 20}},
+		Topics: []dumpinfo.TopicAccount{{Topic: "speed#", Type: "f32", Messages: 3, Overwritten: 1}}})
 	if err := pw.Close(); err != nil {
 		panic(err)
 	}

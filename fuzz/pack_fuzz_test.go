@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -35,7 +36,7 @@ func packSeed(c pack.Compression, frames int) []byte {
 			panic(err)
 		}
 	}
-	w.SetDumpInfo(pack.DumpInfo{Writer: "seed", Triggers: []pack.TriggerRecord{{ID: 1, Reason: "seed", TimeNs: 1}}})
+	w.SetDumpInfo(dumpinfo.Info{Writer: "seed", Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "seed", TimeNs: 1}}})
 	if err := w.Close(); err != nil {
 		panic(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/dumpinfo"
 )
 
 // MetadataPackHeader is the Metadata record ExportPack writes with the
@@ -63,7 +63,7 @@ type PackReader struct {
 	c        *Cursor
 	topics   []PackTopic
 	chans    []chanMap // by channel id
-	info     pack.DumpInfo
+	info     dumpinfo.Info
 	hasInfo  bool
 	infoJSON []byte
 	writer   string
@@ -169,7 +169,7 @@ func (p *PackReader) Info() *Info { return p.c.info }
 func (p *PackReader) Topics() []PackTopic { return p.topics }
 
 // DumpInfo returns the dump information and whether the file has any.
-func (p *PackReader) DumpInfo() (pack.DumpInfo, bool) { return p.info, p.hasInfo }
+func (p *PackReader) DumpInfo() (dumpinfo.Info, bool) { return p.info, p.hasInfo }
 
 // DumpInfoJSON returns the dump information as JSON, exactly as the writer
 // stored it (nil when the file has none).
@@ -261,15 +261,15 @@ func (p *PackReader) Next() (bool, error) {
 	return true, nil
 }
 
-// ReadDumpInfo rebuilds a dump's pack.DumpInfo from its Metadata records:
+// ReadDumpInfo rebuilds a dump's dumpinfo.Info from its Metadata records:
 // MetadataDump's "json" key when there is one, otherwise the
 // MetadataTrigger and MetadataTopicStats records (what edr-lite's info
 // shows). ok is false when there are none of these.
-func ReadDumpInfo(md []Metadata) (d pack.DumpInfo, ok bool, err error) {
+func ReadDumpInfo(md []Metadata) (d dumpinfo.Info, ok bool, err error) {
 	for _, m := range md {
 		if m.Name == MetadataDump && m.KV["json"] != "" {
 			if err := json.Unmarshal([]byte(m.KV["json"]), &d); err != nil {
-				return pack.DumpInfo{}, false, fmt.Errorf("mcap: metadata %s: json: %w", MetadataDump, err)
+				return dumpinfo.Info{}, false, fmt.Errorf("mcap: metadata %s: json: %w", MetadataDump, err)
 			}
 			return d, true, nil
 		}
@@ -280,7 +280,7 @@ func ReadDumpInfo(md []Metadata) (d pack.DumpInfo, ok bool, err error) {
 		kv := m.KV
 		switch m.Name {
 		case MetadataTrigger:
-			t := pack.TriggerRecord{ID: u64(kv["id"]), Reason: kv["reason"], Source: kv["source"], Rule: kv["rule"], Tag: kv["tag"],
+			t := dumpinfo.Trigger{ID: u64(kv["id"]), Reason: kv["reason"], Source: kv["source"], Rule: kv["rule"], Tag: kv["tag"],
 				Severity: int(i64(kv["severity"])), TimeNs: i64(kv["time_ns"]), PreNs: i64(kv["pre_ns"]), PostNs: i64(kv["post_ns"])}
 			for k, v := range kv {
 				if p, ok := strings.CutPrefix(k, "param."); ok {
@@ -292,7 +292,7 @@ func ReadDumpInfo(md []Metadata) (d pack.DumpInfo, ok bool, err error) {
 			}
 			d.Triggers, ok = append(d.Triggers, t), true
 		case MetadataTopicStats:
-			d.Topics = append(d.Topics, pack.TopicAccount{Topic: kv["topic"], Type: kv["type"], Messages: u64(kv["messages"]),
+			d.Topics = append(d.Topics, dumpinfo.TopicAccount{Topic: kv["topic"], Type: kv["type"], Messages: u64(kv["messages"]),
 				Bytes: u64(kv["bytes"]), Overwritten: u64(kv["overwritten"]), Oversize: u64(kv["oversize"]),
 				SkippedBusy: u64(kv["skipped_busy"]), LostAtSource: u64(kv["lost_at_source"]),
 				FirstNs: i64(kv["first_ns"]), LastNs: i64(kv["last_ns"])})

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -103,7 +104,7 @@ func TestPackReaderExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	rawInfo, _ := pr.Metadata(pack.DumpInfoName)
+	rawInfo, _ := pr.Metadata(dumpinfo.MetadataName)
 	for _, comp := range compressions {
 		t.Run(fmt.Sprintf("compression=%q", comp), func(t *testing.T) {
 			out := filepath.Join(dir, "out"+comp+".mcap")

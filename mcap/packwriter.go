@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -22,7 +23,7 @@ const (
 	MetadataTopicStats = "edr.topic_stats"
 	// MetadataDump: the dump's window and origin (writer, host, start_ns,
 	// end_ns, created_ns, label.<key>) and, under "json", the whole
-	// pack.DumpInfo as pack stores it, so a round trip loses nothing.
+	// dumpinfo.Info as pack stores it, so a round trip loses nothing.
 	MetadataDump = "edr.dump_info"
 	// MetaChannelSuffix is appended to a topic for the channel that carries
 	// the meta bytes of messages that have both meta and a data block.
@@ -63,7 +64,7 @@ type PackWriter struct {
 	fw     *FileWriter // nil when writing to an io.Writer
 	topics map[topicKey]*topicState
 	types  map[topicKey]Topic
-	info   *pack.DumpInfo
+	info   *dumpinfo.Info
 	msg    Message
 	closed bool
 }
@@ -191,7 +192,7 @@ func (p *PackWriter) Offset() int64 { return p.w.Written() }
 // SetDumpInfo records the dump's triggers and per-topic accounting; Close
 // writes them as Metadata records (MetadataTrigger, MetadataTopicStats,
 // MetadataDump). A later call replaces an earlier one.
-func (p *PackWriter) SetDumpInfo(d pack.DumpInfo) error {
+func (p *PackWriter) SetDumpInfo(d dumpinfo.Info) error {
 	p.info = &d
 	return nil
 }
@@ -229,7 +230,7 @@ func (p *PackWriter) Abort() error {
 
 // WriteDumpInfo writes d as Metadata records: one MetadataTrigger per
 // trigger, one MetadataTopicStats per topic and one MetadataDump.
-func WriteDumpInfo(w *Writer, d pack.DumpInfo) error {
+func WriteDumpInfo(w *Writer, d dumpinfo.Info) error {
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, t := range d.Triggers {
@@ -335,7 +336,7 @@ func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, e
 		}
 	}
 	for _, name := range r.MetadataNames() {
-		if name == pack.DumpInfoName {
+		if name == dumpinfo.MetadataName {
 			continue
 		}
 		b, _ := r.Metadata(name)
@@ -353,7 +354,7 @@ func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, e
 
 // finish writes the dump information (when there is one) and closes the
 // file, recording the bytes written in st.
-func (p *PackWriter) finish(st *ExportStats, d pack.DumpInfo, hasInfo bool) error {
+func (p *PackWriter) finish(st *ExportStats, d dumpinfo.Info, hasInfo bool) error {
 	if hasInfo {
 		_ = p.SetDumpInfo(d)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -46,10 +47,10 @@ func packMessages(n int) []packMsg {
 	return out
 }
 
-var testDumpInfo = pack.DumpInfo{
-	Triggers: []pack.TriggerRecord{{ID: 7, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", Severity: 2,
+var testDumpInfo = dumpinfo.Info{
+	Triggers: []dumpinfo.Trigger{{ID: 7, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", Severity: 2,
 		TimeNs: 1_700_000_000_500_000_000, PreNs: 15e9, PostNs: 5e9, Params: map[string]string{"decel": "9.1"}}},
-	Topics: []pack.TopicAccount{
+	Topics: []dumpinfo.TopicAccount{
 		{Topic: "vehicle/speed#", Type: "edr.demo.Speed", Messages: 50, Bytes: 400, Overwritten: 3},
 		{Topic: "camera#front", Type: "edr.demo.Image", Messages: 25, Bytes: 30000, Oversize: 1},
 	},
@@ -183,7 +184,7 @@ func checkExportInfo(t *testing.T, info *Info) {
 	if len(ts) != 2 || ts[0]["topic"] != "vehicle/speed" || ts[0]["overwritten"] != "3" || ts[1]["oversize"] != "1" {
 		t.Errorf("topic stats metadata %v", ts)
 	}
-	var back pack.DumpInfo
+	var back dumpinfo.Info
 	if d := md[MetadataDump]; len(d) != 1 || json.Unmarshal([]byte(d[0]["json"]), &back) != nil ||
 		back.Triggers[0].Params["decel"] != "9.1" || back.Labels["vin"] != "X1" || d[0]["label.vin"] != "X1" {
 		t.Errorf("dump info metadata %v", d)
@@ -233,7 +234,7 @@ type dumpWriter interface {
 	Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error
 	WriteFrame(f *pack.Frame) error
 	AddMetadata(name string, data []byte) error
-	SetDumpInfo(d pack.DumpInfo) error
+	SetDumpInfo(d dumpinfo.Info) error
 	Flush() error
 	Offset() int64
 	Close() error

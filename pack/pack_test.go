@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
 )
 
 // sampleFrames returns n frames of sensor-like data: a few topics, some with
@@ -140,7 +142,7 @@ func TestStreamAndMmapIdentical(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if err := x.SetDumpInfo(DumpInfo{Writer: "t"}); err != nil {
+				if err := x.SetDumpInfo(dumpinfo.Info{Writer: "t"}); err != nil {
 					t.Fatal(err)
 				}
 				if err := x.Close(); err != nil {
@@ -284,13 +286,13 @@ func TestSummaryAndDumpInfo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	info := DumpInfo{
-		Triggers: []TriggerRecord{{ID: 9, Reason: "hard-brake", Source: "lua", Rule: "hard-brake",
+	info := dumpinfo.Info{
+		Triggers: []dumpinfo.Trigger{{ID: 9, Reason: "hard-brake", Source: "lua", Rule: "hard-brake",
 			Severity: 2, TimeNs: frames[10].Time(), PreNs: 15e9, PostNs: 5e9, Params: map[string]string{"decel": "9.1"}}},
-		Topics: []TopicAccount{{Topic: "vehicle/speed#can0", Type: "Speed", Messages: 30, Bytes: 300, Overwritten: 2}},
+		Topics: []dumpinfo.TopicAccount{{Topic: "vehicle/speed#can0", Type: "Speed", Messages: 30, Bytes: 300, Overwritten: 2}},
 		Writer: "edr-lite test",
 	}
-	if err := w.SetDumpInfo(DumpInfo{Writer: "replaced"}); err != nil {
+	if err := w.SetDumpInfo(dumpinfo.Info{Writer: "replaced"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.SetDumpInfo(info); err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
 )
 
 // smallFile returns a closed file of n frames with dump info, and the frame
@@ -25,7 +27,7 @@ func smallFile(t testing.TB, n int, c Compression) ([]byte, []int64) {
 		}
 	}
 	offs = append(offs, w.Offset())
-	w.SetDumpInfo(DumpInfo{Writer: "t", Triggers: []TriggerRecord{{ID: 1, Reason: "r"}}})
+	w.SetDumpInfo(dumpinfo.Info{Writer: "t", Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "r"}}})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
-	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // TestReplayAllocs proves the per-message path allocates nothing: Run over

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -19,7 +20,7 @@ type rec struct {
 }
 
 // writeDump writes msgs (in order) into a new pack file under t.TempDir().
-func writeDump(t testing.TB, name string, msgs []rec, info *pack.DumpInfo) string {
+func writeDump(t testing.TB, name string, msgs []rec, info *dumpinfo.Info) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	w, err := pack.Create(p, pack.WriterOptions{Writer: "replay test", CreatedNs: 1, TargetFrameSize: 4096})

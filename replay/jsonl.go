@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -87,9 +88,9 @@ func ExportJSONL(src *dumpfile.Source, w io.Writer) (*JSONLReport, error) {
 	if r := src.Pack(); r != nil {
 		hdr := r.Header()
 		h.Writer, h.CreatedNs = hdr.Writer, hdr.CreatedNs
-		rawInfo, _ = r.Metadata(pack.DumpInfoName)
+		rawInfo, _ = r.Metadata(dumpinfo.MetadataName)
 		for _, n := range r.MetadataNames() {
-			if n != pack.DumpInfoName {
+			if n != dumpinfo.MetadataName {
 				b, _ := r.Metadata(n)
 				names, sections = append(names, n), append(sections, b)
 			}
@@ -102,7 +103,7 @@ func ExportJSONL(src *dumpfile.Source, w io.Writer) (*JSONLReport, error) {
 	}
 	if rawInfo != nil {
 		if !json.Valid(rawInfo) {
-			return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", src.Path, ErrJSONL, pack.DumpInfoName)
+			return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", src.Path, ErrJSONL, dumpinfo.MetadataName)
 		}
 		h.DumpInfo = json.RawMessage(rawInfo)
 	}
@@ -250,11 +251,11 @@ func ImportJSONL(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error))
 		topics[t.Topic] = t
 	}
 	if len(h.DumpInfo) > 0 && string(h.DumpInfo) != "null" {
-		var d pack.DumpInfo
+		var d dumpinfo.Info
 		if err := json.Unmarshal(h.DumpInfo, &d); err != nil {
 			return nil, bad("header: dump_info: %v", err)
 		}
-		if err := w.AddMetadata(pack.DumpInfoName, h.DumpInfo); err != nil {
+		if err := w.AddMetadata(dumpinfo.MetadataName, h.DumpInfo); err != nil {
 			return nil, err
 		}
 	}
@@ -264,7 +265,7 @@ func ImportJSONL(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error))
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if n == pack.DumpInfoName {
+		if n == dumpinfo.MetadataName {
 			return nil, bad("header: metadata %q belongs in dump_info", n)
 		}
 		if err := w.AddMetadata(n, h.Metadata[n]); err != nil {

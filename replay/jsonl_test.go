@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -44,8 +45,8 @@ func richDump(t *testing.T, comp pack.Compression) string {
 			t.Fatal(err)
 		}
 	}
-	w.SetDumpInfo(pack.DumpInfo{Triggers: []pack.TriggerRecord{{ID: 3, Reason: "hard-brake", Rule: "hard_brake", Source: "lua", TimeNs: t0 + 5e6, PreNs: 1, PostNs: 2, Params: map[string]string{"decel": "6"}}},
-		Topics: []pack.TopicAccount{{Topic: "vehicle/speed", Type: "f32", Messages: 50}, {Topic: "camera/front", Type: "gray8", Messages: 50}},
+	w.SetDumpInfo(dumpinfo.Info{Triggers: []dumpinfo.Trigger{{ID: 3, Reason: "hard-brake", Rule: "hard_brake", Source: "lua", TimeNs: t0 + 5e6, PreNs: 1, PostNs: 2, Params: map[string]string{"decel": "6"}}},
+		Topics: []dumpinfo.TopicAccount{{Topic: "vehicle/speed", Type: "f32", Messages: 50}, {Topic: "camera/front", Type: "gray8", Messages: 50}},
 		Labels: map[string]string{"vin": "X"}})
 	w.AddMetadata("calibration", []byte{0, 1, 2, 255})
 	if err := w.Close(); err != nil {

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
@@ -47,10 +48,10 @@ func richPackDump(t *testing.T, name string, offset int64) string {
 			msgs = append(msgs, rec{name: "imu", ch: "0", gen: ts + 3, done: ts + 2e6, meta: meta, data: data})
 		}
 	}
-	info := &pack.DumpInfo{
-		Triggers: []pack.TriggerRecord{{ID: 1, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", TimeNs: mcapT0 + offset + 1e9,
+	info := &dumpinfo.Info{
+		Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", TimeNs: mcapT0 + offset + 1e9,
 			PreNs: 1e9, PostNs: 1e9, Params: map[string]string{"decel": "8"}}},
-		Topics: []pack.TopicAccount{
+		Topics: []dumpinfo.TopicAccount{
 			{Topic: "vehicle/speed#", Type: "edr.Speed", Messages: 400, Overwritten: 2, FirstNs: mcapT0 + offset},
 			{Topic: "camera#front", Type: "gray8", Messages: 100, Oversize: 1},
 			{Topic: "camera#rear", Type: "gray8", Messages: 100, LostAtSource: 5},

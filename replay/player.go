@@ -13,8 +13,8 @@ import (
 
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
-	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // Options configure a Player. The zero value replays every topic of the

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/scripts"
 )
 
@@ -186,7 +186,7 @@ func RunRules(dumps []string, specs []string, opts RulesOptions) (*RulesResult, 
 	return res, nil
 }
 
-func recordedTrigger(t *pack.TriggerRecord, path string) Trigger {
+func recordedTrigger(t *dumpinfo.Trigger, path string) Trigger {
 	src := t.Source
 	if src == "" {
 		src = "?"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/scripts"
 )
 
@@ -20,7 +20,7 @@ const t0 = int64(1_764_670_000_000_000_000)
 // trigger the live hard_brake rule recorded (at the first braking sample)
 // and one trigger from another source.
 func brakeDump(t *testing.T, recordedAt int64) string {
-	info := &pack.DumpInfo{Triggers: []pack.TriggerRecord{
+	info := &dumpinfo.Info{Triggers: []dumpinfo.Trigger{
 		{ID: 7, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", TimeNs: recordedAt, PreNs: 15e9, PostNs: 5e9},
 		{ID: 8, Reason: "manual", Source: "api", TimeNs: t0 + 1e9},
 	}}

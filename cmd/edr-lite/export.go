@@ -7,8 +7,8 @@ import (
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/units"
-	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/replay"
 )
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -37,9 +38,9 @@ func writeProducerDump(t *testing.T, dir, name string) string {
 			add("imu", "0", nil, ts+7, ts+1, []byte{byte(i), byte(i >> 8)})
 		}
 	}
-	err = w.SetDumpInfo(pack.DumpInfo{
-		Triggers: []pack.TriggerRecord{{ID: 1, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", TimeNs: t0 + 500e6, PreNs: 5e8, PostNs: 5e8}},
-		Topics: []pack.TopicAccount{
+	err = w.SetDumpInfo(dumpinfo.Info{
+		Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", TimeNs: t0 + 500e6, PreNs: 5e8, PostNs: 5e8}},
+		Topics: []dumpinfo.TopicAccount{
 			{Topic: "vehicle/speed#", Type: "f32", Messages: 100, Bytes: 400, Overwritten: 3},
 			{Topic: "camera#front", Type: "gray8", Messages: 20, LostAtSource: 4},
 			{Topic: "imu#0", Type: "edr.Imu", Messages: 50, Oversize: 1},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -35,9 +36,9 @@ func writeTestDump(t *testing.T, dir, name string) string {
 			}
 		}
 	}
-	err = w.SetDumpInfo(pack.DumpInfo{
-		Triggers: []pack.TriggerRecord{{ID: 1, Reason: "hard-brake", Source: "rule", Rule: "hard_brake", TimeNs: t0 + 500e6, PreNs: 5e8, PostNs: 5e8}},
-		Topics: []pack.TopicAccount{
+	err = w.SetDumpInfo(dumpinfo.Info{
+		Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "hard-brake", Source: "rule", Rule: "hard_brake", TimeNs: t0 + 500e6, PreNs: 5e8, PostNs: 5e8}},
+		Topics: []dumpinfo.TopicAccount{
 			{Topic: "vehicle/speed", Type: "f32", Messages: 100, Bytes: 400, Overwritten: 3, FirstNs: t0, LastNs: t0 + 990e6},
 			{Topic: "camera/front", Messages: 10, Bytes: 10000, FirstNs: t0, LastNs: t0 + 900e6},
 		},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -30,7 +31,7 @@ func writeBrakeDump(t *testing.T, dir string) string {
 			t.Fatal(err)
 		}
 	}
-	w.SetDumpInfo(pack.DumpInfo{Triggers: []pack.TriggerRecord{
+	w.SetDumpInfo(dumpinfo.Info{Triggers: []dumpinfo.Trigger{
 		{ID: 1, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", TimeNs: t0 + 2e9, PreNs: 15e9, PostNs: 5e9}}})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

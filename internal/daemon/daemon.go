@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/capture"
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/internal/config"
@@ -352,7 +353,7 @@ func (d *Daemon) HTTPAddr() string {
 // ruleTriggered hands a rule's trigger to the recorder (on the rule's
 // goroutine; Trigger returns at once).
 func (d *Daemon) ruleTriggered(t scripts.Trigger) {
-	id, err := d.rec.Trigger(engine.TriggerParams{Reason: t.Reason, Source: "lua", Rule: t.Rule, TimeNs: t.TimeNs,
+	id, err := d.rec.Trigger(engine.TriggerParams{Reason: t.Reason, Source: dumpinfo.SourceLua, Rule: t.Rule, TimeNs: t.TimeNs,
 		Pre: t.Pre, Post: t.Post, Topics: t.Topics, Tag: t.Tag, Severity: t.Severity, Params: t.Params})
 	if err != nil {
 		d.log.Warn("rule trigger not accepted", "rule", t.Rule, "reason", t.Reason, "err", err)
@@ -500,7 +501,7 @@ func (d *Daemon) release() {
 func (d *Daemon) handle(ctx context.Context, req *control.Request) *control.Response {
 	switch req.Op {
 	case "trigger":
-		p := engine.TriggerParams{Reason: req.Reason, Source: "command", Topics: req.Topics, Tag: req.Tag}
+		p := engine.TriggerParams{Reason: req.Reason, Source: dumpinfo.SourceCommand, Topics: req.Topics, Tag: req.Tag}
 		if p.Reason == "" {
 			p.Reason = "manual"
 		}

@@ -3,9 +3,9 @@ package daemon
 import (
 	"fmt"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/mcap"
 )
 
@@ -43,6 +43,6 @@ func (m *mcapDump) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, dat
 	return m.w.Add(t.Name, t.Channel, nil, genNs, captureNs, data)
 }
 
-func (m *mcapDump) SetInfo(info pack.DumpInfo) error { return m.w.SetDumpInfo(info) }
+func (m *mcapDump) SetInfo(info dumpinfo.Info) error { return m.w.SetDumpInfo(info) }
 func (m *mcapDump) Close() error                     { return m.w.Close() }
 func (m *mcapDump) Abort() error                     { return m.w.Abort() }

@@ -9,8 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // Format names.
@@ -38,38 +39,25 @@ type Topic struct {
 	LostAtSource uint64 `json:"lost_at_source"`
 }
 
-// Trigger is one trigger recorded in a dump.
-type Trigger struct {
-	Reason   string            `json:"reason"`
-	TimeNs   int64             `json:"time_ns"`
-	Source   string            `json:"source"`
-	Rule     string            `json:"rule,omitempty"`
-	Tag      string            `json:"tag,omitempty"`
-	Severity int               `json:"severity,omitempty"`
-	PreNs    int64             `json:"pre_ns"`
-	PostNs   int64             `json:"post_ns"`
-	Params   map[string]string `json:"params,omitempty"`
-}
-
 // Info summarises one dump.
 type Info struct {
-	Path        string    `json:"path"`
-	Format      string    `json:"format"`
-	Size        int64     `json:"size"`
-	Messages    uint64    `json:"messages"`
-	Bytes       uint64    `json:"bytes"`
-	StartNs     int64     `json:"start_ns"`
-	EndNs       int64     `json:"end_ns"`
-	Indexed     bool      `json:"indexed"`
-	Frames      int       `json:"frames,omitempty"`
-	Chunks      int       `json:"chunks,omitempty"`
-	Compression []string  `json:"compression,omitempty"`  // codecs in use ("none", "lz4", "zstd")
-	StoredBytes int64     `json:"stored_bytes,omitempty"` // pack: frame data as stored
-	RawBytes    int64     `json:"raw_bytes,omitempty"`    // pack: the same, uncompressed
-	Writer      string    `json:"writer,omitempty"`
-	Topics      []Topic   `json:"topics"`
-	Triggers    []Trigger `json:"triggers"`
-	Metadata    []string  `json:"metadata,omitempty"`
+	Path        string             `json:"path"`
+	Format      string             `json:"format"`
+	Size        int64              `json:"size"`
+	Messages    uint64             `json:"messages"`
+	Bytes       uint64             `json:"bytes"`
+	StartNs     int64              `json:"start_ns"`
+	EndNs       int64              `json:"end_ns"`
+	Indexed     bool               `json:"indexed"`
+	Frames      int                `json:"frames,omitempty"`
+	Chunks      int                `json:"chunks,omitempty"`
+	Compression []string           `json:"compression,omitempty"`  // codecs in use ("none", "lz4", "zstd")
+	StoredBytes int64              `json:"stored_bytes,omitempty"` // pack: frame data as stored
+	RawBytes    int64              `json:"raw_bytes,omitempty"`    // pack: the same, uncompressed
+	Writer      string             `json:"writer,omitempty"`
+	Topics      []Topic            `json:"topics"`
+	Triggers    []dumpinfo.Trigger `json:"triggers"`
+	Metadata    []string           `json:"metadata,omitempty"`
 }
 
 // Msg is one message of a walk.
@@ -140,7 +128,7 @@ func packInfo(path string) (*Info, error) {
 	s := r.Summary()
 	in := &Info{Path: path, Format: FormatPack, Size: s.Size, Messages: s.Messages, StartNs: s.FirstNs,
 		EndNs: s.LastNs, Indexed: s.Indexed, Frames: s.Frames, Writer: s.Header.Writer, Metadata: s.Metadata,
-		Topics: []Topic{}, Triggers: []Trigger{}}
+		Topics: []Topic{}, Triggers: []dumpinfo.Trigger{}}
 	cs := r.Codecs()
 	for c, n := range cs.Frames {
 		if n > 0 {
@@ -163,7 +151,7 @@ func packInfo(path string) (*Info, error) {
 // addDumpInfo merges a dump's information into in: its window and writer,
 // per-topic types and losses (a topic with nothing in the window still gets
 // its accounting), and its triggers.
-func (in *Info) addDumpInfo(d pack.DumpInfo) {
+func (in *Info) addDumpInfo(d dumpinfo.Info) {
 	if d.StartNs != 0 {
 		in.StartNs, in.EndNs = d.StartNs, d.EndNs
 	}
@@ -191,10 +179,7 @@ func (in *Info) addDumpInfo(d pack.DumpInfo) {
 			t.FirstNs, t.LastNs = a.FirstNs, a.LastNs
 		}
 	}
-	for _, tr := range d.Triggers {
-		in.Triggers = append(in.Triggers, Trigger{Reason: tr.Reason, TimeNs: tr.TimeNs, Source: tr.Source, Rule: tr.Rule,
-			Tag: tr.Tag, Severity: tr.Severity, PreNs: tr.PreNs, PostNs: tr.PostNs, Params: tr.Params})
-	}
+	in.Triggers = append(in.Triggers, d.Triggers...)
 }
 
 func mcapInfo(path string) (*Info, error) {
@@ -221,7 +206,7 @@ func mcapInfo(path string) (*Info, error) {
 	}
 	in := &Info{Path: path, Format: FormatMCAP, Size: st.Size(), Messages: mi.Messages, StartNs: int64(mi.StartTime),
 		EndNs: int64(mi.EndTime), Indexed: !sum.Scanned, Chunks: mi.Chunks, Writer: mi.Library,
-		Topics: []Topic{}, Triggers: []Trigger{}}
+		Topics: []Topic{}, Triggers: []dumpinfo.Trigger{}}
 	for name := range mi.Compression {
 		if name == "" {
 			name = "none"

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -20,8 +21,8 @@ func writeTimesPack(t *testing.T, path string, topic string, times []int64) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.SetDumpInfo(pack.DumpInfo{Topics: []pack.TopicAccount{{Topic: topic, Messages: uint64(len(times)), Overwritten: 2}},
-		Triggers: []pack.TriggerRecord{{Reason: topic + "-trigger", TimeNs: times[0]}}}); err != nil {
+	if err := w.SetDumpInfo(dumpinfo.Info{Topics: []dumpinfo.TopicAccount{{Topic: topic, Messages: uint64(len(times)), Overwritten: 2}},
+		Triggers: []dumpinfo.Trigger{{Reason: topic + "-trigger", TimeNs: times[0]}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -34,8 +35,8 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 			s.Close()
 		}
 	}()
-	var info pack.DumpInfo
-	accounts := map[string]*pack.TopicAccount{}
+	var info dumpinfo.Info
+	accounts := map[string]*dumpinfo.TopicAccount{}
 	var order []string
 	for _, p := range ins {
 		r, err := Open(p)

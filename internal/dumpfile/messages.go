@@ -4,8 +4,8 @@ import (
 	"container/heap"
 	"io"
 
-	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // Messages reads the messages of several dumps, pack or MCAP, as one

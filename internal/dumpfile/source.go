@@ -4,8 +4,9 @@ import (
 	"errors"
 	"io"
 
-	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // Source is one dump open for reading as pack-model messages, whatever its
@@ -25,7 +26,7 @@ type Source struct {
 	mr     *mcap.Reader
 	mp     *mcap.PackReader
 	owned  bool
-	info   pack.DumpInfo
+	info   dumpinfo.Info
 	hasDI  bool
 	topics []SourceTopic
 }
@@ -146,7 +147,7 @@ func fromMCAP(path string, r *mcap.Reader) (*Source, error) {
 // accountTypes maps the topics of a dump's accounting to their types.
 type accountTypes map[string]string
 
-func typesOf(d pack.DumpInfo) accountTypes {
+func typesOf(d dumpinfo.Info) accountTypes {
 	types := accountTypes{}
 	for _, a := range d.Topics {
 		if a.Type != "" {
@@ -185,7 +186,7 @@ func (s *Source) MCAP() *mcap.PackReader { return s.mp }
 
 // DumpInfo returns the dump information (triggers, per-topic accounting)
 // and whether the dump has any.
-func (s *Source) DumpInfo() (pack.DumpInfo, bool) { return s.info, s.hasDI }
+func (s *Source) DumpInfo() (dumpinfo.Info, bool) { return s.info, s.hasDI }
 
 // Topics returns the dump's topics: pack in index order, MCAP in channel
 // order.

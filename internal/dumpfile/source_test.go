@@ -12,8 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // msg is a stream message, copied.
@@ -91,8 +92,8 @@ func writeRichPack(t *testing.T, path string, t0 int64, trigger string) {
 			t.Fatal(err)
 		}
 	}
-	err = w.SetDumpInfo(pack.DumpInfo{Triggers: []pack.TriggerRecord{{ID: 1, Reason: trigger, TimeNs: t0 + 100}},
-		Topics: []pack.TopicAccount{{Topic: "speed#", Type: "f32", Messages: 40, Overwritten: 2, LostAtSource: 1},
+	err = w.SetDumpInfo(dumpinfo.Info{Triggers: []dumpinfo.Trigger{{ID: 1, Reason: trigger, TimeNs: t0 + 100}},
+		Topics: []dumpinfo.TopicAccount{{Topic: "speed#", Type: "f32", Messages: 40, Overwritten: 2, LostAtSource: 1},
 			{Topic: "cam#front", Type: "img", Messages: 20, Oversize: 3}}, StartNs: t0, EndNs: t0 + 300})
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +314,7 @@ func TestMCAPInfoIndexed(t *testing.T) {
 	p := filepath.Join(dir, "a.pack")
 	writeRichPack(t, p, 1000, "a")
 	for path, want := range map[string]bool{
-		exportToMCAP(t, p, mcap.CompressionZstd):            true,
+		exportToMCAP(t, p, mcap.CompressionZstd):       true,
 		"../../mcap/testdata/other/chunked-zstd.mcap":  true,
 		"../../mcap/testdata/other/no-statistics.mcap": false,
 	} {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // Problem is one damaged region or inconsistency, where it starts.
