@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 
@@ -20,9 +21,9 @@ const dumpBytes = 64 << 20
 // newDumpRecorder makes a started recorder on the system clock with a "big"
 // topic holding dumpBytes of 64 KiB messages and a "hot" topic for latency
 // probes.
-func newDumpRecorder(tb testing.TB, nw ...engine.NewDumpWriter) (*engine.Recorder, ingest.TopicID, ingest.TopicID) {
+func newDumpRecorder(tb testing.TB, nw ...dump.NewWriterFunc) (*engine.Recorder, *dump.Dumper, ingest.TopicID, ingest.TopicID) {
 	tb.Helper()
-	var w engine.NewDumpWriter
+	var w dump.NewWriterFunc
 	if len(nw) > 0 {
 		w = nw[0]
 	}
@@ -31,13 +32,17 @@ func newDumpRecorder(tb testing.TB, nw ...engine.NewDumpWriter) (*engine.Recorde
 		TopicBytes: dumpBytes,
 		Pre:        time.Hour, Post: time.Millisecond, Guard: -1,
 		Topics: []engine.TopicOverride{{Match: "hot", MaxBytes: 4 << 20}},
-		Dump:   engine.DumpConfig{Dir: tb.TempDir(), MaxFiles: 1, Policy: engine.PolicySeparate, NewWriter: w},
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { r.Close() })
-	if err := r.Start(); err != nil {
+	d, err := dump.New(r, dump.Config{Dir: tb.TempDir(), MaxFiles: 1, Policy: dump.PolicySeparate, NewWriter: w})
+	if err != nil {
+		r.Close()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { d.Stop(); r.Close() })
+	if err := d.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	big, _ := r.Discover(ingest.TopicInfo{Name: "big"})
@@ -46,11 +51,11 @@ func newDumpRecorder(tb testing.TB, nw ...engine.NewDumpWriter) (*engine.Recorde
 	for range dumpBytes/len(p) - 32 { // fill the ring (minus headers and slack)
 		r.Ingest(big, 0, p)
 	}
-	return r, big, hot
+	return r, d, big, hot
 }
 
-func dumpOnce(tb testing.TB, r *engine.Recorder, topics ...string) engine.DumpResult {
-	id, err := r.Trigger(engine.TriggerParams{Reason: "bench", Topics: topics})
+func dumpOnce(tb testing.TB, r *dump.Dumper, topics ...string) dump.Result {
+	id, err := r.Trigger(dump.TriggerParams{Reason: "bench", Topics: topics})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -68,15 +73,15 @@ func dumpOnce(tb testing.TB, r *engine.Recorder, topics ...string) engine.DumpRe
 func BenchmarkDumpWrite(b *testing.B) {
 	for _, w := range []struct {
 		name string
-		nw   engine.NewDumpWriter
-	}{{"mmap", engine.NewPackMmapWriter}, {"stream", engine.NewPackStreamWriter}, {"write", engine.NewPackWriteWriter}} {
+		nw   dump.NewWriterFunc
+	}{{"mmap", dump.NewPackMmapWriter}, {"stream", dump.NewPackStreamWriter}, {"write", dump.NewPackWriteWriter}} {
 		b.Run("writer="+w.name, func(b *testing.B) {
-			r, _, _ := newDumpRecorder(b, w.nw)
-			res := dumpOnce(b, r, "big")
+			_, d, _, _ := newDumpRecorder(b, w.nw)
+			res := dumpOnce(b, d, "big")
 			b.SetBytes(res.Bytes)
 			b.ReportAllocs()
 			for b.Loop() {
-				dumpOnce(b, r, "big")
+				dumpOnce(b, d, "big")
 			}
 		})
 	}
@@ -85,8 +90,9 @@ func BenchmarkDumpWrite(b *testing.B) {
 // BenchmarkRawWrite is the same run's durable-write baseline for the same
 // number of bytes: fallocate + write in 1 MiB chunks + fsync.
 func BenchmarkRawWrite(b *testing.B) {
-	r, _, _ := newDumpRecorder(b)
-	size := dumpOnce(b, r, "big").Bytes
+	r, d, _, _ := newDumpRecorder(b)
+	size := dumpOnce(b, d, "big").Bytes
+	d.Stop()
 	r.Close()
 	dir := b.TempDir()
 	chunk := makePayload(1 << 20)
@@ -120,34 +126,34 @@ func BenchmarkRawWrite(b *testing.B) {
 // With LATENCY_WRITER=stream|mmap the dump uses that writer instead of the
 // default (to compare what each costs the ingest path).
 func BenchmarkIngestLatency(b *testing.B) {
-	nw := map[string]engine.NewDumpWriter{"stream": engine.NewPackStreamWriter, "mmap": engine.NewPackMmapWriter}[os.Getenv("LATENCY_WRITER")]
+	nw := map[string]dump.NewWriterFunc{"stream": dump.NewPackStreamWriter, "mmap": dump.NewPackMmapWriter}[os.Getenv("LATENCY_WRITER")]
 	for _, dumping := range []bool{false, true} {
 		name := "dump=idle"
 		if dumping {
 			name = "dump=writing"
 		}
 		b.Run(name, func(b *testing.B) {
-			r, _, hot := newDumpRecorder(b, nw)
+			r, d, _, hot := newDumpRecorder(b, nw)
 			p := makePayload(256)
 			lat := make([]int64, 0, 1<<20)
 			b.ReportAllocs()
 			for b.Loop() {
-				var id engine.TriggerID
+				var id dump.TriggerID
 				if dumping {
 					var err error
-					if id, err = r.Trigger(engine.TriggerParams{Reason: "lat", Topics: []string{"big"}}); err != nil {
+					if id, err = d.Trigger(dump.TriggerParams{Reason: "lat", Topics: []string{"big"}}); err != nil {
 						b.Fatal(err)
 					}
-					for !r.IsDumping() {
+					for !d.IsDumping() {
 					}
 				}
-				for i := 0; i < 1<<16 && (!dumping || r.IsDumping()); i++ {
+				for i := 0; i < 1<<16 && (!dumping || d.IsDumping()); i++ {
 					t0 := time.Now()
 					r.Ingest(hot, 0, p)
 					lat = append(lat, int64(time.Since(t0)))
 				}
 				if dumping {
-					r.Wait(context.Background(), id)
+					d.Wait(context.Background(), id)
 				}
 			}
 			slices.Sort(lat)

@@ -41,11 +41,11 @@ func TestIngestAllocs(t *testing.T) {
 	}
 	// ... and skipped while a dump is written (BusySkipData).
 	r.busySkip = true
-	r.d.writing.Store(true)
+	r.SetBusy(true)
 	if n := testing.AllocsPerRun(1000, func() { ns++; r.IngestAt(id, ns, 1, p) }); n != 0 {
 		t.Errorf("IngestAt (busy skip): %v allocs/op, want 0", n)
 	}
-	r.d.writing.Store(false)
+	r.SetBusy(false)
 	r.busySkip = false
 	if r.Topics()[id].Counters.SkippedBusy == 0 {
 		t.Fatal("no busy skip counted")

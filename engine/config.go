@@ -63,9 +63,6 @@ type Config struct {
 	// DestroyOnOffline returns an offline topic's ring to the arena once
 	// no Reader or pending dump needs it.
 	DestroyOnOffline bool
-
-	// Dump configures dump files. Dumps are disabled when Dump.Dir is "".
-	Dump DumpConfig
 }
 
 // TopicOverride overrides defaults for the topics its Match glob selects.
@@ -146,7 +143,7 @@ func (c *Config) validate() error {
 			return configErr(f("OnlyFront"), "OnlyFront and OnlyBack exclude each other")
 		}
 	}
-	return c.Dump.validate(c)
+	return nil
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
@@ -171,7 +168,6 @@ func (c Config) withDefaults() Config {
 			c.TopicBytes = c.CacheSize
 		}
 	}
-	c.Dump = c.Dump.withDefaults()
 	return c
 }
 
@@ -248,7 +244,7 @@ func (c *Config) settingsFor(info *ingest.TopicInfo) (topicSettings, error) {
 		s.onlyFront, s.onlyBack = o.OnlyFront, o.OnlyBack
 		break
 	}
-	// Constant retention: pre_u + max_post + 2*guard (DESIGN.md §3).
+	// Constant retention: pre_u + max_post + 2*guard (ARCHITECTURE.md, "Retention").
 	s.ring.retentionNs = s.pre + int64(c.maxPost()) + 2*int64(c.Guard)
 	return s, nil
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // Recorder keeps recent history of every discovered topic in per-topic rings
-// and serves readers (rules, status, the dumper). It implements Sink.
+// and serves readers (rules, status, the dump pipeline). It implements
+// ingest.Sink.
 //
 // Discover, Offline, Topics, NewReader and Close are safe for concurrent use.
 // IngestAt and Ingest are safe for concurrent use across topics; for one
@@ -36,10 +37,8 @@ type Recorder struct {
 	closed  bool
 	unknown atomic.Uint64 // ingests for ids never handed out
 
-	closedFlag atomic.Bool
-	busySkip   bool // cfg.BusySkipData, read on the hot path
-
-	d *dumpState
+	busySkip bool        // cfg.BusySkipData, read on the hot path
+	busy     atomic.Bool // a dump is being written (SetBusy)
 }
 
 // topic is one recorded topic.
@@ -69,19 +68,6 @@ func New(cfg Config) (*Recorder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &dumpState{byTrig: make(map[TriggerID]*dumpJob), wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{}), hookDone: make(chan struct{}),
-		hookq: make(chan DumpResult, cfg.Dump.HookQueue)}
-	if cfg.Dump.Dir != "" {
-		if err := prepareDir(cfg.Dump.Dir); err != nil {
-			return nil, err
-		}
-		left, err := leftoverTmp(cfg.Dump.Dir, cfg.Dump.Extension)
-		if err != nil {
-			return nil, err
-		}
-		d.leftover = left
-	}
 	a, err := arena.New(arena.Options{Size: cfg.CacheSize, MinBlock: DefaultMinRingBytes, Lock: cfg.LockMemory})
 	if err != nil {
 		return nil, &ConfigError{Field: "CacheSize", Reason: err.Error()}
@@ -92,7 +78,6 @@ func New(cfg Config) (*Recorder, error) {
 		arena:    a,
 		table:    make([]atomic.Pointer[topic], cfg.MaxTopics),
 		byName:   make(map[string]ingest.TopicID),
-		d:        d,
 		busySkip: cfg.BusySkipData,
 	}
 	if r.clk == nil {
@@ -173,7 +158,7 @@ func (r *Recorder) IngestAt(id ingest.TopicID, captureNs, genNs int64, payload [
 		t.offline.Add(1)
 		return false
 	}
-	if r.busySkip && r.d.writing.Load() {
+	if r.busySkip && r.busy.Load() {
 		t.skippedBusy.record(captureNs)
 		return false
 	}
@@ -233,13 +218,6 @@ func (r *Recorder) maybeFree(t *topic) {
 	delete(r.byName, topicKey(&t.info))
 	if err := r.arena.Free(t.block); err != nil {
 		panic("BUG: engine: freeing a topic ring: " + err.Error())
-	}
-}
-
-// unpinTopics drops the pins selectTopics took.
-func (r *Recorder) unpinTopics(sel []dumpTopic) {
-	for _, dt := range sel {
-		dt.t.pins.Add(-1)
 	}
 }
 
@@ -305,17 +283,15 @@ func (r *Recorder) Topics() []TopicStatus {
 // ArenaUsage reports the cache's occupancy.
 func (r *Recorder) ArenaUsage() arena.Usage { return r.arena.Usage() }
 
-// Close stops the recorder (Stop, if started). Ingest must no longer be
-// called. The cache is unmapped once the last Reader is closed.
+// Close stops the recorder. Ingest must no longer be called. The cache is
+// unmapped once the last Reader is closed (and every Retain is done).
 func (r *Recorder) Close() error {
-	r.Stop()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil
 	}
 	r.closed = true
-	r.closedFlag.Store(true)
 	for _, t := range r.topics {
 		t.online.Store(false)
 	}

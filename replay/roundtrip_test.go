@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/internal/daemon"
 	"github.com/edr-lite/edr-lite/internal/demo"
@@ -17,17 +18,20 @@ import (
 )
 
 // liveRecorder is a real recorder with dumps and a shm consumer on segDir.
-func liveRecorder(t *testing.T, segDir string) *engine.Recorder {
+func liveRecorder(t *testing.T, segDir string) (*engine.Recorder, *dump.Dumper) {
 	t.Helper()
 	rec, err := engine.New(engine.Config{
 		CacheSize: 64 << 20, TopicBytes: 1 << 20, Guard: -1, Pre: 30 * time.Second, Post: time.Millisecond,
 		Topics: []engine.TopicOverride{{Match: demo.TopicCamera, MaxBytes: 32 << 20}},
-		Dump:   engine.DumpConfig{Dir: filepath.Join(t.TempDir(), "dumps"), PollInterval: time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.Start(); err != nil {
+	dumper, err := dump.New(rec, dump.Config{Dir: filepath.Join(t.TempDir(), "dumps"), PollInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dumper.Start(); err != nil {
 		t.Fatal(err)
 	}
 	cons, err := shm.NewConsumer(segDir, rec, shm.ConsumerOptions{})
@@ -39,10 +43,10 @@ func liveRecorder(t *testing.T, segDir string) *engine.Recorder {
 	}
 	t.Cleanup(func() {
 		cons.Close()
-		rec.Stop()
+		dumper.Stop()
 		rec.Close()
 	})
-	return rec
+	return rec, dumper
 }
 
 // waitWritten waits until the recorder holds want[topic] messages of each
@@ -65,7 +69,7 @@ func waitWritten(t *testing.T, rec *engine.Recorder, want map[string]uint64) {
 	}
 }
 
-func dumpNow(t *testing.T, rec *engine.Recorder, p engine.TriggerParams) string {
+func dumpNow(t *testing.T, rec *dump.Dumper, p dump.TriggerParams) string {
 	t.Helper()
 	id, err := rec.Trigger(p)
 	if err != nil {
@@ -145,7 +149,7 @@ func TestRoundTripDemo(t *testing.T) {
 
 	// 4. replay dump A over shm into recorder B, which dumps again
 	segB := t.TempDir()
-	recB := liveRecorder(t, segB)
+	recB, dumperB := liveRecorder(t, segB)
 	p, err := Open([]string{dumpA}, Options{Rate: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +166,7 @@ func TestRoundTripDemo(t *testing.T) {
 		want[topic] = uint64(len(ms))
 	}
 	waitWritten(t, recB, want)
-	dumpB := dumpNow(t, recB, engine.TriggerParams{Reason: "replayed", Pre: 30 * time.Second})
+	dumpB := dumpNow(t, dumperB, dump.TriggerParams{Reason: "replayed", Pre: 30 * time.Second})
 
 	msgsB := perTopic(t, dumpB)
 	if len(msgsA) != len(demo.Topics) || len(msgsB) != len(msgsA) {

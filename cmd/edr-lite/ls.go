@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/units"
 )
@@ -31,30 +29,17 @@ separately; "edr-lite recover" salvages them.`,
 	if len(args) == 1 {
 		dir = args[0]
 	}
-	ents, err := os.ReadDir(dir)
+	l, err := dump.OpenDir(dir).List()
 	if err != nil {
 		return c.fail(err)
 	}
-	var dumps, tmps []string
-	for _, de := range ents {
-		n := de.Name()
-		switch {
-		case de.IsDir():
-		case strings.HasSuffix(n, ".tmp"):
-			tmps = append(tmps, n)
-		case strings.HasSuffix(n, ".pack"), strings.HasSuffix(n, ".mcap"):
-			dumps = append(dumps, n)
-		}
-	}
-	sort.Strings(dumps)
-	sort.Strings(tmps)
 	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "TRIGGER TIME\tREASON\tSIZE\tDURATION\tMESSAGES\tFILE\n")
 	rc := exitOK
 	var total int64
-	for _, n := range dumps {
-		p := filepath.Join(dir, n)
-		in, err := dumpfile.ReadInfo(p)
+	for _, f := range l.Dumps {
+		n := f.Name
+		in, err := dumpfile.ReadInfo(f.Path)
 		if err != nil {
 			fmt.Fprintf(tw, "?\t?\t?\t?\t?\t%s (unreadable: %v)\n", n, err)
 			rc = exitFail
@@ -73,15 +58,10 @@ separately; "edr-lite recover" salvages them.`,
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", when, reason, units.FormatSize(in.Size), fmtDur(in.EndNs-in.StartNs), in.Messages, n)
 	}
 	tw.Flush()
-	fmt.Fprintf(e.stdout, "%d dumps, %s\n", len(dumps), units.FormatSize(total))
-	for _, n := range tmps {
-		st, _ := os.Stat(filepath.Join(dir, n))
-		var sz int64
-		if st != nil {
-			sz = st.Size()
-		}
+	fmt.Fprintf(e.stdout, "%d dumps, %s\n", len(l.Dumps), units.FormatSize(total))
+	for _, f := range l.Leftovers {
 		fmt.Fprintf(e.stdout, "leftover: %s (%s) — incomplete dump; salvage with: edr-lite recover %s -o %s\n",
-			n, units.FormatSize(sz), filepath.Join(dir, n), strings.TrimSuffix(filepath.Join(dir, n), ".tmp"))
+			f.Name, units.FormatSize(f.Size), f.Path, strings.TrimSuffix(f.Path, dump.TmpExt))
 	}
 	return rc
 }

@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/dumpinfo"
-	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
 	"github.com/edr-lite/edr-lite/internal/daemon"
@@ -71,7 +71,7 @@ finishing a pending dump within recorder.stop_deadline.`,
 	for s := range sigs {
 		switch s {
 		case syscall.SIGUSR1:
-			id, _, err := d.Trigger(context.Background(), engine.TriggerParams{Reason: "manual", Source: dumpinfo.SourceSignal}, false)
+			id, _, err := d.Trigger(context.Background(), dump.TriggerParams{Reason: "manual", Source: dumpinfo.SourceSignal}, false)
 			if err != nil {
 				log.Warn("SIGUSR1 trigger not accepted", "err", err)
 			} else {

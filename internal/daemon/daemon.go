@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/capture"
+	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/internal/clock"
@@ -40,7 +41,7 @@ type Options struct {
 	Version string
 	// OnDump, when set, is called after every finalized (or failed) dump,
 	// on the recorder's hook goroutine.
-	OnDump func(engine.DumpResult)
+	OnDump func(dump.Result)
 }
 
 // Daemon is a running recorder with its sources, rules and control.
@@ -49,6 +50,7 @@ type Daemon struct {
 	log     *slog.Logger
 	opts    Options
 	rec     *engine.Recorder
+	dumper  *dump.Dumper
 	shms    []*shm.Consumer
 	udps    []*capture.UDPSource
 	raws    []*capture.RawSource
@@ -89,14 +91,17 @@ func New(opts Options) (d *Daemon, err error) {
 			built.release()
 		}
 	}()
-	ec, err := EngineConfig(opts.Config)
+	ec, dc, err := RecorderConfig(opts.Config)
 	if err != nil {
 		return nil, err
 	}
 	ec.Clock = opts.Clock
-	ec.Dump.WriterName = opts.Version
-	ec.Dump.Hooks = []engine.Hook{engine.HookFunc(d.dumpFinished)}
+	dc.WriterName = opts.Version
+	dc.Hooks = []dump.Hook{dump.HookFunc(d.dumpFinished)}
 	if d.rec, err = engine.New(ec); err != nil {
+		return nil, err
+	}
+	if d.dumper, err = dump.New(d.rec, dc); err != nil {
 		return nil, err
 	}
 	for i, s := range opts.Config.Sources.SHM {
@@ -185,8 +190,9 @@ func rawChannel(i, n int) string {
 	return "raw" + strconv.Itoa(i)
 }
 
-// EngineConfig maps the configuration file onto the engine's Config.
-func EngineConfig(f *config.File) (engine.Config, error) {
+// RecorderConfig maps the configuration file onto the recorder's and the
+// dump pipeline's configurations.
+func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 	r := f.Recorder
 	ec := engine.Config{
 		CacheSize:        int64(r.CacheSize),
@@ -200,22 +206,22 @@ func EngineConfig(f *config.File) (engine.Config, error) {
 		Exclude:          r.Exclude,
 		DestroyOnOffline: r.DestroyOnOffline,
 		BusySkipData:     r.BusySkipData,
-		Dump: engine.DumpConfig{
-			Dir:           r.DumpDir,
-			MaxFiles:      f.Rotation.MaxFiles,
-			MaxTotalBytes: int64(f.Rotation.MaxTotalBytes),
-			MinFreeDisk:   int64(f.Rotation.MinFreeDisk),
-			Compression:   r.Compression,
-			FrameSize:     int(r.FrameTargetSize),
-			Policy:        engine.Policy(r.Coalesce),
-			MaxPerMinute:  r.MaxDumpsPerMinute,
-			StopTimeout:   r.StopDeadline.D(),
-		},
+	}
+	dc := dump.Config{
+		Dir:           r.DumpDir,
+		MaxFiles:      f.Rotation.MaxFiles,
+		MaxTotalBytes: int64(f.Rotation.MaxTotalBytes),
+		MinFreeDisk:   int64(f.Rotation.MinFreeDisk),
+		Compression:   r.Compression,
+		FrameSize:     int(r.FrameTargetSize),
+		Policy:        dump.Policy(r.Coalesce),
+		MaxPerMinute:  r.MaxDumpsPerMinute,
+		StopTimeout:   r.StopDeadline.D(),
 	}
 	if r.Reorder {
-		ec.Dump.ReorderWindow = r.ReorderWindow.D()
-		if ec.Dump.ReorderWindow <= 0 {
-			return ec, fmt.Errorf("recorder.reorder_window must be > 0 when reorder = true")
+		dc.ReorderWindow = r.ReorderWindow.D()
+		if dc.ReorderWindow <= 0 {
+			return ec, dc, fmt.Errorf("recorder.reorder_window must be > 0 when reorder = true")
 		}
 	}
 	if r.Guard == 0 {
@@ -229,12 +235,12 @@ func EngineConfig(f *config.File) (engine.Config, error) {
 	switch r.Format {
 	case "pack", "":
 	case "mcap":
-		ec.Dump.Extension = ".mcap"
-		ec.Dump.NewWriter = newMCAPDump
+		dc.Extension = dump.MCAPExt
+		dc.NewWriter = dump.NewMCAPWriter
 	default:
-		return ec, fmt.Errorf("recorder.format = %q: want pack or mcap", r.Format)
+		return ec, dc, fmt.Errorf("recorder.format = %q: want pack or mcap", r.Format)
 	}
-	return ec, nil
+	return ec, dc, nil
 }
 
 func rawFilter(f config.RawFilter) (*capture.Filter, error) {
@@ -291,7 +297,7 @@ func (d *Daemon) Recorder() *engine.Recorder { return d.rec }
 // Start starts the recorder, the sources, the rules and the listeners.
 func (d *Daemon) Start() error {
 	d.started = time.Now()
-	if err := d.rec.Start(); err != nil {
+	if err := d.dumper.Start(); err != nil {
 		return err
 	}
 	for _, c := range d.shms {
@@ -323,8 +329,7 @@ func (d *Daemon) Start() error {
 			}
 		}()
 	}
-	st := d.rec.Status()
-	for _, t := range st.LeftoverTmp {
+	for _, t := range d.dumper.Status().LeftoverTmp {
 		d.log.Warn("leftover incomplete dump from an earlier run; salvage with edr-lite recover", "file", t)
 	}
 	d.log.Info("recording", "dump_dir", d.cfg.Recorder.DumpDir, "cache", d.cfg.Recorder.CacheSize,
@@ -353,7 +358,7 @@ func (d *Daemon) HTTPAddr() string {
 // ruleTriggered hands a rule's trigger to the recorder (on the rule's
 // goroutine; Trigger returns at once).
 func (d *Daemon) ruleTriggered(t scripts.Trigger) {
-	id, err := d.rec.Trigger(engine.TriggerParams{Reason: t.Reason, Source: dumpinfo.SourceLua, Rule: t.Rule, TimeNs: t.TimeNs,
+	id, err := d.dumper.Trigger(dump.TriggerParams{Reason: t.Reason, Source: dumpinfo.SourceLua, Rule: t.Rule, TimeNs: t.TimeNs,
 		Pre: t.Pre, Post: t.Post, Topics: t.Topics, Tag: t.Tag, Severity: t.Severity, Params: t.Params})
 	if err != nil {
 		d.log.Warn("rule trigger not accepted", "rule", t.Rule, "reason", t.Reason, "err", err)
@@ -363,12 +368,12 @@ func (d *Daemon) ruleTriggered(t scripts.Trigger) {
 }
 
 // Trigger asks for a dump; with wait it blocks until the dump is finalized.
-func (d *Daemon) Trigger(ctx context.Context, p engine.TriggerParams, wait bool) (engine.TriggerID, engine.DumpResult, error) {
-	id, err := d.rec.Trigger(p)
+func (d *Daemon) Trigger(ctx context.Context, p dump.TriggerParams, wait bool) (dump.TriggerID, dump.Result, error) {
+	id, err := d.dumper.Trigger(p)
 	if err != nil || !wait {
-		return id, engine.DumpResult{}, err
+		return id, dump.Result{}, err
 	}
-	res, err := d.rec.Wait(ctx, id)
+	res, err := d.dumper.Wait(ctx, id)
 	if err == nil && res.Err != nil {
 		err = res.Err
 	}
@@ -376,7 +381,7 @@ func (d *Daemon) Trigger(ctx context.Context, p engine.TriggerParams, wait bool)
 }
 
 // dumpFinished runs on the recorder's hook goroutine for every dump.
-func (d *Daemon) dumpFinished(res engine.DumpResult) {
+func (d *Daemon) dumpFinished(res dump.Result) {
 	if res.Err != nil {
 		d.log.Error("dump failed", "reasons", res.Reasons, "err", res.Err)
 	} else {
@@ -398,7 +403,7 @@ func (d *Daemon) dumpFinished(res engine.DumpResult) {
 }
 
 // execHook runs the configured command with the dump path appended.
-func (d *Daemon) execHook(res engine.DumpResult) {
+func (d *Daemon) execHook(res dump.Result) {
 	timeout := d.cfg.Hooks.Timeout.D()
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
@@ -453,8 +458,8 @@ func (d *Daemon) Stop() {
 	}
 	d.cancel()
 	d.closeSources()
-	if d.rec != nil {
-		d.rec.Stop()
+	if d.dumper != nil {
+		d.dumper.Stop()
 	}
 	d.release()
 	d.wg.Wait()
@@ -492,6 +497,9 @@ func (d *Daemon) release() {
 		}
 	}
 	d.closeSources()
+	if d.dumper != nil {
+		d.dumper.Stop()
+	}
 	if d.rec != nil {
 		d.rec.Close()
 	}
@@ -501,7 +509,7 @@ func (d *Daemon) release() {
 func (d *Daemon) handle(ctx context.Context, req *control.Request) *control.Response {
 	switch req.Op {
 	case "trigger":
-		p := engine.TriggerParams{Reason: req.Reason, Source: dumpinfo.SourceCommand, Topics: req.Topics, Tag: req.Tag}
+		p := dump.TriggerParams{Reason: req.Reason, Source: dumpinfo.SourceCommand, Topics: req.Topics, Tag: req.Tag}
 		if p.Reason == "" {
 			p.Reason = "manual"
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
@@ -190,7 +190,7 @@ func TestNewRollsBackOnError(t *testing.T) {
 	d.Stop()
 }
 
-func TestEngineConfigMapping(t *testing.T) {
+func TestRecorderConfigMapping(t *testing.T) {
 	f, _ := config.Parse("x", []byte(`
 [recorder]
 guard = 0
@@ -206,11 +206,11 @@ interface = "lo"
 [source.raw.filter]
 dst_ports = ["30490-30500", "7400"]
 `))
-	ec, err := EngineConfig(f)
+	ec, dc, err := RecorderConfig(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ec.BusySkipData || ec.Dump.ReorderWindow != 50*time.Millisecond {
+	if !ec.BusySkipData || dc.ReorderWindow != 50*time.Millisecond {
 		t.Errorf("busy_skip_data / reorder not mapped: %+v", ec)
 	}
 	if ec.Guard >= 0 || len(ec.Topics) != 1 || !ec.Topics[0].OnlyFront || ec.Topics[0].KeepLast != 3 {
@@ -246,7 +246,7 @@ func TestMCAPDumps(t *testing.T) {
 		p.Publish(int64(i+1), []byte{byte(i), 1, 2, 3})
 	}
 	waitFor(t, "100 messages", func() bool { return d.Status().Topics[0].Written == 100 })
-	_, res, err := d.Trigger(context.Background(), engine.TriggerParams{Reason: "mcap-test"}, true)
+	_, res, err := d.Trigger(context.Background(), dump.TriggerParams{Reason: "mcap-test"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

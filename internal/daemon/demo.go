@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/demo"
 	"github.com/edr-lite/edr-lite/shm"
@@ -36,7 +36,7 @@ type DemoOptions struct {
 
 // DemoResult is what a demo run produced.
 type DemoResult struct {
-	Dumps  []engine.DumpResult
+	Dumps  []dump.Result
 	Status Status
 }
 
@@ -105,9 +105,9 @@ func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 	if o.Config != nil {
 		o.Config(cfg)
 	}
-	dumps := make(chan engine.DumpResult, 4)
+	dumps := make(chan dump.Result, 4)
 	d, err := New(Options{Config: cfg, Logger: o.Logger, Version: "edr-lite demo",
-		OnDump: func(r engine.DumpResult) {
+		OnDump: func(r dump.Result) {
 			select {
 			case dumps <- r:
 			default:

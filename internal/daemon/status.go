@@ -82,13 +82,13 @@ type SourceStat struct {
 
 // Status returns a snapshot of everything.
 func (d *Daemon) Status() Status {
-	st := d.rec.Status()
+	st, ds := d.rec.Status(), d.dumper.Status()
 	out := Status{
 		Arena: ArenaStatus{Total: st.Arena.Total, Used: st.Arena.Used, LargestFree: st.Arena.LargestFree, Locked: st.Arena.Locked},
-		Dumps: DumpStatus{Written: st.DumpsWritten, Failed: st.DumpsFailed, RefusedDisk: st.DumpsRefusedDisk,
-			Coalesced: st.TriggersCoalesced, RateLimited: st.TriggersRateLimited, Rotated: st.DumpsRotated,
-			HookResultsDropped: st.HookResultsDropped, Pending: st.Pending, Dumping: st.Dumping,
-			LastError: st.LastError, LeftoverTmp: st.LeftoverTmp},
+		Dumps: DumpStatus{Written: ds.Written, Failed: ds.Failed, RefusedDisk: ds.RefusedDisk,
+			Coalesced: ds.TriggersCoalesced, RateLimited: ds.TriggersRateLimited, Rotated: ds.Rotated,
+			HookResultsDropped: ds.HookResultsDropped, Pending: ds.Pending, Dumping: ds.Dumping,
+			LastError: ds.LastError, LeftoverTmp: ds.LeftoverTmp},
 		Topics:  []TopicStatus{},
 		Rules:   []RuleStatus{},
 		Sources: []SourceStat{},

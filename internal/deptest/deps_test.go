@@ -1,46 +1,96 @@
 package deptest
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// rule: package pkg must not depend (directly or not) on any of forbidden;
-// an entry ending in "/" forbids the whole tree.
+const mod = "github.com/edr-lite/edr-lite/"
+
+// rule: package pkg must not depend (directly or not) on any of forbidden.
+// An entry ending in "/" forbids the whole tree; "net" forbids only the
+// package net (net/netip is plain data).
 type rule struct {
 	pkg       string
 	forbidden []string
 	why       string
 }
 
-var cmdOnly = []string{"github.com/BurntSushi/toml", "github.com/prometheus/", "github.com/schollz/progressbar/"}
+var (
+	cmdOnly = []string{"github.com/BurntSushi/toml", "github.com/prometheus/", "github.com/schollz/progressbar/"}
+	// heavy is what a dump format links: a source or producer program must
+	// not pay for it.
+	heavy = []string{mod + "pack", mod + "mcap", mod + "dump", mod + "engine", "github.com/klauspost/compress/",
+		"github.com/pierrec/lz4/", "github.com/dgraph-io/ristretto/", "google.golang.org/protobuf/"}
+	lua = "github.com/yuin/gopher-lua"
+)
+
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
 
 var rules = []rule{
-	{"github.com/edr-lite/edr-lite/arena", append([]string{"github.com/edr-lite/edr-lite/engine", "github.com/yuin/gopher-lua", "net", "github.com/edr-lite/edr-lite/pack"}, cmdOnly...),
+	{mod + "ingest", []string{mod, "github.com/"}, "the source contract is a leaf: standard library only"},
+	{mod + "dumpinfo", []string{mod, "github.com/"}, "the dump's self-description is plain data: standard library only"},
+	{mod + "arena", join([]string{mod + "engine", lua, "net", mod + "pack"}, cmdOnly),
 		"the arena knows nothing of topics, time, files, Lua or sockets"},
-	{"github.com/edr-lite/edr-lite/engine", append([]string{"github.com/yuin/gopher-lua", "net", "github.com/edr-lite/edr-lite/scripts", "github.com/edr-lite/edr-lite/shm", "github.com/edr-lite/edr-lite/capture", "github.com/edr-lite/edr-lite/mcap"}, cmdOnly...),
-		"the engine knows no Lua, sockets, sources or MCAP; it reaches pack through its writer interface"},
-	{"github.com/edr-lite/edr-lite/pack", append([]string{"github.com/edr-lite/edr-lite/engine", "github.com/yuin/gopher-lua", "net"}, cmdOnly...),
-		"pack is the file format only"},
-	{"github.com/edr-lite/edr-lite/mcap", append([]string{"github.com/edr-lite/edr-lite/engine", "github.com/yuin/gopher-lua", "net"}, cmdOnly...),
-		"MCAP is a file format only"},
-	{"github.com/edr-lite/edr-lite/scripts", append([]string{"net", "github.com/edr-lite/edr-lite/shm", "github.com/edr-lite/edr-lite/capture", "github.com/edr-lite/edr-lite/mcap"}, cmdOnly...),
+	{mod + "engine", join([]string{lua, "net", mod + "scripts", mod + "shm", mod + "capture", mod + "pack", mod + "mcap", mod + "dump",
+		"github.com/klauspost/compress/", "github.com/pierrec/lz4/"}, cmdOnly),
+		"the recorder keeps rings; it knows no Lua, sockets, sources, file formats or the dump pipeline"},
+	{mod + "dump", join([]string{lua, "net", mod + "scripts", mod + "shm", mod + "capture", mod + "replay"}, cmdOnly),
+		"the dump pipeline reads rings and writes files; no Lua, sockets or sources"},
+	{mod + "pack", join([]string{mod + "engine", mod + "dump", lua, "net", mod + "scripts", mod + "capture", mod + "shm",
+		"github.com/bufbuild/protocompile"}, cmdOnly), "pack is the file format only"},
+	{mod + "mcap", join([]string{mod + "engine", mod + "dump", lua, "net"}, cmdOnly), "MCAP is a file format only"},
+	{mod + "scripts", join([]string{"net", mod + "shm", mod + "capture", mod + "pack", mod + "mcap", mod + "dump"}, cmdOnly),
 		"rules see messages and time, not sockets or files"},
-	{"github.com/edr-lite/edr-lite/shm", append([]string{"github.com/edr-lite/edr-lite/scripts", "github.com/yuin/gopher-lua", "github.com/edr-lite/edr-lite/capture"}, cmdOnly...),
-		"shm feeds the engine through the Sink contract only"},
-	{"github.com/edr-lite/edr-lite/capture", append([]string{"github.com/edr-lite/edr-lite/scripts", "github.com/yuin/gopher-lua", "github.com/edr-lite/edr-lite/shm"}, cmdOnly...),
-		"capture feeds the engine through the Sink contract only"},
-	{"github.com/edr-lite/edr-lite/replay", cmdOnly, "replay is a library; flags and output live in cmd"},
+	{mod + "shm", join([]string{mod + "scripts", lua, mod + "capture"}, heavy, cmdOnly),
+		"shm feeds the recorder through the ingest contract only"},
+	{mod + "capture", join([]string{mod + "scripts", lua, mod + "shm"}, heavy, cmdOnly),
+		"capture feeds the recorder through the ingest contract only"},
+	{mod + "internal/deptest/testdata/producer", join([]string{lua}, heavy, cmdOnly),
+		"a producer program links shm and the standard library, not the recorder"},
+	{mod + "replay", cmdOnly, "replay is a library; flags and output live in cmd"},
+}
+
+var (
+	listOnce sync.Once
+	known    map[string]bool // every package in the module's build graph
+	listErr  error
+)
+
+func goList(args ...string) ([]string, error) {
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%v\n%s", err, out)
+	}
+	return strings.Fields(string(out)), nil
 }
 
 func deps(t *testing.T, pkg string) []string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	d, err := goList("-deps", pkg)
 	if err != nil {
-		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		t.Fatalf("go list -deps %s: %v", pkg, err)
 	}
-	return strings.Fields(string(out))
+	return d
+}
+
+func matches(dep, f string) bool {
+	if f == "net" {
+		return dep == "net"
+	}
+	if strings.HasSuffix(f, "/") {
+		return strings.HasPrefix(dep, f)
+	}
+	return dep == f || strings.HasPrefix(dep, f+"/")
 }
 
 func TestRoomsStayApart(t *testing.T) {
@@ -50,13 +100,45 @@ func TestRoomsStayApart(t *testing.T) {
 				continue
 			}
 			for _, f := range r.forbidden {
-				bad := d == f || (strings.HasSuffix(f, "/") && strings.HasPrefix(d, f)) || strings.HasPrefix(d, f+"/")
-				if f == "net" {
-					bad = d == "net" // net/netip is fine: it is plain data
-				}
-				if bad {
+				if matches(d, f) {
 					t.Errorf("%s depends on %s: %s", r.pkg, d, r.why)
 				}
+			}
+		}
+	}
+}
+
+// TestNoStaleEntries keeps the rules honest (as tailscale's deptest does):
+// every package a rule constrains exists, and every forbidden entry names
+// something that exists in the module's build graph, so a renamed room or
+// a dropped dependency cannot leave a rule that silently checks nothing.
+func TestNoStaleEntries(t *testing.T) {
+	listOnce.Do(func() {
+		var all []string
+		if all, listErr = goList("-deps", "-test", mod+"...", mod+"internal/deptest/testdata/producer"); listErr == nil {
+			known = map[string]bool{}
+			for _, p := range all {
+				known[p] = true
+			}
+		}
+	})
+	if listErr != nil {
+		t.Fatalf("go list: %v", listErr)
+	}
+	for _, r := range rules {
+		if !known[r.pkg] {
+			t.Errorf("rule for %s: no such package (renamed or removed?)", r.pkg)
+		}
+		for _, f := range r.forbidden {
+			found := false
+			for p := range known {
+				if matches(p, f) || strings.HasPrefix(p, f) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("rule for %s forbids %q, which nothing in the module's build graph (tests included) is: stale entry", r.pkg, f)
 			}
 		}
 	}

@@ -1,5 +1,5 @@
 // Package deptest holds the test that keeps the rooms of edr-lite apart:
-// which packages may import what (DESIGN.md §2, STYLE.md #14). It has no
+// which packages may import what (ARCHITECTURE.md, "Rooms"). It has no
 // code of its own.
 //
 // It is not for: anything at run time.

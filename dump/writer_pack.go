@@ -1,4 +1,4 @@
-package engine
+package dump
 
 import (
 	"errors"
@@ -10,11 +10,10 @@ import (
 	"github.com/edr-lite/edr-lite/pack"
 )
 
-// DumpWriter writes one dump file. The engine calls it from the dumper
-// goroutine only: messages in time order, then SetInfo, then Close (or
-// Abort after a failure). It is the engine's only contact with the file
-// format.
-type DumpWriter interface {
+// Writer writes one dump file. The Dumper calls it from its goroutine
+// only: messages in time order, then SetInfo, then Close (or Abort after a
+// failure). It is the pipeline's only contact with a file format.
+type Writer interface {
 	// WriteMessage appends one message of topic (the topic's info), with
 	// its producer and capture times. data is not retained.
 	WriteMessage(topic *ingest.TopicInfo, genNs, captureNs int64, data []byte) error
@@ -26,17 +25,17 @@ type DumpWriter interface {
 	Abort() error
 }
 
-// dumpReserver is implemented by DumpWriters that let the dumper copy a
+// reserver is implemented by Writers that let the dumper copy a
 // payload straight into the file's next frame: Reserve returns n writable
 // bytes, Commit adds them (the slice Reserve returned) as one message. A
 // reservation not committed is reused by the next Reserve.
-type dumpReserver interface {
+type reserver interface {
 	Reserve(n int) []byte
 	Commit(topic *ingest.TopicInfo, genNs, captureNs int64, data []byte) error
 }
 
-// DumpWriterOptions configure a DumpWriter.
-type DumpWriterOptions struct {
+// WriterOptions configure a Writer.
+type WriterOptions struct {
 	Compression string // "none", "lz4", "zstd"
 	FrameSize   int    // data bytes per frame
 	WriterName  string
@@ -46,8 +45,8 @@ type DumpWriterOptions struct {
 	SizeHint int64
 }
 
-// NewDumpWriter creates the file at path and returns its writer.
-type NewDumpWriter func(path string, opts DumpWriterOptions) (DumpWriter, error)
+// NewWriterFunc creates the file at path and returns its writer.
+type NewWriterFunc func(path string, opts WriterOptions) (Writer, error)
 
 // packWriter writes a pack file (mmap writer, write(2) path, or stream
 // writer over a preallocated file), one FreeSync frame per
@@ -64,13 +63,13 @@ type packWriter struct {
 }
 
 // NewPackMmapWriter writes a pack dump with pack's mmap writer (Create).
-func NewPackMmapWriter(path string, opts DumpWriterOptions) (DumpWriter, error) {
+func NewPackMmapWriter(path string, opts WriterOptions) (Writer, error) {
 	return openPackWriter(path, opts, false)
 }
 
 // NewPackStreamWriter writes a pack dump through pack's stream writer into a file
 // preallocated (fallocate, keeping its size) from the size hint, then fsyncs.
-func NewPackStreamWriter(path string, opts DumpWriterOptions) (DumpWriter, error) {
+func NewPackStreamWriter(path string, opts WriterOptions) (Writer, error) {
 	return openPackWriter(path, opts, true)
 }
 
@@ -79,7 +78,7 @@ func NewPackStreamWriter(path string, opts DumpWriterOptions) (DumpWriter, error
 // write, writeback starts every 8 MiB (sync_file_range) so the closing fsync
 // finds little left, and Close trims the preallocation and fsyncs. Where
 // that path is not supported (not Linux) it is NewPackStreamWriter.
-func NewPackWriteWriter(path string, opts DumpWriterOptions) (DumpWriter, error) {
+func NewPackWriteWriter(path string, opts WriterOptions) (Writer, error) {
 	po := packOptions(opts) // Create's default is the write(2) path
 	po.Prealloc = opts.SizeHint
 	w, err := pack.Create(path, po)
@@ -87,13 +86,13 @@ func NewPackWriteWriter(path string, opts DumpWriterOptions) (DumpWriter, error)
 		return openPackWriter(path, opts, true)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("engine: creating dump %s: %w", path, err)
+		return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 	}
 	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize}, nil
 }
 
 // packOptions are the pack writer options for opts.
-func packOptions(opts DumpWriterOptions) pack.WriterOptions {
+func packOptions(opts WriterOptions) pack.WriterOptions {
 	var c pack.Compression
 	switch opts.Compression {
 	case "lz4":
@@ -104,21 +103,21 @@ func packOptions(opts DumpWriterOptions) pack.WriterOptions {
 	return pack.WriterOptions{Writer: opts.WriterName, CreatedNs: opts.CreatedNs, Compression: c}
 }
 
-func openPackWriter(path string, opts DumpWriterOptions, stream bool) (DumpWriter, error) {
+func openPackWriter(path string, opts WriterOptions, stream bool) (Writer, error) {
 	po := packOptions(opts)
 	if stream {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("engine: creating dump %s: %w", path, err)
+			return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 		}
 		if err := preallocate(f, opts.SizeHint); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("engine: preallocating dump %s: %w", path, err)
+			return nil, fmt.Errorf("dump: preallocating %s: %w", path, err)
 		}
 		w, err := pack.NewStreamWriter(f, po)
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("engine: creating dump %s: %w", path, err)
+			return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 		}
 		return &packWriter{w: w, file: f, f: pack.NewFrame(0, 0), size: opts.FrameSize}, nil
 	}
@@ -129,7 +128,7 @@ func openPackWriter(path string, opts DumpWriterOptions, stream bool) (DumpWrite
 	}
 	w, err := pack.Create(path, po)
 	if err != nil {
-		return nil, fmt.Errorf("engine: creating dump %s: %w", path, err)
+		return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 	}
 	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize}, nil
 }

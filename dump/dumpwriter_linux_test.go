@@ -1,4 +1,4 @@
-package engine
+package dump
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edr-lite/edr-lite/engine"
 )
 
 // TestDumpWriters: the three pack writers produce the same messages and
@@ -15,10 +17,9 @@ func TestDumpWriters(t *testing.T) {
 	var first []string
 	for _, w := range []struct {
 		name string
-		nw   NewDumpWriter
+		nw   NewWriterFunc
 	}{{"write", NewPackWriteWriter}, {"stream", NewPackStreamWriter}, {"mmap", NewPackMmapWriter}} {
-		r, vc, _ := dumpRecorder(t, Config{Pre: time.Second, Post: 10 * time.Millisecond, Guard: -1,
-			Dump: DumpConfig{NewWriter: w.nw, FrameSize: 4 << 10}})
+		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: 10 * time.Millisecond, Guard: -1}, Dump: Config{NewWriter: w.nw, FrameSize: 4 << 10}})
 		ids := discover(t, r, "a", "b")
 		feed(r, vc, ids, t0, t0+2000*ms, ms)
 		id, err := r.Trigger(TriggerParams{Reason: w.name})

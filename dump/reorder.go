@@ -1,4 +1,4 @@
-package engine
+package dump
 
 import (
 	"container/heap"
@@ -8,17 +8,17 @@ import (
 )
 
 // DefaultReorderMaxMessages bounds the reorder stage when
-// DumpConfig.ReorderMaxMessages is 0.
+// Config.ReorderMaxMessages is 0.
 const DefaultReorderMaxMessages = 1 << 16
 
-// reorderStage sits between the capture-time merge and the DumpWriter and
+// reorderStage sits between the capture-time merge and the Writer and
 // re-emits messages in producer-time order (capture time when a message has
 // none), holding at most window of capture time and maxMsgs messages: a
 // message whose producer time lags its capture by more than the window is
 // written late (out of order) rather than held without bound. It copies the
 // messages it holds. Dumper goroutine only.
 type reorderStage struct {
-	w       DumpWriter
+	w       Writer
 	window  int64
 	maxMsgs int
 	h       reorderHeap
@@ -52,7 +52,7 @@ func (h *reorderHeap) Pop() any {
 	return x
 }
 
-func newReorderStage(w DumpWriter, window int64, maxMsgs int) *reorderStage {
+func newReorderStage(w Writer, window int64, maxMsgs int) *reorderStage {
 	if maxMsgs <= 0 {
 		maxMsgs = DefaultReorderMaxMessages
 	}

@@ -1,24 +1,24 @@
-package daemon
+package dump
 
 import (
 	"fmt"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
-	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/mcap"
 )
 
 // mcapDump writes one dump as MCAP through mcap's PackWriter, so a
 // recorder with format = "mcap" produces files Foxglove and the ROS 2
-// tooling open directly. The engine manages NAME.tmp and the rename; the
+// tooling open directly. The Dumper manages NAME.tmp and the rename; the
 // writer writes the file in place.
 type mcapDump struct {
 	w    *mcap.PackWriter
 	seen map[*ingest.TopicInfo]bool // topics declared (type information)
 }
 
-func newMCAPDump(path string, o engine.DumpWriterOptions) (engine.DumpWriter, error) {
+// NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place).
+func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
 	fo := mcap.FileOptions{InPlace: true}
 	fo.Library = o.WriterName
 	fo.Compression = o.Compression

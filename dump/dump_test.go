@@ -1,4 +1,4 @@
-package engine
+package dump
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/pack"
@@ -23,27 +24,64 @@ const (
 	t0 = int64(1_700_000_000_000_000_000) // a UNIX time in ns
 )
 
+// rigConfig is a recorder's and its dumper's configuration (tests only).
+type rigConfig struct {
+	Rec  engine.Config
+	Dump Config
+}
+
+// rig is a recorder with its dumper, as the daemon wires them.
+type rig struct {
+	*engine.Recorder
+	*Dumper
+}
+
+// Status is the dumper's.
+func (r *rig) Status() Status { return r.Dumper.Status() }
+
+// Close stops the dumper, then closes the recorder.
+func (r *rig) Close() error {
+	r.Dumper.Stop()
+	return r.Recorder.Close()
+}
+
+// newRig makes a recorder and a dumper (not started).
+func newRig(t *testing.T, cfg rigConfig) (*rig, error) {
+	t.Helper()
+	rec, err := engine.New(cfg.Rec)
+	if err != nil {
+		return nil, err
+	}
+	d, err := New(rec, cfg.Dump)
+	if err != nil {
+		rec.Close()
+		return nil, err
+	}
+	r := &rig{rec, d}
+	t.Cleanup(func() { r.Close() })
+	return r, nil
+}
+
 // dumpRecorder makes a started recorder writing dumps into a temp dir, on a
 // virtual clock at t0.
-func dumpRecorder(t *testing.T, cfg Config) (*Recorder, *clock.Virtual, string) {
+func dumpRecorder(t *testing.T, cfg rigConfig) (*rig, *clock.Virtual, string) {
 	t.Helper()
 	vc := clock.NewVirtual(t0)
-	cfg.Clock = vc
-	if cfg.CacheSize == 0 {
-		cfg.CacheSize = 4 << 20
+	cfg.Rec.Clock = vc
+	if cfg.Rec.CacheSize == 0 {
+		cfg.Rec.CacheSize = 4 << 20
 	}
-	if cfg.TopicBytes == 0 {
-		cfg.TopicBytes = 256 << 10
+	if cfg.Rec.TopicBytes == 0 {
+		cfg.Rec.TopicBytes = 256 << 10
 	}
 	if cfg.Dump.Dir == "" {
 		cfg.Dump.Dir = filepath.Join(t.TempDir(), "dumps")
 	}
 	cfg.Dump.PollInterval = time.Millisecond
-	r, err := New(cfg)
+	r, err := newRig(t, cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() { r.Close() })
 	if err := r.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +97,7 @@ type msgAt struct {
 
 // feed ingests, for every topic, one message every step from..to (clock time),
 // with payload "topic@offset_ms".
-func feed(r *Recorder, vc *clock.Virtual, ids map[string]ingest.TopicID, from, to, step int64) {
+func feed(r *rig, vc *clock.Virtual, ids map[string]ingest.TopicID, from, to, step int64) {
 	for ns := from; ns <= to; ns += step {
 		vc.Set(ns)
 		for name, id := range ids {
@@ -101,7 +139,7 @@ func readDump(t *testing.T, path string) ([]msgAt, dumpinfo.Info) {
 	return out, info
 }
 
-func discover(t *testing.T, r *Recorder, names ...string) map[string]ingest.TopicID {
+func discover(t *testing.T, r *rig, names ...string) map[string]ingest.TopicID {
 	t.Helper()
 	ids := make(map[string]ingest.TopicID)
 	for _, n := range names {
@@ -114,7 +152,7 @@ func discover(t *testing.T, r *Recorder, names ...string) map[string]ingest.Topi
 	return ids
 }
 
-func wait(t *testing.T, r *Recorder, id TriggerID) DumpResult {
+func wait(t *testing.T, r *rig, id TriggerID) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -150,14 +188,11 @@ func datas(ms []msgAt) []string {
 }
 
 func TestDumpWindowExact(t *testing.T) {
-	r, vc, dir := dumpRecorder(t, Config{
-		Pre: time.Second, Post: 500 * time.Millisecond, Guard: 100 * time.Millisecond,
-		Topics: []TopicOverride{
-			{Match: "front", OnlyFront: true},
-			{Match: "back", OnlyBack: true},
-			{Match: "long", Pre: 2 * time.Second},
-		},
-	})
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: 500 * time.Millisecond, Guard: 100 * time.Millisecond, Topics: []engine.TopicOverride{
+		{Match: "front", OnlyFront: true},
+		{Match: "back", OnlyBack: true},
+		{Match: "long", Pre: 2 * time.Second},
+	}}})
 	ids := discover(t, r, "a", "front", "back", "long")
 	feed(r, vc, ids, t0, t0+3000*ms, 10*ms)
 	vc.Set(t0 + 3000*ms)
@@ -206,7 +241,7 @@ func TestDumpWindowExact(t *testing.T) {
 
 // sortByTimeThenID orders "topic@ms" strings as the dumper merges them:
 // by time, then topic id.
-func sortByTimeThenID(r *Recorder, in []string) []string {
+func sortByTimeThenID(r *rig, in []string) []string {
 	ids := map[string]ingest.TopicID{}
 	for _, st := range r.Topics() {
 		ids[st.Info.Name] = st.ID
@@ -239,10 +274,7 @@ func head(s []string) []string {
 }
 
 func TestDumpKeepLastAndTopicSubset(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, Config{
-		Pre: time.Second, Post: 0 + time.Millisecond, Guard: -1,
-		Topics: []TopicOverride{{Match: "tf_static", KeepLast: 2}},
-	})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: 0 + time.Millisecond, Guard: -1, Topics: []engine.TopicOverride{{Match: "tf_static", KeepLast: 2}}}})
 	ids := discover(t, r, "tf_static", "speed", "other")
 	// Latched topic: three messages at start, never again.
 	for i := range 3 {
@@ -280,7 +312,7 @@ func TestDumpKeepLastAndTopicSubset(t *testing.T) {
 func TestDumpPolicies(t *testing.T) {
 	f := func(policy Policy, wantFiles int) {
 		t.Helper()
-		r, vc, dir := dumpRecorder(t, Config{Pre: time.Second, Post: time.Second, Guard: 100 * time.Millisecond, Dump: DumpConfig{Policy: policy}})
+		r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: time.Second, Guard: 100 * time.Millisecond}, Dump: Config{Policy: policy}})
 		ids := discover(t, r, "a")
 		feed(r, vc, ids, t0, t0+2000*ms, 10*ms)
 		id1, err := r.Trigger(TriggerParams{Reason: "first"})
@@ -323,8 +355,7 @@ func TestDumpPolicies(t *testing.T) {
 }
 
 func TestDumpRateLimit(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, Config{Pre: 10 * time.Millisecond, Post: time.Millisecond, Guard: -1,
-		Dump: DumpConfig{Policy: PolicySeparate, MaxPerMinute: 2}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 10 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: Config{Policy: PolicySeparate, MaxPerMinute: 2}})
 	ids := discover(t, r, "a")
 	feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 	for i := range 3 {
@@ -343,7 +374,7 @@ func TestDumpRateLimit(t *testing.T) {
 }
 
 func TestTriggerErrors(t *testing.T) {
-	r, err := New(Config{CacheSize: 1 << 20, TopicBytes: 64 << 10, Dump: DumpConfig{Dir: t.TempDir()}, Clock: clock.NewVirtual(t0)})
+	r, err := newRig(t, rigConfig{Rec: engine.Config{CacheSize: 1 << 20, TopicBytes: 64 << 10, Clock: clock.NewVirtual(t0)}, Dump: Config{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,27 +394,26 @@ func TestTriggerErrors(t *testing.T) {
 	if _, err := r.Trigger(TriggerParams{Reason: "x"}); !errors.Is(err, ErrNotStarted) {
 		t.Fatalf("after Stop: %v", err)
 	}
-	noDump, _ := newTestRecorder(t, Config{})
-	if _, err := noDump.Trigger(TriggerParams{Reason: "x"}); !errors.Is(err, ErrNoDumps) {
+	// The dump directory is required and must be usable.
+	var ce *ConfigError
+	if _, err := newRig(t, rigConfig{Rec: engine.Config{CacheSize: 1 << 20}}); !errors.As(err, &ce) || ce.Field != "Dir" {
 		t.Fatalf("no dump dir: %v", err)
 	}
-	// The dump directory must be usable.
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o644)
-	_, err = New(Config{CacheSize: 1 << 20, Dump: DumpConfig{Dir: filepath.Join(file, "sub")}})
-	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "Dump.Dir" {
+	_, err = newRig(t, rigConfig{Rec: engine.Config{CacheSize: 1 << 20}, Dump: Config{Dir: filepath.Join(file, "sub")}})
+	if !errors.As(err, &ce) || ce.Field != "Dir" {
 		t.Fatalf("bad dir: %v", err)
 	}
 }
 
 func TestRotation(t *testing.T) {
-	f := func(dc DumpConfig, wantKept int) {
+	f := func(dc Config, wantKept int) {
 		t.Helper()
 		dc.Policy = PolicySeparate
-		r, vc, dir := dumpRecorder(t, Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1, Dump: dc})
+		r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: dc})
 		ids := discover(t, r, "a")
-		var last DumpResult
+		var last Result
 		for i := range 5 {
 			feed(r, vc, ids, t0+int64(i)*1000*ms, t0+int64(i)*1000*ms+100*ms, 10*ms)
 			id, err := r.Trigger(TriggerParams{Reason: fmt.Sprint("n", i)})
@@ -400,18 +430,18 @@ func TestRotation(t *testing.T) {
 		if len(files) != wantKept || files[len(files)-1] != last.Path {
 			t.Fatalf("%+v: kept %v, want %d ending with %s", dc, files, wantKept, last.Path)
 		}
-		if r.Status().DumpsRotated != uint64(5-wantKept) {
-			t.Fatalf("rotated %d", r.Status().DumpsRotated)
+		if r.Status().Rotated != uint64(5-wantKept) {
+			t.Fatalf("rotated %d", r.Status().Rotated)
 		}
 	}
-	f(DumpConfig{MaxFiles: 2}, 2)
+	f(Config{MaxFiles: 2}, 2)
 	st := dumpSize(t)
-	f(DumpConfig{MaxTotalBytes: 3*st + st/2}, 3)
+	f(Config{MaxTotalBytes: 3*st + st/2}, 3)
 }
 
 // dumpSize measures the size of one rotation-test dump.
 func dumpSize(t *testing.T) int64 {
-	r, vc, _ := dumpRecorder(t, Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1}})
 	ids := discover(t, r, "a")
 	feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 	id, _ := r.Trigger(TriggerParams{Reason: "n0"})
@@ -421,8 +451,7 @@ func dumpSize(t *testing.T) int64 {
 }
 
 func TestMinFreeDisk(t *testing.T) {
-	r, vc, dir := dumpRecorder(t, Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1,
-		Dump: DumpConfig{MinFreeDisk: 1 << 62}})
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: Config{MinFreeDisk: 1 << 62}})
 	ids := discover(t, r, "a")
 	prior := filepath.Join(dir, "20000101T000000.000000000Z_old_1.pack")
 	os.WriteFile(prior, []byte("kept"), 0o644)
@@ -436,14 +465,14 @@ func TestMinFreeDisk(t *testing.T) {
 	if _, err := os.Stat(prior); err != nil {
 		t.Fatalf("existing dump removed: %v", err)
 	}
-	if s := r.Status(); s.DumpsRefusedDisk != 1 || s.DumpsFailed != 1 || !strings.Contains(s.LastError, "min_free_disk") {
+	if s := r.Status(); s.RefusedDisk != 1 || s.Failed != 1 || !strings.Contains(s.LastError, "min_free_disk") {
 		t.Fatalf("status %+v", s)
 	}
 }
 
 // faultWriter fails after n messages, like a disk filling up mid-dump.
 type faultWriter struct {
-	DumpWriter
+	Writer
 	n *int
 }
 
@@ -452,7 +481,7 @@ func (f faultWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) err
 		return fmt.Errorf("write: %w", errNoSpace)
 	}
 	*f.n--
-	return f.DumpWriter.WriteMessage(t, g, c, d)
+	return f.Writer.WriteMessage(t, g, c, d)
 }
 
 var errNoSpace = errors.New("no space left on device (injected)")
@@ -460,13 +489,12 @@ var errNoSpace = errors.New("no space left on device (injected)")
 func TestDiskFullMidDump(t *testing.T) {
 	budget := 5
 	var mu sync.Mutex
-	r, vc, dir := dumpRecorder(t, Config{Pre: 100 * time.Millisecond, Post: time.Millisecond, Guard: -1,
-		Dump: DumpConfig{Policy: PolicySeparate, NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			w, err := NewPackMmapWriter(path, o)
-			return faultWriter{w, &budget}, err
-		}}})
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 100 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: Config{Policy: PolicySeparate, NewWriter: func(path string, o WriterOptions) (Writer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		w, err := NewPackMmapWriter(path, o)
+		return faultWriter{w, &budget}, err
+	}}})
 	ids := discover(t, r, "a")
 	feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 	id, _ := r.Trigger(TriggerParams{Reason: "full"})
@@ -494,18 +522,17 @@ func TestHooksAndLeftovers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "d")
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "x_y_1.pack.tmp"), []byte("partial"), 0o644)
-	got := make(chan DumpResult, 4)
+	got := make(chan Result, 4)
 	block := make(chan struct{})
-	r, vc, _ := dumpRecorder(t, Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1,
-		Dump: DumpConfig{Dir: dir, Policy: PolicySeparate, HookQueue: 1, Hooks: []Hook{HookFunc(func(res DumpResult) {
-			<-block // a slow hook
-			got <- res
-		})}}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: Config{Dir: dir, Policy: PolicySeparate, HookQueue: 1, Hooks: []Hook{HookFunc(func(res Result) {
+		<-block // a slow hook
+		got <- res
+	})}}})
 	if s := r.Status(); len(s.LeftoverTmp) != 1 {
 		t.Fatalf("leftovers %v", s.LeftoverTmp)
 	}
 	ids := discover(t, r, "a")
-	var results []DumpResult
+	var results []Result
 	for i := range 4 {
 		feed(r, vc, ids, t0+int64(i)*1000*ms, t0+int64(i)*1000*ms+100*ms, 10*ms)
 		id, err := r.Trigger(TriggerParams{Reason: fmt.Sprint("h", i)})
@@ -527,7 +554,7 @@ func TestHooksAndLeftovers(t *testing.T) {
 }
 
 func TestStopWritesPendingDump(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, Config{Pre: 100 * time.Millisecond, Post: time.Hour, Guard: -1})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 100 * time.Millisecond, Post: time.Hour, Guard: -1}})
 	ids := discover(t, r, "a")
 	feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 	id, _ := r.Trigger(TriggerParams{Reason: "stop"})
@@ -544,10 +571,10 @@ func TestStopWritesPendingDump(t *testing.T) {
 	}
 }
 
-func waitPending(r *Recorder) bool { return r.Status().Pending == 1 }
+func waitPending(r *rig) bool { return r.Status().Pending == 1 }
 
 func TestDestroyOnOffline(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, Config{Pre: 100 * time.Millisecond, Post: 50 * time.Millisecond, Guard: -1, DestroyOnOffline: true})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 100 * time.Millisecond, Post: 50 * time.Millisecond, Guard: -1, DestroyOnOffline: true}})
 	ids := discover(t, r, "a", "b")
 	feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 	used := r.ArenaUsage().Used
@@ -576,8 +603,7 @@ func TestDestroyOnOffline(t *testing.T) {
 func TestDumpReorderByProducerTime(t *testing.T) {
 	f := func(window time.Duration, wantSorted bool) {
 		t.Helper()
-		r, vc, _ := dumpRecorder(t, Config{Pre: time.Second, Post: time.Millisecond, Guard: -1,
-			Dump: DumpConfig{ReorderWindow: window}})
+		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: time.Millisecond, Guard: -1}, Dump: Config{ReorderWindow: window}})
 		ids := discover(t, r, "a", "b")
 		// Producer times jitter by up to 30 ms against capture order.
 		for i := range 100 {
@@ -622,7 +648,7 @@ func TestDumpReorderByProducerTime(t *testing.T) {
 
 // gateWriter blocks its first message until release is closed.
 type gateWriter struct {
-	DumpWriter
+	Writer
 	entered chan struct{}
 	release chan struct{}
 	once    *sync.Once
@@ -633,18 +659,17 @@ func (g gateWriter) WriteMessage(t *ingest.TopicInfo, gen, c int64, d []byte) er
 		close(g.entered)
 		<-g.release
 	})
-	return g.DumpWriter.WriteMessage(t, gen, c, d)
+	return g.Writer.WriteMessage(t, gen, c, d)
 }
 
 func TestBusySkipData(t *testing.T) {
 	f := func(skip bool) {
 		t.Helper()
 		entered, release := make(chan struct{}), make(chan struct{})
-		r, vc, _ := dumpRecorder(t, Config{Pre: time.Second, Post: time.Millisecond, Guard: -1, BusySkipData: skip,
-			Dump: DumpConfig{NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
-				w, err := NewPackMmapWriter(path, o)
-				return gateWriter{w, entered, release, &sync.Once{}}, err
-			}}})
+		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: time.Millisecond, Guard: -1, BusySkipData: skip}, Dump: Config{NewWriter: func(path string, o WriterOptions) (Writer, error) {
+			w, err := NewPackMmapWriter(path, o)
+			return gateWriter{w, entered, release, &sync.Once{}}, err
+		}}})
 		ids := discover(t, r, "a")
 		feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 		id, _ := r.Trigger(TriggerParams{Reason: "busy"})
@@ -668,11 +693,11 @@ func TestBusySkipData(t *testing.T) {
 }
 
 // slowWriter sleeps per message, like a very slow disk.
-type slowWriter struct{ DumpWriter }
+type slowWriter struct{ Writer }
 
 func (s slowWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) error {
 	time.Sleep(100 * time.Microsecond)
-	return s.DumpWriter.WriteMessage(t, g, c, d)
+	return s.Writer.WriteMessage(t, g, c, d)
 }
 
 // TestStopAbandonsLargeMessagesAtDeadline: with large messages Stop's
@@ -680,12 +705,10 @@ func (s slowWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) erro
 // messages of 1 MiB written at 20 ms each would take about a second; with
 // a 50 ms deadline the dump is abandoned after a few of them.
 func TestStopAbandonsLargeMessagesAtDeadline(t *testing.T) {
-	r, vc, dir := dumpRecorder(t, Config{Pre: time.Hour, Post: time.Hour, Guard: -1, CacheSize: 128 << 20, TopicBytes: 64 << 20,
-		MaxPacket: 2 << 20,
-		Dump: DumpConfig{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
-			w, err := NewPackWriteWriter(path, o)
-			return verySlowWriter{w}, err
-		}}})
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Hour, Post: time.Hour, Guard: -1, CacheSize: 128 << 20, TopicBytes: 64 << 20, MaxPacket: 2 << 20}, Dump: Config{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o WriterOptions) (Writer, error) {
+		w, err := NewPackWriteWriter(path, o)
+		return verySlowWriter{w}, err
+	}}})
 	ids := discover(t, r, "camera")
 	frame := make([]byte, 1<<20)
 	for i := range int64(48) {
@@ -705,19 +728,18 @@ func TestStopAbandonsLargeMessagesAtDeadline(t *testing.T) {
 	}
 }
 
-type verySlowWriter struct{ DumpWriter }
+type verySlowWriter struct{ Writer }
 
 func (s verySlowWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) error {
 	time.Sleep(20 * time.Millisecond)
-	return s.DumpWriter.WriteMessage(t, g, c, d)
+	return s.Writer.WriteMessage(t, g, c, d)
 }
 
 func TestStopAbandonsAtDeadline(t *testing.T) {
-	r, vc, dir := dumpRecorder(t, Config{Pre: time.Hour, Post: time.Hour, Guard: -1,
-		Dump: DumpConfig{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
-			w, err := NewPackMmapWriter(path, o)
-			return slowWriter{w}, err
-		}}})
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Hour, Post: time.Hour, Guard: -1}, Dump: Config{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o WriterOptions) (Writer, error) {
+		w, err := NewPackMmapWriter(path, o)
+		return slowWriter{w}, err
+	}}})
 	ids := discover(t, r, "a")
 	feed(r, vc, ids, t0, t0+5000*ms, ms) // 5001 messages: ~0.5 s to write
 	id, _ := r.Trigger(TriggerParams{Reason: "abandon"})

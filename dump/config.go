@@ -1,9 +1,6 @@
-package engine
+package dump
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -27,10 +24,10 @@ const (
 	DefaultFrameSize    = 1 << 20
 )
 
-// DumpConfig configures dump files, triggers and hooks.
-type DumpConfig struct {
+// Config configures a Dumper: dump files, triggers and hooks.
+type Config struct {
 	// Dir is where dumps are written; it is created if missing and must be
-	// writable. "" disables dumps (Trigger returns ErrNoDumps).
+	// writable.
 	Dir string
 	// MaxFiles and MaxTotalBytes bound the dumps kept in Dir (0 = no
 	// bound); after each dump the oldest beyond either bound are deleted.
@@ -73,7 +70,7 @@ type DumpConfig struct {
 	// writer without early writeback and the mmap writer here, see
 	// bench/). Tests inject faults through it; the MCAP format plugs in
 	// here.
-	NewWriter NewDumpWriter
+	NewWriter NewWriterFunc
 	// Extension is the dump files' extension, ".pack" when ""; set it with
 	// NewWriter for another format (".mcap"). Rotation counts only files
 	// with this extension.
@@ -82,7 +79,7 @@ type DumpConfig struct {
 	WriterName string
 }
 
-func (d DumpConfig) withDefaults() DumpConfig {
+func (d Config) withDefaults() Config {
 	if d.Compression == "" {
 		d.Compression = "none"
 	}
@@ -105,7 +102,7 @@ func (d DumpConfig) withDefaults() DumpConfig {
 		d.NewWriter = NewPackWriteWriter
 	}
 	if d.Extension == "" {
-		d.Extension = dumpExt
+		d.Extension = PackExt
 	}
 	if d.WriterName == "" {
 		d.WriterName = "edr-lite"
@@ -113,64 +110,41 @@ func (d DumpConfig) withDefaults() DumpConfig {
 	return d
 }
 
-func (d *DumpConfig) validate(c *Config) error {
+func (d *Config) validate() error {
+	if d.Dir == "" {
+		return configErr("Dir", "required")
+	}
 	if d.MaxFiles < 0 {
-		return configErr("Dump.MaxFiles", "must be >= 0, got %d", d.MaxFiles)
+		return configErr("MaxFiles", "must be >= 0, got %d", d.MaxFiles)
 	}
 	if d.MaxTotalBytes < 0 {
-		return configErr("Dump.MaxTotalBytes", "must be >= 0, got %d", d.MaxTotalBytes)
+		return configErr("MaxTotalBytes", "must be >= 0, got %d", d.MaxTotalBytes)
 	}
 	if d.MinFreeDisk < 0 {
-		return configErr("Dump.MinFreeDisk", "must be >= 0, got %d", d.MinFreeDisk)
+		return configErr("MinFreeDisk", "must be >= 0, got %d", d.MinFreeDisk)
 	}
 	switch d.Compression {
 	case "none", "lz4", "zstd":
 	default:
-		return configErr("Dump.Compression", "want none, lz4 or zstd, got %q", d.Compression)
+		return configErr("Compression", "want none, lz4 or zstd, got %q", d.Compression)
 	}
 	if d.FrameSize < 0 {
-		return configErr("Dump.FrameSize", "must be >= 0, got %d", d.FrameSize)
+		return configErr("FrameSize", "must be >= 0, got %d", d.FrameSize)
 	}
 	if d.Policy != PolicyMerge && d.Policy != PolicySeparate {
-		return configErr("Dump.Policy", "want %q or %q, got %q", PolicyMerge, PolicySeparate, d.Policy)
+		return configErr("Policy", "want %q or %q, got %q", PolicyMerge, PolicySeparate, d.Policy)
 	}
 	if d.MaxPerMinute < 0 {
-		return configErr("Dump.MaxPerMinute", "must be >= 0, got %d", d.MaxPerMinute)
+		return configErr("MaxPerMinute", "must be >= 0, got %d", d.MaxPerMinute)
 	}
 	if d.HookQueue < 0 {
-		return configErr("Dump.HookQueue", "must be >= 0, got %d", d.HookQueue)
+		return configErr("HookQueue", "must be >= 0, got %d", d.HookQueue)
 	}
 	if d.ReorderWindow < 0 || d.ReorderMaxMessages < 0 {
-		return configErr("Dump.ReorderWindow", "must be >= 0")
+		return configErr("ReorderWindow", "must be >= 0")
 	}
 	if d.StopTimeout < 0 || d.PollInterval < 0 {
-		return configErr("Dump.StopTimeout", "durations must be >= 0")
+		return configErr("StopTimeout", "durations must be >= 0")
 	}
 	return nil
-}
-
-// prepareDir creates dir if missing and proves it writable.
-func prepareDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return configErr("Dump.Dir", "%v", err)
-	}
-	f, err := os.CreateTemp(dir, ".edr-probe-*")
-	if err != nil {
-		return configErr("Dump.Dir", "not writable: %v", err)
-	}
-	name := f.Name()
-	f.Close()
-	if err := os.Remove(name); err != nil {
-		return configErr("Dump.Dir", "cannot remove probe file: %v", err)
-	}
-	return nil
-}
-
-// leftoverTmp lists *.pack.tmp files in dir: dumps interrupted by a crash.
-func leftoverTmp(dir, ext string) ([]string, error) {
-	m, err := filepath.Glob(filepath.Join(dir, "*"+ext+tmpExt))
-	if err != nil {
-		return nil, fmt.Errorf("engine: listing %s: %w", dir, err)
-	}
-	return m, nil
 }

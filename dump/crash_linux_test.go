@@ -1,4 +1,4 @@
-package engine
+package dump
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 
@@ -21,7 +22,7 @@ import (
 // stallWriter announces itself after n messages and then blocks forever, so
 // a parent process can kill the recorder in the middle of a dump.
 type stallWriter struct {
-	DumpWriter
+	Writer
 	n int
 }
 
@@ -31,7 +32,7 @@ func (s *stallWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) er
 		select {}
 	}
 	s.n--
-	return s.DumpWriter.WriteMessage(t, g, c, d)
+	return s.Writer.WriteMessage(t, g, c, d)
 }
 
 // TestCrashChild is the child of TestKilledMidDump; it does nothing unless
@@ -42,19 +43,18 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("helper process for TestKilledMidDump")
 	}
 	dumps := 0
-	r, vc, _ := dumpRecorder(t, Config{Pre: time.Second, Post: time.Millisecond, Guard: -1,
-		Dump: DumpConfig{Dir: dir, Policy: PolicySeparate, FrameSize: 4096,
-			NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
-				w, err := NewPackMmapWriter(path, o)
-				if err != nil {
-					return nil, err
-				}
-				dumps++
-				if dumps == 3 {
-					return &stallWriter{DumpWriter: w, n: 500}, nil
-				}
-				return w, nil
-			}}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: time.Millisecond, Guard: -1}, Dump: Config{Dir: dir, Policy: PolicySeparate, FrameSize: 4096,
+		NewWriter: func(path string, o WriterOptions) (Writer, error) {
+			w, err := NewPackMmapWriter(path, o)
+			if err != nil {
+				return nil, err
+			}
+			dumps++
+			if dumps == 3 {
+				return &stallWriter{Writer: w, n: 500}, nil
+			}
+			return w, nil
+		}}})
 	ids := discover(t, r, "a", "b")
 	for i := range 3 {
 		base := t0 + int64(i)*10_000*ms
@@ -116,7 +116,7 @@ func TestKilledMidDump(t *testing.T) {
 		}
 	}
 	// The next start reports the leftover.
-	r, err := New(Config{CacheSize: 1 << 20, Dump: DumpConfig{Dir: dir}})
+	r, err := newRig(t, rigConfig{Rec: engine.Config{CacheSize: 1 << 20}, Dump: Config{Dir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +134,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 		t.Skipf("needs CAP_SYS_ADMIN to mount a tmpfs: %v", err)
 	}
 	defer unix.Unmount(dir, 0)
-	r, vc, _ := dumpRecorder(t, Config{Pre: 2 * time.Second, Post: time.Millisecond, Guard: -1, TopicBytes: 1 << 20,
-		Dump: DumpConfig{Dir: dir, FrameSize: 16 << 10}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 2 * time.Second, Post: time.Millisecond, Guard: -1, TopicBytes: 1 << 20}, Dump: Config{Dir: dir, FrameSize: 16 << 10}})
 	ids := discover(t, r, "big")
 	payload := make([]byte, 4096)
 	for ns := t0; ns <= t0+1000*ms; ns += 5 * ms { // 201 x 4 KiB = 800 KiB > 512 KiB

@@ -1,4 +1,4 @@
-package engine
+package dump
 
 import (
 	"sync"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -17,15 +18,13 @@ import (
 func TestDumpDropsPerWindow(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var dumps atomic.Int32
-	r, vc, _ := dumpRecorder(t, Config{Pre: 50 * time.Millisecond, Post: 10 * time.Millisecond, Guard: -1, BusySkipData: true,
-		Topics: []TopicOverride{{Match: "a", MaxPacket: 16}},
-		Dump: DumpConfig{NewWriter: func(path string, o DumpWriterOptions) (DumpWriter, error) {
-			w, err := NewPackMmapWriter(path, o)
-			if dumps.Add(1) == 1 { // hold the first dump open
-				return gateWriter{w, entered, release, &sync.Once{}}, err
-			}
-			return w, err
-		}}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: 10 * time.Millisecond, Guard: -1, BusySkipData: true, Topics: []engine.TopicOverride{{Match: "a", MaxPacket: 16}}}, Dump: Config{NewWriter: func(path string, o WriterOptions) (Writer, error) {
+		w, err := NewPackMmapWriter(path, o)
+		if dumps.Add(1) == 1 { // hold the first dump open
+			return gateWriter{w, entered, release, &sync.Once{}}, err
+		}
+		return w, err
+	}}})
 	ids := discover(t, r, "a", "b")
 	a := ids["a"]
 	big := make([]byte, 17)
@@ -84,7 +83,7 @@ func TestDumpDropsPerWindow(t *testing.T) {
 	res3 := wait(t, r, id3)
 
 	type counts struct{ oversize, busy, lost uint64 }
-	f := func(res DumpResult, want counts) {
+	f := func(res Result, want counts) {
 		t.Helper()
 		if res.Err != nil {
 			t.Fatalf("%v: %v", res.Reasons, res.Err)
@@ -118,8 +117,7 @@ func TestDumpDropsPerWindow(t *testing.T) {
 // recorder times one by one, cut by a dump's window, is counted whole and
 // the dump says so in its labels.
 func TestDumpDropsUpperBound(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, Config{Pre: 50 * time.Millisecond, Post: 10 * time.Millisecond, Guard: -1,
-		Topics: []TopicOverride{{Match: "a", MaxPacket: 16}}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: 10 * time.Millisecond, Guard: -1, Topics: []engine.TopicOverride{{Match: "a", MaxPacket: 16}}}})
 	ids := discover(t, r, "a")
 	vc.Set(t0 + 100*ms)
 	big := make([]byte, 17)
@@ -151,8 +149,7 @@ func TestDumpDropsUpperBound(t *testing.T) {
 func TestDumpOverwrittenInWindow(t *testing.T) {
 	f := func(pre time.Duration, wantExact bool) {
 		t.Helper()
-		r, vc, _ := dumpRecorder(t, Config{Pre: pre, Post: 300 * time.Millisecond, Guard: -1,
-			Topics: []TopicOverride{{Match: "small", MaxBytes: 8 << 10}}})
+		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: pre, Post: 300 * time.Millisecond, Guard: -1, Topics: []engine.TopicOverride{{Match: "small", MaxBytes: 8 << 10}}}})
 		ids := discover(t, r, "small", "big")
 		p := make([]byte, 100)
 		in := func(from, to int64) {

@@ -1,0 +1,195 @@
+package dump
+
+import (
+	"container/heap"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/pack"
+)
+
+// source is one topic's cursor in the k-way merge of a dump's windows.
+type source struct {
+	w    *window
+	c    *engine.WindowCursor
+	e    engine.Entry // the next entry, peeked (not yet copied)
+	acct dumpinfo.TopicAccount
+	// inWindow counts the messages written from the window (not the
+	// keep_last ones before it).
+	inWindow uint64
+	// anchor is the seq of the window's first message, exact when
+	// anchorOK (see window).
+	anchor   uint64
+	anchorOK bool
+}
+
+type mergeHeap []*source
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, k int) bool {
+	if h[i].e.CaptureNs != h[k].e.CaptureNs {
+		return h[i].e.CaptureNs < h[k].e.CaptureNs
+	}
+	return h[i].w.Topic < h[k].w.Topic
+}
+func (h mergeHeap) Swap(i, k int) { h[i], h[k] = h[k], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*source)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// advance peeks the window's next message into s.e.
+func (s *source) advance() bool {
+	e, ok := s.c.Peek()
+	s.e = e
+	return ok
+}
+
+// estimateSize returns an upper bound of the bytes w takes in a dump
+// (payloads plus per-message framing), scanning entry headers only.
+func estimateSize(w *engine.Window) int64 {
+	c := engine.NewWindowCursor(w)
+	c.Position()
+	var n int64
+	for {
+		e, ok := c.Peek()
+		if !ok {
+			return n
+		}
+		n += int64(e.Size) + perMessageOverhead + int64(len(w.Info.Name)+len(w.Info.Channel))
+		c.Skip(e)
+	}
+}
+
+// perMessageOverhead bounds a message's framing in a pack frame meta.
+const perMessageOverhead = 48
+
+// How often copyWindows looks at Stop's deadline.
+const (
+	stopCheckMessages = 1024
+	stopCheckBytes    = 8 << 20
+)
+
+// copyWindows merges every selected topic's window in capture-time order
+// into w and returns the dump's self-description.
+func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, error) {
+	h := make(mergeHeap, 0, len(j.order))
+	srcs := make([]*source, 0, len(j.order))
+	for _, id := range j.order {
+		win := j.topics[id]
+		s := &source{w: win, anchor: win.anchorSeq, anchorOK: win.anchorOK && win.tried && win.anchorFrom == win.From}
+		if !s.anchorOK { // not anchored after the trigger: try now, before reading
+			s.anchor, s.anchorOK, _ = engine.NewWindowCursor(&win.Window).Anchor(true)
+		}
+		s.c = engine.NewWindowCursor(&win.Window)
+		s.c.Position()
+		s.acct = dumpinfo.TopicAccount{Topic: pack.Topic(win.Info.Name, win.Info.Channel), Type: win.Info.Type}
+		srcs = append(srcs, s)
+		if s.advance() {
+			h = append(h, s)
+		}
+	}
+	heap.Init(&h)
+	// A writer that can reserve room in its next frame gets each payload
+	// copied straight from the ring; others get it through scratch.
+	rs, direct := w.(reserver)
+	var scratch []byte
+	n, sinceCheck := 0, uint64(0)
+	for h.Len() > 0 {
+		s := h[0]
+		size := int(s.e.Size)
+		var data []byte
+		if direct {
+			data = rs.Reserve(size)
+		} else {
+			if cap(scratch) < size {
+				scratch = make([]byte, size)
+			}
+			data = scratch[:size]
+		}
+		if s.c.Copy(s.e, data) {
+			var err error
+			if direct {
+				err = rs.Commit(&s.w.Info, s.e.GenNs, s.e.CaptureNs, data)
+			} else {
+				err = w.WriteMessage(&s.w.Info, s.e.GenNs, s.e.CaptureNs, data)
+			}
+			if err != nil {
+				return dumpinfo.Info{}, err
+			}
+			a := &s.acct
+			if a.Messages == 0 {
+				a.FirstNs = s.e.CaptureNs
+			}
+			a.Messages++
+			a.Bytes += s.e.Size
+			sinceCheck += s.e.Size
+			a.LastNs = s.e.CaptureNs
+			if s.e.CaptureNs >= s.w.From {
+				s.inWindow++
+			}
+		} // else overwritten while copied: advance re-peeks and counts it lost
+		if s.advance() {
+			heap.Fix(&h, 0)
+		} else {
+			heap.Pop(&h)
+		}
+		// Stop's deadline is checked every stopCheckMessages messages or
+		// stopCheckBytes bytes, whichever comes first (large camera frames
+		// would otherwise take a long time to reach the message count).
+		if n++; n%stopCheckMessages == 0 || sinceCheck >= stopCheckBytes {
+			sinceCheck = 0
+			if dl := d.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
+				return dumpinfo.Info{}, ErrStopped
+			}
+		}
+	}
+	return d.account(j, srcs, res), nil
+}
+
+// account builds the dump's self-description from the merge's per-topic
+// figures: what each window lost, and the drops that fall in it.
+func (d *Dumper) account(j *job, srcs []*source, res *Result) dumpinfo.Info {
+	info := dumpinfo.Info{Triggers: j.records, Writer: d.cfg.WriterName, StartNs: j.from, EndNs: j.to, CreatedNs: d.rec.Now()}
+	if host, err := os.Hostname(); err == nil {
+		info.Host = host
+	}
+	var upper, startLost []string
+	for _, s := range srcs {
+		// Overwritten: the window's messages (seqs from its anchor up to
+		// where the merge stopped) not written, whether evicted before
+		// the dump or overwritten while it read them.
+		if seq, next := s.anchor, s.c.Next(); s.anchorOK && next >= seq+s.inWindow {
+			s.acct.Overwritten = next - seq - s.inWindow
+		} else {
+			s.acct.Overwritten = s.c.Lost()
+			startLost = append(startLost, s.acct.Topic)
+		}
+		// Drops whose capture time falls in the topic's window, not the
+		// running totals.
+		var exact bool
+		s.acct.Oversize, s.acct.SkippedBusy, s.acct.LostAtSource, exact = d.rec.Drops(&s.w.Window)
+		if !exact {
+			upper = append(upper, s.acct.Topic)
+		}
+		res.Messages += s.acct.Messages
+		res.Lost += s.acct.Overwritten
+		info.Topics = append(info.Topics, s.acct)
+	}
+	if len(upper) > 0 || len(startLost) > 0 {
+		info.Labels = map[string]string{}
+		if len(upper) > 0 {
+			info.Labels[dumpinfo.DropsUpperBoundLabel] = strings.Join(upper, ",")
+		}
+		if len(startLost) > 0 {
+			info.Labels[dumpinfo.StartLostLabel] = strings.Join(startLost, ",")
+		}
+	}
+	return info
+}

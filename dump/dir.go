@@ -1,0 +1,184 @@
+package dump
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Extensions of dump files and of a dump being written.
+const (
+	PackExt = ".pack"
+	MCAPExt = ".mcap"
+	TmpExt  = ".tmp"
+)
+
+// Dir is a dump directory: the one place that knows how dumps are named
+// (<UTC time>_<reason>_<seq><ext>), which files in it are dumps, which are
+// leftovers of an interrupted dump (NAME<ext>.tmp), and how old dumps
+// rotate out. The Dumper writes through it; "edr-lite ls" lists through it.
+type Dir struct {
+	Path string
+	// Exts are the dump extensions counted as dumps (PackExt and MCAPExt
+	// when empty). Rotation only ever deletes files with these.
+	Exts []string
+}
+
+// OpenDir returns the Dir at path for dumps with the given extensions.
+func OpenDir(path string, exts ...string) Dir { return Dir{Path: path, Exts: exts} }
+
+func (d Dir) exts() []string {
+	if len(d.Exts) == 0 {
+		return []string{PackExt, MCAPExt}
+	}
+	return d.Exts
+}
+
+// Prepare creates the directory if missing and proves it writable.
+func (d Dir) Prepare() error {
+	if err := os.MkdirAll(d.Path, 0o755); err != nil {
+		return configErr("Dir", "%v", err)
+	}
+	f, err := os.CreateTemp(d.Path, ".edr-probe-*")
+	if err != nil {
+		return configErr("Dir", "not writable: %v", err)
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return configErr("Dir", "cannot remove probe file: %v", err)
+	}
+	return nil
+}
+
+// Name is the file name of dump seq, triggered at t0 for reason:
+// "<UTC>_<reason>_<seq><ext>", the reason reduced to [A-Za-z0-9.-] and 64
+// bytes. Names sort by trigger time.
+func Name(t0 int64, reason string, seq uint64, ext string) string {
+	ts := time.Unix(0, t0).UTC().Format("20060102T150405.000000000Z")
+	clean := strings.Map(func(c rune) rune {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.':
+			return c
+		}
+		return '-'
+	}, reason)
+	if len(clean) > 64 {
+		clean = clean[:64]
+	}
+	return fmt.Sprintf("%s_%s_%d%s", ts, clean, seq, ext)
+}
+
+// Listing is what a dump directory holds.
+type Listing struct {
+	// Dumps are the complete dumps, oldest first (by name), with sizes.
+	Dumps []File
+	// Leftovers are dumps interrupted by a crash or power loss (their
+	// .tmp), by name; "edr-lite recover" salvages them.
+	Leftovers []File
+}
+
+// File is one file of a Listing.
+type File struct {
+	Name string // base name
+	Path string // Dir.Path joined with Name
+	Size int64
+}
+
+// List reads the directory.
+func (d Dir) List() (Listing, error) {
+	ents, err := os.ReadDir(d.Path)
+	if err != nil {
+		return Listing{}, fmt.Errorf("dump: listing %s: %w", d.Path, err)
+	}
+	var l Listing
+	for _, de := range ents {
+		n := de.Name()
+		if de.IsDir() {
+			continue
+		}
+		var dst *[]File
+		switch {
+		case strings.HasSuffix(n, TmpExt) && d.isDump(strings.TrimSuffix(n, TmpExt)):
+			dst = &l.Leftovers
+		case d.isDump(n):
+			dst = &l.Dumps
+		default:
+			continue
+		}
+		f := File{Name: n, Path: filepath.Join(d.Path, n)}
+		if info, err := de.Info(); err == nil {
+			f.Size = info.Size()
+		}
+		*dst = append(*dst, f)
+	}
+	byName := func(fs []File) { sort.Slice(fs, func(i, k int) bool { return fs[i].Name < fs[k].Name }) }
+	byName(l.Dumps)
+	byName(l.Leftovers)
+	return l, nil
+}
+
+func (d Dir) isDump(name string) bool {
+	for _, e := range d.exts() {
+		if strings.HasSuffix(name, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Rotate deletes the oldest dumps beyond maxFiles / maxBytes (0 = no
+// bound), never keep (the dump just written). It returns how many it
+// deleted.
+func (d Dir) Rotate(maxFiles int, maxBytes int64, keep string) (int, error) {
+	if maxFiles == 0 && maxBytes == 0 {
+		return 0, nil
+	}
+	l, err := d.List()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, f := range l.Dumps {
+		total += f.Size
+	}
+	if maxFiles == 0 {
+		maxFiles = math.MaxInt
+	}
+	if maxBytes == 0 {
+		maxBytes = math.MaxInt64
+	}
+	count, deleted := len(l.Dumps), 0
+	var errs []error
+	for _, f := range l.Dumps {
+		if count <= maxFiles && total <= maxBytes {
+			break
+		}
+		if f.Path == keep {
+			continue
+		}
+		if err := os.Remove(f.Path); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		count--
+		total -= f.Size
+		deleted++
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}

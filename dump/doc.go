@@ -1,0 +1,33 @@
+// Package dump is the dump pipeline: it turns a trigger into a file. A
+// Dumper accepts triggers (merging overlapping ones or not, rate-limited),
+// waits until the largest post window of the selected topics has passed,
+// reads each topic's window out of the recorder's rings through the
+// engine's window API (engine.Select, engine.WindowCursor), merges them in
+// capture order (or producer order through a bounded reorder stage), and
+// writes the file through a Writer — pack (write(2) path by default, a
+// stream or mmap writer as options) or MCAP — as NAME.tmp → fsync → rename
+// → directory fsync. Each dump carries its trigger records and per-topic
+// accounting (dumpinfo.Info): messages, bytes, overwritten, oversize,
+// skipped while busy and lost at the source, for its window. After each
+// dump the oldest beyond the rotation bounds are deleted; a dump that would
+// leave less than MinFreeDisk is refused. Hooks hear every finalized dump
+// on their own goroutine.
+//
+// Dir owns the dump directory: how dumps are named, which files are dumps
+// or leftovers of an interrupted dump, rotation; the Dumper and
+// "edr-lite ls" both go through it.
+//
+// It is not for: keeping history (package engine), Lua (package scripts),
+// sockets (packages capture and control), or the bytes of a file format
+// (packages pack and mcap; the Writers here adapt them).
+//
+// # Caveats
+//
+// A Dumper needs a started Recorder and must be stopped (Stop) before the
+// Recorder is closed: Stop writes pending dumps within Config.StopTimeout
+// and abandons (removes) one still being written at the deadline. Dumps
+// never pause recording or clear rings, unless the Recorder's
+// Config.BusySkipData drops messages while a dump is written (counted).
+// Writers are called from the Dumper's goroutine only; a payload passed to
+// WriteMessage is valid only during the call.
+package dump

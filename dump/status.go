@@ -1,0 +1,43 @@
+package dump
+
+// Status is a snapshot of the dump pipeline.
+type Status struct {
+	// Written, failed (any cause), refused for low disk; triggers merged
+	// into a waiting dump, rejected by the rate limit; results the hooks
+	// never saw because their queue was full; old dumps deleted by
+	// rotation.
+	Written, Failed, RefusedDisk           uint64
+	TriggersCoalesced, TriggersRateLimited uint64
+	HookResultsDropped, Rotated            uint64
+	// Pending is the number of dumps waiting for their post window.
+	Pending int
+	// Dumping reports a dump being written now.
+	Dumping bool
+	// LastError is the last dump failure ("" when none).
+	LastError string
+	// LeftoverTmp lists .tmp files found in the dump directory at New:
+	// dumps interrupted by a crash ("edr-lite recover" salvages them).
+	LeftoverTmp []string
+}
+
+// Status returns a snapshot of the dumper.
+func (d *Dumper) Status() Status {
+	s := Status{
+		Written:             d.written.Load(),
+		Failed:              d.failed.Load(),
+		RefusedDisk:         d.refusedDisk.Load(),
+		TriggersCoalesced:   d.coalesced.Load(),
+		TriggersRateLimited: d.rateLimited.Load(),
+		HookResultsDropped:  d.hookDropped.Load(),
+		Rotated:             d.rotated.Load(),
+		Dumping:             d.writing.Load(),
+	}
+	if e := d.lastErr.Load(); e != nil {
+		s.LastError = *e
+	}
+	d.mu.Lock()
+	s.Pending = len(d.pending)
+	s.LeftoverTmp = append([]string(nil), d.leftover...)
+	d.mu.Unlock()
+	return s
+}
