@@ -60,36 +60,6 @@
 //
 // # Performance
 //
-// BenchmarkUDP and BenchmarkRaw (capture_bench_linux_test.go) drain 128
-// datagrams the kernel already queued on loopback, so the figure is the
-// receive side's cost per packet, against a plain net.UDPConn.ReadFrom loop
-// over the same queue in the same run. Medians of -count=5 on the 2-core VM
-// (Linux 6.18, load about 2.5), 0 allocs per packet for every source
-// (ReadFrom: 2):
-//
-//	                                        64 B            1400 B         CPU ms/100k pkts (64 B)
-//	ReadFrom loop (baseline)                2.29 M/s 1.00   2.10 M/s 1.00  72.9
-//	UDP source into the recorder            2.93 M/s 1.27   2.26 M/s 1.07  61.1
-//	  same, without the recorder's copy     3.49 M/s 1.52   3.10 M/s 1.48  54.8
-//	UDP source, GRO (UDP_SEGMENT sender)    9.99 M/s 4.36   4.54 M/s 2.16  56.3
-//	raw TPACKET_V3 source into the recorder 5.91 M/s 2.58   2.11 M/s 1.00  38.9
-//	  same, without the recorder's copy    16.8 M/s 7.3    16.2 M/s 7.7   28.4
-//
-// The ">= 2x ReadFrom" target is met by GRO traffic and by the raw source
-// for small frames, not for plain datagrams through recvmmsg, nor for
-// 1400-byte frames through the raw source. Why, from perf (cpu-clock):
-// recvmmsg spends about 280 ns per datagram in the kernel on this VM (half
-// of it ___sys_recvmsg's per-message msghdr, iovec, name and length
-// copies, the rest dequeue, payload copy and skb free), while the whole
-// ReadFrom loop takes about 440 ns; 2x would need 220 ns, less than the
-// kernel alone. Batching removes the syscall and the Go poller cost per
-// packet, not that. The source asks for no sender address when its
-// template needs none (one copy less per datagram). At 1400 bytes the
-// recorder's copy of the payload into its ring is memory-bound: about
-// 120 ns from the source's hot receive buffer (UDP), 300-400 ns from the
-// TPACKET ring the kernel filled on the other CPU (raw), as much as the
-// baseline's whole per-packet cost. The baseline stores nothing; a
-// recorder must. (Publishing the ring's head once per 16 entries instead
-// of once per entry, tried, changed nothing: the stall at the commit store
-// is the cache misses, not the barrier.)
+// Figures, with the commands that reproduce them and why plain UDP
+// cannot reach twice a ReadFrom loop here, are in docs/performance.md.
 package capture

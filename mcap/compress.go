@@ -53,7 +53,7 @@ type lz4Compressor struct {
 	bd        byte // frame descriptor BD byte: block max size
 }
 
-// LZ4 frame format constants (lz4_Frame_format.md).
+// LZ4 frame format constants (https://github.com/lz4/lz4/blob/dev/doc/lz4_Frame_format.md).
 const (
 	lz4FrameMagic = 0x184D2204
 	lz4FLG        = 0x60 // version 01, block independence, no checksums, no content size

@@ -1,5 +1,6 @@
-// Package deptest holds the test that keeps the rooms of edr-lite apart:
-// which packages may import what (ARCHITECTURE.md, "Rooms"). It has no
+// Package deptest holds the tests that keep the house in order: which
+// packages may import what (ARCHITECTURE.md, "Rooms"), and that every
+// document a code comment cites is a file of this repository. It has no
 // code of its own.
 //
 // It is not for: anything at run time.
