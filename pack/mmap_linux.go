@@ -1,4 +1,6 @@
-//go:build linux
+// The mmap writer sink of Create (WriterOptions.Mmap): records are copied
+// into a shared mapping of a window of the file, fallocated ahead, populated
+// ahead by a prefaulter goroutine, with writeback started as it fills.
 
 package pack
 
@@ -10,50 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// Create creates (truncating) the file at path and returns a Writer that
-// writes it durably. By default it writes with write(2): space is
-// preallocated (fallocate, keeping the size) before a frame is accepted,
-// writeback is started every few MiB (sync_file_range) and Close fsyncs.
-// With WriterOptions.Mmap it writes through a shared mmap window instead:
-// the file is fallocated ahead of the window, a helper goroutine populates
-// the window ahead of the writer (MADV_POPULATE_WRITE), writeback is
-// started every few MiB, each full window is unmapped, and Close truncates
-// the file to its size and fsyncs. Both produce the same bytes; the
-// package doc explains why write(2) is the default.
-func Create(path string, opts WriterOptions) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if !opts.Mmap {
-		pre := opts.Prealloc
-		if pre <= 0 {
-			pre = 64 << 20
-		}
-		d := &durableFile{f: f, fd: int(f.Fd()), path: path, prealloc: pre}
-		return newWriter(&fileSink{streamSink: streamSink{w: d}, d: d}, path, opts)
-	}
-	page := int64(os.Getpagesize())
-	win := int64(opts.Window)
-	if win <= 0 {
-		win = 256 << 20 // fewer remaps: each costs an munmap of dirty pages
-		if math.MaxInt == math.MaxInt32 {
-			win = 16 << 20 // 32-bit: address space is scarce
-		}
-	}
-	win = (win + page - 1) &^ (page - 1)
-	pre := opts.Prealloc
-	if pre <= 0 {
-		pre = min(win, 64<<20)
-	}
-	s := &mmapSink{f: f, fd: int(f.Fd()), path: path, page: page, window: win, prealloc: pre,
-		prefault: !opts.NoPrefault, writeback: !opts.NoAsyncWriteback, huge: !opts.NoHugePages}
-	if s.prefault && !opts.NoBackgroundPrefault {
-		s.bg = newPrefaulter()
-	}
-	return newWriter(s, path, opts)
-}
 
 // mmapSink writes records into a shared mapping of a window of the file.
 type mmapSink struct {
@@ -76,6 +34,32 @@ type mmapSink struct {
 	faulted   int64 // file offset up to which the window is populated
 	requested int64 // file offset up to which background populating was asked
 	bg        *prefaulter
+}
+
+// newMmapSink returns the mmap sink of Create over f: the window rounded to
+// whole pages (256 MiB, 16 MiB on 32-bit, when opts.Window is 0), the
+// preallocation step (the window, at most 64 MiB, when opts.Prealloc is 0)
+// and the prefaulting and writeback opts ask for.
+func newMmapSink(f *os.File, path string, opts WriterOptions) *mmapSink {
+	page := int64(os.Getpagesize())
+	win := int64(opts.Window)
+	if win <= 0 {
+		win = 256 << 20 // fewer remaps: each costs an munmap of dirty pages
+		if math.MaxInt == math.MaxInt32 {
+			win = 16 << 20 // 32-bit: address space is scarce
+		}
+	}
+	win = (win + page - 1) &^ (page - 1)
+	pre := opts.Prealloc
+	if pre <= 0 {
+		pre = min(win, 64<<20)
+	}
+	s := &mmapSink{f: f, fd: int(f.Fd()), path: path, page: page, window: win, prealloc: pre,
+		prefault: !opts.NoPrefault, writeback: !opts.NoAsyncWriteback, huge: !opts.NoHugePages}
+	if s.prefault && !opts.NoBackgroundPrefault {
+		s.bg = newPrefaulter()
+	}
+	return s
 }
 
 // prefaulter populates parts of the mmap writer's window on its own
@@ -134,11 +118,6 @@ func (p *prefaulter) stop() {
 // prefaultAhead is how far beyond the bytes being written the mmap writer
 // populates the window (MADV_POPULATE_WRITE) in one call.
 const prefaultAhead = 2 << 20
-
-// writebackChunk is how much written data the mmap writer lets accumulate
-// before starting its writeback (sync_file_range), so that disk I/O
-// overlaps the copying and Close's fsync finds little left to do.
-const writebackChunk = 8 << 20
 
 func (s *mmapSink) reserve(n int) ([]byte, error) {
 	rel := s.pos - s.winOff
@@ -323,138 +302,4 @@ func (s *mmapSink) abort() error {
 		err = tErr
 	}
 	return errors.Join(err, s.f.Close())
-}
-
-// mapFile maps path read-only. The returned release unmaps it.
-func mapFile(path string) ([]byte, func() error, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	size := st.Size()
-	if size == 0 {
-		return nil, func() error { return nil }, nil
-	}
-	if size > math.MaxInt {
-		return nil, nil, fmt.Errorf("pack: %s: %d bytes do not fit the address space", path, size)
-	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, nil, &os.PathError{Op: "mmap", Path: path, Err: err}
-	}
-	return b, func() error { return unix.Munmap(b) }, nil
-}
-
-// durableFile is the write(2) path of Create (the default): space is
-// preallocated ahead (fallocate, keeping the size) and writeback is started
-// every writebackChunk bytes (sync_file_range), so Close's fsync finds
-// little left to do.
-type durableFile struct {
-	f         *os.File
-	fd        int
-	path      string
-	off       int64
-	kicked    int64
-	allocated int64
-	prealloc  int64
-}
-
-// ensure preallocates (keeping the size) to cover [0, end): in prealloc
-// steps, or exactly what is needed when the disk has no room for a step.
-func (d *durableFile) ensure(end int64) error {
-	if end <= d.allocated {
-		return nil
-	}
-	need := end - d.allocated
-	grow := max(need, d.prealloc)
-	err := unix.Fallocate(d.fd, unix.FALLOC_FL_KEEP_SIZE, d.allocated, grow)
-	if errors.Is(err, unix.ENOSPC) && grow > need {
-		grow = need
-		err = unix.Fallocate(d.fd, unix.FALLOC_FL_KEEP_SIZE, d.allocated, grow)
-	}
-	if err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
-		return &os.PathError{Op: "fallocate", Path: d.path, Err: err}
-	}
-	d.allocated += grow
-	return nil
-}
-
-func (d *durableFile) Write(p []byte) (int, error) {
-	if err := d.ensure(d.off + int64(len(p))); err != nil {
-		return 0, err
-	}
-	n, err := d.f.Write(p)
-	d.off += int64(n)
-	if d.off-d.kicked >= writebackChunk {
-		_ = unix.SyncFileRange(d.fd, d.kicked, d.off-d.kicked, unix.SYNC_FILE_RANGE_WRITE)
-		d.kicked = d.off
-	}
-	return n, err
-}
-
-// fileSink is a streamSink over a durableFile with durable flush and finish.
-type fileSink struct {
-	streamSink
-	d *durableFile
-}
-
-// reserve preallocates the space of the record before accepting it, so
-// that a full disk is WriteFrame's error and never a later buffered
-// write's: every frame accepted has its blocks.
-func (s *fileSink) reserve(n int) ([]byte, error) {
-	if err := s.d.ensure(s.d.off + int64(len(s.buf)+n)); err != nil {
-		return nil, err
-	}
-	return s.streamSink.reserve(n)
-}
-
-// writeVec preallocates the record's space first, like reserve.
-func (s *fileSink) writeVec(head []byte, blocks [][]byte, n int64) error {
-	if err := s.d.ensure(s.d.off + int64(len(s.buf)) + n); err != nil {
-		return err
-	}
-	return s.streamSink.writeVec(head, blocks, n)
-}
-
-func (s *fileSink) flush() error {
-	if err := s.streamSink.flush(); err != nil {
-		return err
-	}
-	if err := unix.Fdatasync(s.d.fd); err != nil {
-		return &os.PathError{Op: "fdatasync", Path: s.d.path, Err: err}
-	}
-	return nil
-}
-
-func (s *fileSink) finish(size int64) error {
-	err := s.streamSink.flush()
-	if err == nil {
-		// Drop preallocated blocks past the end (KEEP_SIZE kept the size).
-		err = s.d.f.Truncate(size)
-	}
-	if err == nil {
-		err = s.d.f.Sync()
-	}
-	if cerr := s.d.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("pack: finishing %s: %w", s.d.path, err)
-	}
-	return nil
-}
-
-// abort writes what was accepted (its blocks are preallocated), drops the
-// preallocation past it and closes.
-func (s *fileSink) abort() error {
-	err := s.streamSink.flush()
-	if tErr := s.d.f.Truncate(s.d.off); err == nil {
-		err = tErr
-	}
-	return errors.Join(err, s.d.f.Close())
 }

@@ -26,6 +26,21 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		RegistryMaxSize:  b.Registry,
 		RegistryGrowStep: max(1024, b.Registry/8), // few copies on the way to the cap
 	})
+	openLibs(L)
+	str := L.GetGlobal("string").(*lua.LTable)
+	str.RawSetString("dump", lua.LNil)
+	meterRep(L, str, m)
+	meterFormat(L, str, m)
+	meterGsub(L, str, m)
+	guardPatterns(L, str, m) // after meterGsub: the guarded gsub is the metered one
+	meterConcat(L, L.GetGlobal("table").(*lua.LTable), m)
+	deterministicRandom(L, L.GetGlobal("math").(*lua.LTable))
+	return L
+}
+
+// openLibs opens base, table, string and math, then removes removedGlobals
+// (from the loaded-modules table too).
+func openLibs(L *lua.LState) {
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -46,9 +61,10 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 	if loaded, ok := L.GetField(L.Get(lua.RegistryIndex), "_LOADED").(*lua.LTable); ok {
 		loaded.RawSetString(lua.BaseLibName, lua.LNil)
 	}
+}
 
-	str := L.GetGlobal("string").(*lua.LTable)
-	str.RawSetString("dump", lua.LNil)
+// meterRep charges string.rep's result to the meter before it is built.
+func meterRep(L *lua.LState, str *lua.LTable, m *meter) {
 	wrap(L, str, "rep", func(L *lua.LState, orig lua.LGFunction) int {
 		s := L.CheckString(1)
 		n := L.CheckInt(2)
@@ -60,6 +76,13 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		}
 		return orig(L)
 	})
+}
+
+// meterFormat makes string.format refuse over-long widths and precisions
+// and charge an estimate of its result (each argument's length plus 512;
+// a __tostring is converted here so that its result is counted) before
+// formatting.
+func meterFormat(L *lua.LState, str *lua.LTable, m *meter) {
 	wrap(L, str, "format", func(L *lua.LState, orig lua.LGFunction) int {
 		f := L.CheckString(1)
 		if w := longFormatWidth(f); w != "" {
@@ -86,6 +109,11 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		m.charge(L, "string.format", n)
 		return orig(L)
 	})
+}
+
+// meterGsub charges string.gsub's result: estimated up front for a string
+// or number replacement, counted as it grows for a table or function one.
+func meterGsub(L *lua.LState, str *lua.LTable, m *meter) {
 	wrap(L, str, "gsub", func(L *lua.LState, orig lua.LGFunction) int {
 		s := L.CheckString(1)
 		L.CheckString(2)
@@ -105,37 +133,50 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 			}
 			m.charge(L, "string.gsub", est)
 		case *lua.LTable, *lua.LFunction:
-			total := len(s)
-			L.Replace(3, L.NewFunction(func(L *lua.LState) int {
-				key := L.Get(1)
-				var v lua.LValue
-				if fn, ok := repl.(*lua.LFunction); ok {
-					n := L.GetTop()
-					L.Push(fn)
-					for i := 1; i <= n; i++ {
-						L.Push(L.Get(i))
-					}
-					L.Call(n, 1)
-					v = L.Get(-1)
-					L.Pop(1)
-				} else {
-					v = L.GetTable(repl, key)
-				}
-				if s, ok := v.(lua.LString); ok {
-					total += len(s)
-					if total > m.maxString {
-						m.charge(L, "string.gsub", total)
-					}
-				}
-				L.Push(v)
-				return 1
-			}))
+			L.Replace(3, meteredRepl(L, repl, len(s), m))
 		}
 		return orig(L)
 	})
-	// Lua patterns backtrack: with q repetition items a match can take
-	// len(s)^q steps inside one Go call that no instruction budget can
-	// interrupt. Refuse the combinations that could run away.
+}
+
+// meteredRepl wraps a gsub replacement table or function so that the
+// result's length (from subjectLen, the subject's, up) is counted as each
+// replacement string is produced, and charged once it exceeds the limit.
+func meteredRepl(L *lua.LState, repl lua.LValue, subjectLen int, m *meter) *lua.LFunction {
+	total := subjectLen
+	return L.NewFunction(func(L *lua.LState) int {
+		key := L.Get(1)
+		var v lua.LValue
+		if fn, ok := repl.(*lua.LFunction); ok {
+			n := L.GetTop()
+			L.Push(fn)
+			for i := 1; i <= n; i++ {
+				L.Push(L.Get(i))
+			}
+			L.Call(n, 1)
+			v = L.Get(-1)
+			L.Pop(1)
+		} else {
+			v = L.GetTable(repl, key)
+		}
+		if s, ok := v.(lua.LString); ok {
+			total += len(s)
+			if total > m.maxString {
+				m.charge(L, "string.gsub", total)
+			}
+		}
+		L.Push(v)
+		return 1
+	})
+}
+
+// guardPatterns wraps the pattern functions (find, match, gmatch, gsub).
+// Lua patterns backtrack: with q repetition items a match can take
+// len(s)^q steps inside one Go call that no instruction budget can
+// interrupt. So a pattern with q > 1 is refused when len(s)^q exceeds
+// maxPatternSteps (a plain find excepted), and every call takes len(s)/64
+// from the callback's instructions.
+func guardPatterns(L *lua.LState, str *lua.LTable, m *meter) {
 	for _, name := range []string{"find", "match", "gmatch", "gsub"} {
 		inner := str.RawGetString(name).(*lua.LFunction).GFunction
 		str.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
@@ -150,7 +191,11 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 			return inner(L)
 		}))
 	}
-	tab := L.GetGlobal("table").(*lua.LTable)
+}
+
+// meterConcat charges table.concat's result to the meter before it is
+// built.
+func meterConcat(L *lua.LState, tab *lua.LTable, m *meter) {
 	wrap(L, tab, "concat", func(L *lua.LState, orig lua.LGFunction) int {
 		t := L.CheckTable(1)
 		sep := L.OptString(2, "")
@@ -170,6 +215,12 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		m.charge(L, "table.concat", n)
 		return orig(L)
 	})
+}
+
+// deterministicRandom replaces math.random and math.randomseed by an
+// xorshift64* generator private to the state, with a fixed seed, so a rule
+// behaves the same on every run.
+func deterministicRandom(L *lua.LState, mathlib *lua.LTable) {
 	var rng uint64 = 0x9E3779B97F4A7C15
 	next := func() uint64 { // xorshift64*: deterministic per rule
 		rng ^= rng >> 12
@@ -177,7 +228,6 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		rng ^= rng >> 27
 		return rng * 2685821657736338717
 	}
-	mathlib := L.GetGlobal("math").(*lua.LTable)
 	mathlib.RawSetString("random", L.NewFunction(func(L *lua.LState) int {
 		f := float64(next()>>11) / (1 << 53)
 		switch L.GetTop() {
@@ -202,7 +252,6 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		rng = uint64(L.CheckInt64(1)) | 1
 		return 0
 	}))
-	return L
 }
 
 // wrap replaces tbl[name] by fn, which gets the original to call.

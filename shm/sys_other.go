@@ -44,6 +44,3 @@ func futexWake(addr *uint32)                              {}
 func platformSupported() error                            { return ErrNotSupported }
 
 const oNoFollow = 0
-
-func watchDir(dir string) (*os.File, error)                          { return nil, ErrNotSupported }
-func readEvents(f *os.File, out chan<- string, stop <-chan struct{}) {}

@@ -77,6 +77,54 @@ func DemoConfig(dumpDir, shmDir string) *config.File {
 // recorder running the hard_brake rule, and returns once the vehicle has
 // driven for Duration and the dump it caused is finalized (or ctx ends).
 func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
+	o.setDefaults()
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if o.SHMDir == "" {
+		d, err := makeDemoSHMDir()
+		if err != nil {
+			return nil, err
+		}
+		o.SHMDir = d
+		defer os.RemoveAll(d)
+	}
+	d, dumps, err := startDemoRecorder(&o)
+	if err != nil {
+		return nil, err
+	}
+	prods, pubs, err := openDemoProducers(o.SHMDir)
+	if err != nil {
+		d.Stop()
+		return nil, err
+	}
+	dr := startDriving(ctx, o.Vehicle, o.Duration, prods, pubs)
+	res := &DemoResult{}
+	awaitDump(ctx, d, dumps, o.Duration, res)
+	vehErr := dr.halt()
+	res.Status = d.Status()
+	closeProducers(prods)
+	d.Stop()
+	takeQueued(dumps, res) // a dump finalized while stopping still counts
+	return res, demoOutcome(ctx, res, vehErr)
+}
+
+// takeQueued appends the dumps still queued on dumps to res.Dumps.
+func takeQueued(dumps <-chan engine.DumpResult, res *DemoResult) {
+	for {
+		select {
+		case r := <-dumps:
+			res.Dumps = append(res.Dumps, r)
+			continue
+		default:
+		}
+		break
+	}
+}
+
+// setDefaults fills in the zero Duration (7s), Vehicle (DefaultVehicle) and
+// Logger (discarding).
+func (o *DemoOptions) setDefaults() {
 	if o.Duration <= 0 {
 		o.Duration = 7 * time.Second
 	}
@@ -86,21 +134,22 @@ func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, err
+}
+
+// makeDemoSHMDir creates a fresh directory for the segments under /dev/shm,
+// or under the temp dir when there is no /dev/shm.
+func makeDemoSHMDir() (string, error) {
+	base := "/dev/shm"
+	if st, err := os.Stat(base); err != nil || !st.IsDir() {
+		base = os.TempDir()
 	}
-	if o.SHMDir == "" {
-		base := "/dev/shm"
-		if st, err := os.Stat(base); err != nil || !st.IsDir() {
-			base = os.TempDir()
-		}
-		d, err := os.MkdirTemp(base, "edr-lite-demo-")
-		if err != nil {
-			return nil, err
-		}
-		o.SHMDir = d
-		defer os.RemoveAll(d)
-	}
+	return os.MkdirTemp(base, "edr-lite-demo-")
+}
+
+// startDemoRecorder starts a recorder with the demo configuration (adjusted
+// by o.Config); every dump it finalizes is sent on dumps (dropped when the
+// channel is full).
+func startDemoRecorder(o *DemoOptions) (*Daemon, <-chan engine.DumpResult, error) {
 	cfg := DemoConfig(o.Dir, o.SHMDir)
 	if o.Config != nil {
 		o.Config(cfg)
@@ -114,44 +163,65 @@ func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 			}
 		}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := d.Start(); err != nil {
 		d.Stop()
-		return nil, err
+		return nil, nil, err
 	}
+	return d, dumps, nil
+}
+
+// openDemoProducers creates one segment in dir per demo topic (16 MiB rings
+// for topics of large messages, 1 MiB for the others) and returns their
+// producers, also by topic name. On failure it closes those it opened.
+func openDemoProducers(dir string) ([]*shm.Producer, map[string]demo.Publisher, error) {
 	pubs := map[string]demo.Publisher{}
 	var prods []*shm.Producer
-	closeAll := func() {
-		for _, p := range prods {
-			p.Close()
-		}
-	}
 	for _, tp := range demo.Topics {
 		capacity := 1 << 20
 		if tp.Size > 64<<10 {
 			capacity = 16 << 20
 		}
-		p, err := shm.NewProducer(o.SHMDir, shm.ProducerOptions{Name: tp.Name, Type: tp.Type, Capacity: capacity,
+		p, err := shm.NewProducer(dir, shm.ProducerOptions{Name: tp.Name, Type: tp.Type, Capacity: capacity,
 			HeartbeatPeriod: 500 * time.Millisecond})
 		if err != nil {
-			closeAll()
-			d.Stop()
-			return nil, fmt.Errorf("demo: producer %s: %w", tp.Name, err)
+			closeProducers(prods)
+			return nil, nil, fmt.Errorf("demo: producer %s: %w", tp.Name, err)
 		}
 		prods = append(prods, p)
 		pubs[tp.Name] = p
 	}
-	vctx, stopVehicle := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var vehErr error
-	wg.Add(2)
+	return prods, pubs, nil
+}
+
+// closeProducers closes every producer of prods.
+func closeProducers(prods []*shm.Producer) {
+	for _, p := range prods {
+		p.Close()
+	}
+}
+
+// driving is the simulated vehicle on the road: its goroutine and the one
+// sending its producers' heartbeats.
+type driving struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	err    error // the vehicle's, once wg is done
+}
+
+// startDriving starts v publishing to pubs for duration (until ctx ends or
+// halt), and heartbeats of prods every 200 ms meanwhile.
+func startDriving(ctx context.Context, v demo.Vehicle, duration time.Duration, prods []*shm.Producer, pubs map[string]demo.Publisher) *driving {
+	vctx, cancel := context.WithCancel(ctx)
+	dr := &driving{cancel: cancel}
+	dr.wg.Add(2)
 	go func() {
-		defer wg.Done()
-		vehErr = o.Vehicle.Run(vctx, o.Duration, pubs)
+		defer dr.wg.Done()
+		dr.err = v.Run(vctx, duration, pubs)
 	}()
 	go func() { // heartbeats while driving
-		defer wg.Done()
+		defer dr.wg.Done()
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -165,9 +235,23 @@ func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 			}
 		}
 	}()
-	res := &DemoResult{}
-	drove := time.After(o.Duration)
-	deadline := time.After(o.Duration + 30*time.Second)
+	return dr
+}
+
+// halt stops the vehicle and the heartbeats, waits for them and returns
+// the vehicle's error.
+func (dr *driving) halt() error {
+	dr.cancel()
+	dr.wg.Wait()
+	return dr.err
+}
+
+// awaitDump collects the dumps d reports into res.Dumps until the vehicle
+// has driven for duration and a dump has been finalized with none pending
+// or being written, or until duration+30s have passed or ctx ends.
+func awaitDump(ctx context.Context, d *Daemon, dumps <-chan engine.DumpResult, duration time.Duration, res *DemoResult) {
+	drove := time.After(duration)
+	deadline := time.After(duration + 30*time.Second)
 	done := false
 	for !done {
 		select {
@@ -184,36 +268,26 @@ func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 			done = true
 		}
 	}
-	stopVehicle()
-	wg.Wait()
-	res.Status = d.Status()
-	closeAll()
-	d.Stop()
-	// a dump finalized while stopping still counts
-	for {
-		select {
-		case r := <-dumps:
-			res.Dumps = append(res.Dumps, r)
-			continue
-		default:
-		}
-		break
-	}
+}
+
+// demoOutcome is the error of a demo run: the vehicle's, ctx's, no dump
+// at all, or a dump that failed; nil when the demo did what it shows.
+func demoOutcome(ctx context.Context, res *DemoResult, vehErr error) error {
 	if vehErr != nil && !errors.Is(vehErr, context.Canceled) {
-		return res, vehErr
+		return vehErr
 	}
 	if ctx.Err() != nil {
-		return res, ctx.Err()
+		return ctx.Err()
 	}
 	if len(res.Dumps) == 0 {
-		return res, errors.New("demo: the hard brake caused no dump (see the rule status above)")
+		return errors.New("demo: the hard brake caused no dump (see the rule status above)")
 	}
 	for _, r := range res.Dumps {
 		if r.Err != nil {
-			return res, fmt.Errorf("demo: dump failed: %w", r.Err)
+			return fmt.Errorf("demo: dump failed: %w", r.Err)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // DemoDefaultDir is where "edr-lite demo" writes when --dir is not given.

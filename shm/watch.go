@@ -1,0 +1,109 @@
+// Discovery: the Consumer's watch loop, which learns of segments from
+// inotify events (watch_linux.go) with a periodic rescan as a safety net, or
+// by polling the directory when inotify is unavailable.
+
+package shm
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// startWatchLocked opens the inotify watch on the directory (unless
+// NoInotify; when that fails the error is reported and the consumer polls)
+// and starts the watch loop.
+func (c *Consumer) startWatchLocked() {
+	if !c.opts.NoInotify {
+		f, err := watchDir(c.dir)
+		if err != nil {
+			c.reportLocked(fmt.Errorf("shm: inotify unavailable, polling every %v: %w", c.opts.ScanInterval, err))
+		} else {
+			c.notify = f
+		}
+	}
+	c.watchWG.Add(1)
+	go c.watch()
+}
+
+// watch is the discovery loop: it scans the directory once, then notices
+// each inotify event (rescanning after a queue overflow) and rescans every
+// ScanInterval (ten times that when inotify works), until Close.
+func (c *Consumer) watch() {
+	defer c.watchWG.Done()
+	events := make(chan string, 64)
+	if c.notify != nil {
+		c.watchWG.Add(1)
+		go func() {
+			defer c.watchWG.Done()
+			readEvents(c.notify, events, c.stopCh)
+		}()
+	}
+	c.scan()
+	every := c.opts.ScanInterval
+	if c.notify != nil {
+		every *= 10
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopCh:
+			return
+		case name := <-events:
+			if name == "" { // queue overflow: rescan
+				c.scan()
+			} else {
+				c.notice(name)
+			}
+		case <-t.C:
+			c.scan()
+		}
+	}
+}
+
+// scan notices every name in the directory.
+func (c *Consumer) scan() {
+	ents, err := os.ReadDir(c.dir)
+	if err != nil {
+		c.report(fmt.Errorf("shm: scan %s: %w", c.dir, err))
+		return
+	}
+	for _, e := range ents {
+		c.notice(e.Name())
+	}
+}
+
+// isSegmentName accepts the names a producer gives segments; temporary files
+// (leading '.') and anything else are ignored.
+func isSegmentName(name string) bool {
+	return strings.HasSuffix(name, SegmentSuffix) && len(name) > len(SegmentSuffix) &&
+		name[0] != '.' && !strings.ContainsRune(name, '/')
+}
+
+// notice starts following name, or tells its follower the file changed.
+func (c *Consumer) notice(name string) {
+	if !isSegmentName(name) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop.Load() {
+		return
+	}
+	if f := c.followers[name]; f != nil {
+		f.changed.Store(true)
+		f.wake()
+		return
+	}
+	path := filepath.Join(c.dir, name)
+	if id, ok := c.finished[name]; ok {
+		if fi, err := lstat(path); err == nil && fi.id == id {
+			return // read to the end already
+		}
+		delete(c.finished, name)
+	}
+	c.startLocked(name)
+}
