@@ -110,7 +110,7 @@ func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 }
 
 // takeQueued appends the dumps still queued on dumps to res.Dumps.
-func takeQueued(dumps <-chan engine.DumpResult, res *DemoResult) {
+func takeQueued(dumps <-chan dump.Result, res *DemoResult) {
 	for {
 		select {
 		case r := <-dumps:
@@ -149,7 +149,7 @@ func makeDemoSHMDir() (string, error) {
 // startDemoRecorder starts a recorder with the demo configuration (adjusted
 // by o.Config); every dump it finalizes is sent on dumps (dropped when the
 // channel is full).
-func startDemoRecorder(o *DemoOptions) (*Daemon, <-chan engine.DumpResult, error) {
+func startDemoRecorder(o *DemoOptions) (*Daemon, <-chan dump.Result, error) {
 	cfg := DemoConfig(o.Dir, o.SHMDir)
 	if o.Config != nil {
 		o.Config(cfg)
@@ -249,7 +249,7 @@ func (dr *driving) halt() error {
 // awaitDump collects the dumps d reports into res.Dumps until the vehicle
 // has driven for duration and a dump has been finalized with none pending
 // or being written, or until duration+30s have passed or ctx ends.
-func awaitDump(ctx context.Context, d *Daemon, dumps <-chan engine.DumpResult, duration time.Duration, res *DemoResult) {
+func awaitDump(ctx context.Context, d *Daemon, dumps <-chan dump.Result, duration time.Duration, res *DemoResult) {
 	drove := time.After(duration)
 	deadline := time.After(duration + 30*time.Second)
 	done := false
