@@ -7,9 +7,9 @@ import (
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/replay"
 )
 
 func init() {
@@ -87,7 +87,7 @@ to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`
 			summary = fmt.Sprintf("%d messages, %s of data, %s written", st.Messages, units.FormatSize(int64(st.Bytes)), units.FormatSize(st.Written))
 			return err
 		}
-		rep, err := replay.ExportJSONL(src, w)
+		rep, err := jsonl.Export(src, w)
 		if rep != nil {
 			summary = fmt.Sprintf("%d topics, %d messages, %s of data", rep.Topics, rep.Messages, units.FormatSize(int64(rep.Bytes)))
 		}
@@ -169,7 +169,7 @@ left behind. IN - reads stdin.`,
 		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", *out))
 	}
 	tmp := *out + ".tmp"
-	rep, err := replay.ImportJSONL(in, func(o pack.WriterOptions) (*pack.Writer, error) {
+	rep, err := jsonl.Import(in, func(o pack.WriterOptions) (*pack.Writer, error) {
 		o.Compression = cp
 		return pack.Create(tmp, o)
 	})

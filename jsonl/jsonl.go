@@ -1,4 +1,4 @@
-package replay
+package jsonl
 
 import (
 	"bufio"
@@ -15,20 +15,19 @@ import (
 	"github.com/edr-lite/edr-lite/pack"
 )
 
-// JSON-lines export format name and version (the header's "format" and
-// "version").
+// The header's "format" and "version".
 const (
-	JSONLFormat  = "edr-lite-jsonl"
-	JSONLVersion = 1
+	FormatName = "edr-lite-jsonl"
+	Version    = 1
 )
 
-// JSONLHeader is the first line of a JSON-lines export.
-type JSONLHeader struct {
-	Format    string       `json:"format"`
-	Version   int          `json:"version"`
-	Writer    string       `json:"writer,omitempty"`     // the pack file's writer
-	CreatedNs int64        `json:"created_ns,omitempty"` // the pack file's creation time
-	Topics    []JSONLTopic `json:"topics"`
+// Header is the first line of a JSON-lines export.
+type Header struct {
+	Format    string  `json:"format"`
+	Version   int     `json:"version"`
+	Writer    string  `json:"writer,omitempty"`     // the pack file's writer
+	CreatedNs int64   `json:"created_ns,omitempty"` // the pack file's creation time
+	Topics    []Topic `json:"topics"`
 	// DumpInfo is the dump's information (triggers, per-topic accounting)
 	// exactly as stored in the pack file.
 	DumpInfo json.RawMessage `json:"dump_info,omitempty"`
@@ -36,9 +35,9 @@ type JSONLHeader struct {
 	Metadata map[string][]byte `json:"metadata,omitempty"`
 }
 
-// JSONLTopic is one topic of the header. Messages name it by Topic: "name",
+// Topic is one topic of the header. Messages name it by Topic: "name",
 // or "name#channel" when there is a channel.
-type JSONLTopic struct {
+type Topic struct {
 	Topic    string `json:"topic"`
 	Name     string `json:"name"`
 	Channel  string `json:"channel,omitempty"`
@@ -46,8 +45,8 @@ type JSONLTopic struct {
 	Messages uint64 `json:"messages"`
 }
 
-// jsonlMsg is a message line as decoded by ImportJSONL.
-type jsonlMsg struct {
+// message is a message line as Import decodes it.
+type message struct {
 	Seq    *uint64 `json:"seq"`
 	Topic  *string `json:"topic"`
 	TS     *int64  `json:"ts"`
@@ -57,15 +56,18 @@ type jsonlMsg struct {
 	Data   *string `json:"data"`
 }
 
-// JSONLReport says what an export or import carried.
-type JSONLReport struct {
+// topicKey is a topic as messages carry it.
+type topicKey struct{ name, channel string }
+
+// Report says what an export or import carried.
+type Report struct {
 	Topics   int
 	Messages uint64
 	Bytes    uint64 // data bytes
 }
 
-// ExportJSONL writes the dump src (pack or MCAP) to w as JSON lines: a
-// header line (JSONLHeader) and then one line per message in file order:
+// Export writes the dump src (pack or MCAP) to w as JSON lines: a
+// header line (Header) and then one line per message in file order:
 //
 //	{"seq":0,"topic":"vehicle/speed","ts":1764670000010000000,"gen_ts":1764670000009999000,"data":"AACgQQ=="}
 //
@@ -80,8 +82,8 @@ type JSONLReport struct {
 // An MCAP dump is read as pack messages (mcap.PackReader): an MCAP export
 // of a pack dump gives the same lines as the pack dump, header included
 // (writer and creation time come from its edr.pack_header record).
-func ExportJSONL(src *dumpfile.Source, w io.Writer) (*JSONLReport, error) {
-	h := JSONLHeader{Format: JSONLFormat, Version: JSONLVersion, Topics: []JSONLTopic{}}
+func Export(src *dumpfile.Source, w io.Writer) (*Report, error) {
+	h := Header{Format: FormatName, Version: Version, Topics: []Topic{}}
 	var rawInfo []byte
 	var names []string
 	var sections [][]byte
@@ -103,7 +105,7 @@ func ExportJSONL(src *dumpfile.Source, w io.Writer) (*JSONLReport, error) {
 	}
 	if rawInfo != nil {
 		if !json.Valid(rawInfo) {
-			return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", src.Path, ErrJSONL, dumpinfo.MetadataName)
+			return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", src.Path, ErrFormat, dumpinfo.MetadataName)
 		}
 		h.DumpInfo = json.RawMessage(rawInfo)
 	}
@@ -122,7 +124,7 @@ func ExportJSONL(src *dumpfile.Source, w io.Writer) (*JSONLReport, error) {
 		}
 		used[k] = true
 		keys[topicKey{t.Name, t.Channel}] = k
-		h.Topics = append(h.Topics, JSONLTopic{Topic: k, Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages})
+		h.Topics = append(h.Topics, Topic{Topic: k, Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages})
 	}
 	sort.Slice(h.Topics, func(i, j int) bool { return h.Topics[i].Topic < h.Topics[j].Topic })
 	bw := bufio.NewWriterSize(w, 256<<10)
@@ -138,14 +140,14 @@ func ExportJSONL(src *dumpfile.Source, w io.Writer) (*JSONLReport, error) {
 		q, _ := json.Marshal(s)
 		quoted[k] = q
 	}
-	rep := &JSONLReport{Topics: len(h.Topics)}
+	rep := &Report{Topics: len(h.Topics)}
 	buf := make([]byte, 0, 4096)
 	err = src.InFileOrder(func(m *dumpfile.Message) error {
 		q, ok := quoted[topicKey{m.Name, m.Channel}]
 		if !ok {
-			return fmt.Errorf("%s: %w: topic %s is missing from the index", src.Path, ErrJSONL, pack.Topic(m.Name, m.Channel))
+			return fmt.Errorf("%s: %w: topic %s is missing from the index", src.Path, ErrFormat, pack.Topic(m.Name, m.Channel))
 		}
-		buf = appendJSONLMessage(buf[:0], rep.Messages, q, m.TimeNs, m.GenNs, m.DoneNs, m.Meta, m.Data)
+		buf = appendMessage(buf[:0], rep.Messages, q, m.TimeNs, m.GenNs, m.DoneNs, m.Meta, m.Data)
 		if _, err := bw.Write(buf); err != nil {
 			return err
 		}
@@ -159,9 +161,9 @@ func ExportJSONL(src *dumpfile.Source, w io.Writer) (*JSONLReport, error) {
 	return rep, bw.Flush()
 }
 
-// appendJSONLMessage appends one message line. quotedTopic is the topic as
+// appendMessage appends one message line. quotedTopic is the topic as
 // a JSON string; data nil means no data block.
-func appendJSONLMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, done int64, meta, data []byte) []byte {
+func appendMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, done int64, meta, data []byte) []byte {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendUint(dst, seq, 10)
 	dst = append(dst, `,"topic":`...)
@@ -187,7 +189,7 @@ func appendJSONLMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, don
 	return append(dst, "}\n"...)
 }
 
-// ImportJSONL reads a JSON-lines export from r and writes its messages,
+// Import reads a JSON-lines export from r and writes its messages,
 // dump information and metadata to a pack Writer made by mk (given the
 // header's writer name and creation time), which it closes. Messages are
 // regrouped into frames by Writer.Add. Errors name the line and field; on
@@ -196,7 +198,7 @@ func appendJSONLMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, don
 // Re-exporting an import gives the same JSON lines, except for a message
 // that had neither a producer nor a capture time (its ts came from its
 // frame, which the import does not rebuild).
-func ImportJSONL(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep *JSONLReport, err error) {
+func Import(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep *Report, err error) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	lineNo := 0
 	readLine := func() ([]byte, error) {
@@ -211,24 +213,24 @@ func ImportJSONL(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error))
 		return bytes.TrimRight(line, "\r\n"), nil
 	}
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: line %d: %s", ErrJSONL, lineNo, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: line %d: %s", ErrFormat, lineNo, fmt.Sprintf(format, a...))
 	}
 	line, err := readLine()
 	if err == io.EOF {
-		return nil, fmt.Errorf("%w: empty input (no header line)", ErrJSONL)
+		return nil, fmt.Errorf("%w: empty input (no header line)", ErrFormat)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var h JSONLHeader
+	var h Header
 	if err := json.Unmarshal(line, &h); err != nil {
 		return nil, bad("header: %v", err)
 	}
-	if h.Format != JSONLFormat {
-		return nil, bad("header: format %q, want %q", h.Format, JSONLFormat)
+	if h.Format != FormatName {
+		return nil, bad("header: format %q, want %q", h.Format, FormatName)
 	}
-	if h.Version != JSONLVersion {
-		return nil, bad("header: version %d not supported (want %d)", h.Version, JSONLVersion)
+	if h.Version != Version {
+		return nil, bad("header: version %d not supported (want %d)", h.Version, Version)
 	}
 	w, err := mk(pack.WriterOptions{Writer: h.Writer, CreatedNs: h.CreatedNs})
 	if err != nil {
@@ -239,7 +241,7 @@ func ImportJSONL(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error))
 			rep, err = nil, cerr
 		}
 	}()
-	topics := map[string]*JSONLTopic{}
+	topics := map[string]*Topic{}
 	for i := range h.Topics {
 		t := &h.Topics[i]
 		if t.Name == "" || t.Topic == "" {
@@ -272,7 +274,7 @@ func ImportJSONL(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error))
 			return nil, err
 		}
 	}
-	rep = &JSONLReport{Topics: len(h.Topics)}
+	rep = &Report{Topics: len(h.Topics)}
 	var data, meta []byte
 	for {
 		line, err := readLine()
@@ -285,7 +287,7 @@ func ImportJSONL(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error))
 		if len(line) == 0 {
 			return nil, bad("empty line")
 		}
-		var m jsonlMsg
+		var m message
 		if err := json.Unmarshal(line, &m); err != nil {
 			return nil, bad("%v", err)
 		}

@@ -1,7 +1,8 @@
-package replay
+package jsonl_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +12,31 @@ import (
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/pack"
 )
+
+const t0 = int64(1_764_670_000_000_000_000)
+
+// payload is a checkable payload: its length and every byte depend on
+// (topic, i).
+func payload(topic string, i int, maxLen int) []byte {
+	h := uint64(14695981039346656037)
+	for _, c := range []byte(topic) {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	x := h ^ uint64(i)*0x9E3779B97F4A7C15
+	n := 8 + int(x%uint64(maxLen-7))
+	b := make([]byte, n)
+	for j := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[j] = byte(x)
+	}
+	binary.LittleEndian.PutUint32(b, uint32(i))
+	return b
+}
 
 // richDump writes a dump exercising everything the export must keep:
 // channels, meta bytes, missing producer or capture times, messages without
@@ -98,17 +122,17 @@ func exportFile(t *testing.T, path string) []byte {
 	}
 	defer r.Close()
 	var b bytes.Buffer
-	if _, err := ExportJSONL(r, &b); err != nil {
+	if _, err := jsonl.Export(r, &b); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
 }
 
-func importTo(path string, in []byte) (*JSONLReport, error) {
-	return ImportJSONL(bytes.NewReader(in), func(o pack.WriterOptions) (*pack.Writer, error) { return pack.Create(path, o) })
+func importTo(path string, in []byte) (*jsonl.Report, error) {
+	return jsonl.Import(bytes.NewReader(in), func(o pack.WriterOptions) (*pack.Writer, error) { return pack.Create(path, o) })
 }
 
-func TestJSONLRoundTripBitExact(t *testing.T) {
+func TestRoundTripBitExact(t *testing.T) {
 	for _, comp := range []pack.Compression{pack.CompressNone, pack.CompressZstd} {
 		t.Run(comp.String(), func(t *testing.T) {
 			src := richDump(t, comp)
@@ -154,7 +178,7 @@ func firstDiff(a, b []byte) string {
 	return fmt.Sprintf("%d lines vs %d", len(al), len(bl))
 }
 
-func TestJSONLFormat(t *testing.T) {
+func TestLineFormat(t *testing.T) {
 	js := string(exportFile(t, richDump(t, pack.CompressNone)))
 	lines := strings.Split(js, "\n")
 	if !strings.HasPrefix(lines[0], `{"format":"edr-lite-jsonl","version":1,"writer":"rich test","created_ns":1234,"topics":[{"topic":"camera/front","name":"camera/front","type":"gray8","messages":50},`) {
@@ -174,7 +198,7 @@ func TestJSONLFormat(t *testing.T) {
 	}
 }
 
-func TestJSONLImportErrors(t *testing.T) {
+func TestImportErrors(t *testing.T) {
 	good := exportFile(t, richDump(t, pack.CompressNone))
 	lines := strings.SplitAfter(string(good), "\n")
 	hdr := lines[0]
@@ -182,8 +206,8 @@ func TestJSONLImportErrors(t *testing.T) {
 		t.Helper()
 		out := filepath.Join(t.TempDir(), "x.pack")
 		rep, err := importTo(out, []byte(in))
-		if !errors.Is(err, ErrJSONL) || !strings.Contains(err.Error(), has) || rep != nil {
-			t.Errorf("import of %.60q: %v (report %v), want ErrJSONL containing %q", in, err, rep, has)
+		if !errors.Is(err, jsonl.ErrFormat) || !strings.Contains(err.Error(), has) || rep != nil {
+			t.Errorf("import of %.60q: %v (report %v), want jsonl.ErrFormat containing %q", in, err, rep, has)
 		}
 	}
 	f("", "empty input")
