@@ -27,7 +27,7 @@ func exportBytes(t *testing.T, file []byte) []byte {
 	}
 	defer r.Close()
 	var b bytes.Buffer
-	if _, err := jsonl.Export(dumpfile.FromPack(r), &b); err != nil {
+	if _, err := dumpfile.Export(dumpfile.FromPack(r), dumpfile.FormatJSONL, &b, dumpfile.ExportOptions{}); err != nil {
 		t.Fatalf("an imported file does not export: %v", err)
 	}
 	return b.Bytes()

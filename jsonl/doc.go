@@ -3,10 +3,11 @@
 // into a pack dump with the same messages, times, channels, meta bytes, dump
 // information and metadata.
 //
-// In one paragraph: Export writes a dump (a dumpfile.Source, pack or MCAP)
-// as a header line (Header: writer, creation time, the topics with their
-// types and counts, the dump information as stored, the other metadata
-// sections) and then one line per message in file order:
+// In one paragraph: Export writes a dump as a header line (Header: writer,
+// creation time, the topics with their types and counts, the dump
+// information as stored, the other metadata sections) and then one line per
+// Message in file order (internal/dumpfile.Export hands it those of a pack
+// or MCAP file):
 //
 //	{"seq":0,"topic":"vehicle/speed","ts":1764670000010000000,"gen_ts":1764670000009999000,"data":"AACgQQ=="}
 //
@@ -27,6 +28,9 @@
 //     (pack.Writer.Add), and a message with neither a producer nor a capture
 //     time, whose time came from its frame, exports with a different ts
 //     after the round trip.
-//   - Export and Import are not safe for concurrent use of the same Source
-//     or Writer; separate calls on separate values are independent.
+//   - Export's walk may reuse the Message it hands over and its bytes; Export
+//     keeps nothing of it after the callback returns. Import reuses its
+//     buffers between calls to Writer.Add (which copies).
+//   - Export and Import keep no state between calls; a call is not safe
+//     for concurrent use of the Writer or walk it is given.
 package jsonl

@@ -6,16 +6,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
-// Export writes the dump src (pack or MCAP) to w as JSON lines: a
-// header line (Header) and then one line per message in file order:
+// Message is one message as Export writes it: the pack model, as
+// internal/dumpfile reads it from a pack or MCAP dump.
+type Message struct {
+	Name, Channel string
+	Meta          []byte
+	GenNs         int64  // producer time as recorded (0 = unknown)
+	DoneNs        int64  // capture time as recorded (0 = unknown)
+	TimeNs        int64  // the message time, written as ts
+	Data          []byte // nil when the message has no data block
+}
+
+// Export writes a dump to w as JSON lines: a header line (h) and then one
+// line per message, in the order walk hands them to its callback (file
+// order):
 //
 //	{"seq":0,"topic":"vehicle/speed","ts":1764670000010000000,"gen_ts":1764670000009999000,"data":"AACgQQ=="}
 //
@@ -27,54 +39,19 @@ import (
 // when the message has meta bytes. Frame boundaries are not kept: an
 // import regroups messages into frames.
 //
-// An MCAP dump is read as pack messages (mcap.PackReader): an MCAP export
-// of a pack dump gives the same lines as the pack dump, header included
-// (writer and creation time come from its edr.pack_header record).
-func Export(src *dumpfile.Source, w io.Writer) (*Report, error) {
-	h := Header{Format: FormatName, Version: Version, Topics: []Topic{}}
-	var rawInfo []byte
-	var names []string
-	var sections [][]byte
-	if r := src.Pack(); r != nil {
-		hdr := r.Header()
-		h.Writer, h.CreatedNs = hdr.Writer, hdr.CreatedNs
-		rawInfo, _ = r.Metadata(dumpinfo.MetadataName)
-		for _, n := range r.MetadataNames() {
-			if n != dumpinfo.MetadataName {
-				b, _ := r.Metadata(n)
-				names, sections = append(names, n), append(sections, b)
-			}
-		}
-	} else {
-		mp := src.MCAP()
-		h.Writer, h.CreatedNs = mp.Header()
-		rawInfo = mp.DumpInfoJSON()
-		names, sections = mp.Sections()
+// h gives the dump's writer, creation time, dump information (as stored;
+// it must be JSON), other metadata sections and its topics in the dump's
+// order with name, channel, type and count. Export sets Format and
+// Version and each topic's key (Topic: "name", or "name#channel", made
+// unique) and lists the topics by key. Every message must belong to one of
+// them. name labels errors (the dump's path). internal/dumpfile.Export
+// calls Export for a pack or MCAP dump.
+func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) error) error) (*Report, error) {
+	h.Format, h.Version = FormatName, Version
+	if h.DumpInfo != nil && !json.Valid(h.DumpInfo) {
+		return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", name, ErrFormat, dumpinfo.MetadataName)
 	}
-	if rawInfo != nil {
-		if !json.Valid(rawInfo) {
-			return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", src.Path, ErrFormat, dumpinfo.MetadataName)
-		}
-		h.DumpInfo = json.RawMessage(rawInfo)
-	}
-	for i, n := range names {
-		if h.Metadata == nil {
-			h.Metadata = map[string][]byte{}
-		}
-		h.Metadata[n] = sections[i]
-	}
-	keys := map[topicKey]string{}
-	used := map[string]bool{}
-	for _, t := range src.Topics() {
-		k := t.String()
-		if used[k] { // a name holding '#' could collide with a channel
-			k = pack.Topic(t.Name, t.Channel) + "~" + strconv.Itoa(len(h.Topics))
-		}
-		used[k] = true
-		keys[topicKey{t.Name, t.Channel}] = k
-		h.Topics = append(h.Topics, Topic{Topic: k, Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages})
-	}
-	sort.Slice(h.Topics, func(i, j int) bool { return h.Topics[i].Topic < h.Topics[j].Topic })
+	quoted := h.keyTopics()
 	bw := bufio.NewWriterSize(w, 256<<10)
 	line, err := json.Marshal(h)
 	if err != nil {
@@ -82,18 +59,12 @@ func Export(src *dumpfile.Source, w io.Writer) (*Report, error) {
 	}
 	bw.Write(line)
 	bw.WriteByte('\n')
-	// Quoted topic keys, encoded once.
-	quoted := map[topicKey][]byte{}
-	for k, s := range keys {
-		q, _ := json.Marshal(s)
-		quoted[k] = q
-	}
 	rep := &Report{Topics: len(h.Topics)}
 	buf := make([]byte, 0, 4096)
-	err = src.InFileOrder(func(m *dumpfile.Message) error {
+	err = walk(func(m *Message) error {
 		q, ok := quoted[topicKey{m.Name, m.Channel}]
 		if !ok {
-			return fmt.Errorf("%s: %w: topic %s is missing from the index", src.Path, ErrFormat, pack.Topic(m.Name, m.Channel))
+			return fmt.Errorf("%s: %w: topic %s is missing from the index", name, ErrFormat, pack.Topic(m.Name, m.Channel))
 		}
 		buf = appendMessage(buf[:0], rep.Messages, q, m.TimeNs, m.GenNs, m.DoneNs, m.Meta, m.Data)
 		if _, err := bw.Write(buf); err != nil {
@@ -107,6 +78,34 @@ func Export(src *dumpfile.Source, w io.Writer) (*Report, error) {
 		return rep, err
 	}
 	return rep, bw.Flush()
+}
+
+// keyTopics gives each topic its key ("name", or "name#channel"; a key
+// taken already gets "~" and the topic's index), lists the topics by key
+// and returns the keys as JSON strings by name and channel. h.Topics is
+// copied first: the caller's slice is left as it was.
+func (h *Header) keyTopics() map[topicKey][]byte {
+	h.Topics = slices.Clone(h.Topics)
+	if h.Topics == nil {
+		h.Topics = []Topic{}
+	}
+	quoted := map[topicKey][]byte{}
+	used := map[string]bool{}
+	for i := range h.Topics {
+		t := &h.Topics[i]
+		k := t.Name
+		if t.Channel != "" {
+			k += "#" + t.Channel
+		}
+		if used[k] { // a name holding '#' could collide with a channel
+			k = pack.Topic(t.Name, t.Channel) + "~" + strconv.Itoa(i)
+		}
+		used[k] = true
+		t.Topic = k
+		quoted[topicKey{t.Name, t.Channel}], _ = json.Marshal(k)
+	}
+	sort.Slice(h.Topics, func(i, j int) bool { return h.Topics[i].Topic < h.Topics[j].Topic })
+	return quoted
 }
 
 // appendMessage appends one message line. quotedTopic is the topic as

@@ -122,7 +122,7 @@ func exportFile(t *testing.T, path string) []byte {
 	}
 	defer r.Close()
 	var b bytes.Buffer
-	if _, err := jsonl.Export(r, &b); err != nil {
+	if _, err := dumpfile.Export(r, dumpfile.FormatJSONL, &b, dumpfile.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -229,5 +229,44 @@ func TestImportErrors(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ok.pack")
 	if rep, err := importTo(out, []byte(strings.TrimSuffix(string(good), "\n"))); err != nil || rep.Messages != 300 {
 		t.Errorf("no final newline: %v %+v", err, rep)
+	}
+}
+
+// TestExportHeader: Export keys the topics it is given ("name", or
+// "name#channel"; a key taken already gets "~index"), lists them by key,
+// leaves the caller's slice alone, and refuses dump information that is
+// not JSON and a message of a topic it was not given.
+func TestExportHeader(t *testing.T) {
+	topics := []jsonl.Topic{{Name: "b"}, {Name: "a", Channel: "x", Type: "T", Messages: 2}, {Name: "a#x"}}
+	msgs := []jsonl.Message{{Name: "a#x", TimeNs: 5, Data: []byte{1}}, {Name: "a", Channel: "x", TimeNs: 6, DoneNs: 6}}
+	walk := func(fn func(m *jsonl.Message) error) error {
+		for i := range msgs {
+			if err := fn(&msgs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var b bytes.Buffer
+	rep, err := jsonl.Export(&b, "mem", jsonl.Header{Writer: "w", Topics: topics}, walk)
+	if err != nil || rep.Topics != 3 || rep.Messages != 2 || rep.Bytes != 1 {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	want := `{"format":"edr-lite-jsonl","version":1,"writer":"w","topics":[` +
+		`{"topic":"a#x","name":"a","channel":"x","type":"T","messages":2},{"topic":"a#x#~2","name":"a#x","messages":0},{"topic":"b","name":"b","messages":0}]}
+{"seq":0,"topic":"a#x#~2","ts":5,"gen_ts":0,"done_ts":0,"data":"AQ=="}
+{"seq":1,"topic":"a#x","ts":6,"gen_ts":0}
+`
+	if b.String() != want {
+		t.Errorf("export:\n%s\nwant\n%s", b.String(), want)
+	}
+	if topics[0].Topic != "" || topics[0].Name != "b" {
+		t.Errorf("the caller's topics changed: %+v", topics)
+	}
+	if _, err := jsonl.Export(io.Discard, "mem", jsonl.Header{DumpInfo: []byte("{")}, walk); !errors.Is(err, jsonl.ErrFormat) || !strings.HasPrefix(err.Error(), "mem: ") {
+		t.Errorf("dump info not JSON: %v", err)
+	}
+	if _, err := jsonl.Export(io.Discard, "mem", jsonl.Header{Topics: topics[:2]}, walk); !errors.Is(err, jsonl.ErrFormat) || !strings.Contains(err.Error(), "a#x# is missing") {
+		t.Errorf("unknown topic: %v", err)
 	}
 }

@@ -14,12 +14,6 @@ import (
 	"github.com/edr-lite/edr-lite/pack"
 )
 
-// Format names.
-const (
-	FormatPack = "pack"
-	FormatMCAP = "mcap"
-)
-
 // ErrUnknownFormat is returned for a file that is neither pack nor MCAP.
 var ErrUnknownFormat = errors.New("dumpfile: not a pack or MCAP file")
 
