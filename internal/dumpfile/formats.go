@@ -1,9 +1,13 @@
 package dumpfile
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/jsonl"
@@ -21,28 +25,120 @@ const (
 
 // Format says what the offline verbs can do with one format.
 type Format struct {
-	Name   string // FormatPack, FormatMCAP, FormatJSONL
-	Export bool   // Export writes it
-	Import bool   // Import reads it into a pack dump
+	Name string // FormatPack, FormatMCAP, FormatJSONL
+	// Open: Detect recognises its files, and Open, OpenBytes, ReadInfo,
+	// Walk and Verify read them.
+	Open   bool
+	Export bool // Export writes it
+	Import bool // Import reads it into a pack dump
 	// Compressions lists the ExportOptions.Compression values its export
 	// takes; nil when its export does not compress.
 	Compressions []string
 }
 
-// format is one row of the format table: a Format (its Export and Import
+// format is one row of the format table: a Format (Open, Export and Import
 // follow from the functions) and the functions that do it. A nil function
-// is something the format cannot do.
+// is something the format cannot do; a row with magic has every reading
+// function.
 type format struct {
 	Format
-	export   func(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error)
-	importTo func(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (*ConvertReport, error)
+	title string // as messages spell it ("MCAP")
+	magic []byte // what its files start with; nil: Detect does not know them
+
+	open      func(path string) (*Source, error)
+	openBytes func(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error)
+	info      func(path string) (*Info, error)
+	walk      func(path string, fn func(m *Msg) error) error
+	verify    func(path string) (*VerifyResult, error)
+	export    func(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error)
+	importTo  func(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (*ConvertReport, error)
 }
 
 // formats is the table of formats: adding one is adding a row.
 var formats = []format{
-	{Format: Format{Name: FormatPack}},
-	{Format: Format{Name: FormatMCAP, Compressions: []string{"none", "lz4", "zstd"}}, export: exportMCAP},
-	{Format: Format{Name: FormatJSONL}, export: exportJSONL, importTo: importJSONL},
+	{Format: Format{Name: FormatPack}, title: "pack", magic: pack.FileMagic[:],
+		open: openPack, openBytes: openPackBytes, info: packInfo, walk: walkPack, verify: verifyPack},
+	{Format: Format{Name: FormatMCAP, Compressions: []string{"none", "lz4", "zstd"}}, title: "MCAP", magic: []byte("\x89MCAP"),
+		open: openMCAP, openBytes: openMCAPBytes, info: mcapInfo, walk: walkMCAP, verify: verifyMCAP,
+		export: exportMCAP},
+	{Format: Format{Name: FormatJSONL}, title: "JSON lines",
+		export: exportJSONL, importTo: importJSONL},
+}
+
+// ErrUnknownFormat is returned for a file that Detect does not recognise.
+var ErrUnknownFormat = errors.New("dumpfile: not a " + orList(readableTitles()) + " file")
+
+// Detect reads the first bytes of path and returns its format (one with
+// Format.Open). A file of no such format is an ErrUnknownFormat naming the
+// file and what it starts with.
+func Detect(path string) (string, error) {
+	f, err := detectFile(path)
+	if err != nil {
+		return "", err
+	}
+	return f.Name, nil
+}
+
+func detectFile(path string) (*format, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, magicLen)
+	n, _ := io.ReadFull(f, b)
+	return detect(path, b[:n])
+}
+
+// magicLen is the longest magic of the table.
+var magicLen = func() int {
+	n := 0
+	for _, f := range formats {
+		n = max(n, len(f.magic))
+	}
+	return n
+}()
+
+func detect(name string, b []byte) (*format, error) {
+	for i := range formats {
+		if f := &formats[i]; f.magic != nil && bytes.HasPrefix(b, f.magic) {
+			return f, nil
+		}
+	}
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%s: %w: the file is empty", name, ErrUnknownFormat)
+	}
+	var starts []string // "pack starts with ..., MCAP with ..."
+	for _, f := range formats {
+		if f.magic != nil {
+			verb := "with"
+			if starts == nil {
+				verb = "starts with"
+			}
+			starts = append(starts, fmt.Sprintf("%s %s %q", f.title, verb, f.magic))
+		}
+	}
+	return nil, fmt.Errorf("%s: %w: it starts with %q (%s)", name, ErrUnknownFormat,
+		b[:min(len(b), 8)], strings.Join(starts, ", "))
+}
+
+// readableTitles returns the titles of the formats Detect recognises.
+func readableTitles() []string {
+	var titles []string
+	for _, f := range formats {
+		if f.magic != nil {
+			titles = append(titles, f.title)
+		}
+	}
+	return titles
+}
+
+// orList spells a list: "a", "a or b", "a, b or c".
+func orList(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // Formats returns the formats the offline verbs know, in table order.
@@ -66,7 +162,7 @@ func LookupFormat(name string) (Format, bool) {
 // public returns the row's Format, its capabilities filled in.
 func (f *format) public() Format {
 	p := f.Format
-	p.Export, p.Import = f.export != nil, f.importTo != nil
+	p.Open, p.Export, p.Import = f.magic != nil, f.export != nil, f.importTo != nil
 	p.Compressions = slices.Clone(f.Compressions)
 	return p
 }

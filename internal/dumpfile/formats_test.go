@@ -13,8 +13,8 @@ import (
 
 func TestFormats(t *testing.T) {
 	want := []Format{
-		{Name: FormatPack},
-		{Name: FormatMCAP, Export: true, Compressions: []string{"none", "lz4", "zstd"}},
+		{Name: FormatPack, Open: true},
+		{Name: FormatMCAP, Open: true, Export: true, Compressions: []string{"none", "lz4", "zstd"}},
 		{Name: FormatJSONL, Export: true, Import: true},
 	}
 	if got := Formats(); !reflect.DeepEqual(got, want) {
@@ -26,6 +26,16 @@ func TestFormats(t *testing.T) {
 	}
 	if _, ok := LookupFormat("csv"); ok {
 		t.Error("LookupFormat(csv) found a format")
+	}
+	// every row Detect knows reads its files every way
+	for _, f := range formats {
+		if (f.magic != nil) != (f.open != nil && f.openBytes != nil && f.info != nil && f.walk != nil && f.verify != nil) {
+			t.Errorf("format %s: magic %q but not every reading function, or the other way round", f.Name, f.magic)
+		}
+	}
+	if _, err := OpenBytes("junk", []byte("not a dump"), mcap.ReaderOptions{}); err == nil ||
+		err.Error() != `junk: dumpfile: not a pack or MCAP file: it starts with "not a du" (pack starts with "EDRPACK\x00", MCAP with "\x89MCAP")` {
+		t.Errorf("OpenBytes(junk): %v", err)
 	}
 }
 
