@@ -32,6 +32,9 @@ var rules = []rule{
 	{"github.com/edr-lite/edr-lite/capture", append([]string{"github.com/edr-lite/edr-lite/scripts", "github.com/yuin/gopher-lua", "github.com/edr-lite/edr-lite/shm"}, cmdOnly...),
 		"capture feeds the engine through the Sink contract only"},
 	{"github.com/edr-lite/edr-lite/replay", cmdOnly, "replay is a library; flags and output live in cmd"},
+	{"github.com/edr-lite/edr-lite/jsonl", append([]string{"github.com/edr-lite/edr-lite/engine", "github.com/yuin/gopher-lua", "net", "github.com/edr-lite/edr-lite/internal/dumpfile", "github.com/edr-lite/edr-lite/mcap"}, cmdOnly...),
+		"JSON lines is a file format only; internal/dumpfile decides when to use it"},
+	{"github.com/edr-lite/edr-lite/internal/kway", []string{"github.com/edr-lite/edr-lite/"}, "the merge heap is a leaf"},
 }
 
 func deps(t *testing.T, pkg string) []string {
