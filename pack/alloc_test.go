@@ -105,25 +105,3 @@ func TestMetaCodecAllocs(t *testing.T) {
 		t.Errorf("meta encode+decode: %v allocs, want 0", n)
 	}
 }
-
-func TestTimelineAllocs(t *testing.T) {
-	times := make([]int64, 200)
-	for i := range times {
-		times[i] = int64(i)
-	}
-	readers := []*Reader{memFile(t, times, "a"), memFile(t, times, "b"), memFile(t, times, "c")}
-	tl := NewTimeline(readers...)
-	step := func() {
-		if _, _, err := tl.Next(); err == io.EOF {
-			tl.SeekTime(0)
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 700 {
-		step()
-	}
-	if n := testing.AllocsPerRun(1000, step); n != 0 {
-		t.Errorf("Timeline.Next: %v allocs, want 0", n)
-	}
-}

@@ -8,8 +8,7 @@ import (
 
 // FrameCache is a bounded cache of decompressed frame data, shared by any
 // number of Readers (ReaderOptions.Cache). It pays for random access to
-// compressed files: repeated seeks, looped replay, timelines that revisit
-// frames. For a single sequential pass it only costs (see the benchmarks).
+// compressed files: repeated seeks and looped replay, which revisit frames. For a single sequential pass it only costs (see the benchmarks).
 //
 // A FrameCache is safe for concurrent use. Cached bytes are immutable; a
 // Reader with a cache hands out slices of them.

@@ -1,8 +1,7 @@
 // Package pack implements the edr-lite dump file format ("pack"): the frame
 // model, its protobuf-wire meta, the mmap writer and streaming writer, the
 // mmap reader with an index for seeking by time, per-frame CRC32C and
-// optional compression, verification, recovery of damaged files and a
-// timeline that merges several files in time order.
+// optional compression, verification and recovery of damaged files.
 //
 // The normative byte layout is FORMAT.md in this directory; the frame meta
 // is FrameV2Proto.Frame of frame.v2.proto.
@@ -17,7 +16,9 @@
 // holds without reading frames.
 //
 // It is not for: the recorder (package engine decides what goes into a
-// dump; pack only writes and reads it), and not for MCAP.
+// dump; pack only writes and reads it), not for MCAP, and not for reading
+// several dumps as one stream in time order (internal/dumpfile.Messages
+// merges pack and MCAP dumps message by message).
 //
 // # Caveats
 //

@@ -73,18 +73,6 @@ func TestHistAllocs(t *testing.T) {
 	}
 }
 
-func TestJSONLLineAllocs(t *testing.T) {
-	buf := make([]byte, 0, 4096)
-	q := []byte(`"vehicle/speed"`)
-	meta, data := []byte{1, 2, 3}, payload("x", 1, 300)
-	a := testing.AllocsPerRun(100, func() {
-		buf = appendJSONLMessage(buf[:0], 12345, q, 1e18, 1e18-5, 0, meta, data)
-	})
-	if a != 0 {
-		t.Errorf("appendJSONLMessage: %v allocs", a)
-	}
-}
-
 // TestReplayMCAPAllocs: replaying an MCAP dump allocates nothing per
 // message nor per chunk: Run over 40000 messages (about 300 chunks)
 // allocates as much as over 4000 (about 30), uncompressed and lz4.

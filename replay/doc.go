@@ -1,6 +1,6 @@
 // Package replay feeds recorded dumps back: to shared memory or UDP with
 // timing modes, and through Lua rules in message time so that triggers can be
-// regression-tested; it also converts dumps to and from JSON lines.
+// regression-tested.
 //
 // In one paragraph: Open (or New over pack readers) makes a Player over one
 // or more dumps, pack or MCAP in any mix, merged message by message in
@@ -13,9 +13,7 @@
 // another goroutine, and Stats report throughput and, in timed modes, the
 // player's own timing error (p50 / p99 / max). RunRules feeds dumps through
 // a scripts.Host in message time and CompareTriggers checks the triggers it
-// fired against the ones recorded in the dumps. ExportJSONL converts a dump
-// (pack or MCAP) to JSON lines and ImportJSONL converts them back to a pack
-// dump, losslessly.
+// fired against the ones recorded in the dumps.
 //
 // UDP addressing: with UDPOptions.Base "host:port", the i-th topic in sorted
 // topic order (Player.Topics: by "name", or "name#channel" for a channel)
@@ -28,7 +26,8 @@
 // log_time the capture time, publish_time the producer time, the payload
 // as recorded and the meta channel's bytes as Message.Meta.
 //
-// It is not for: recording (package engine), or writing MCAP (mcap).
+// It is not for: recording (package engine), writing MCAP (mcap), or the
+// JSON-lines export and import (jsonl).
 //
 // # Caveats
 //
@@ -44,7 +43,6 @@
 //     ShmOptions.Capacity to the data or replay at a rate), and UDP receivers
 //     drop datagrams their socket buffer cannot hold.
 //   - Concurrency: a Player's Run is called once from one goroutine; Pause,
-//     Resume, Step and Progress are safe from any goroutine. Outputs, the
-//     JSON-lines functions and the rule helpers are not safe for concurrent
-//     use.
+//     Resume, Step and Progress are safe from any goroutine. Outputs and the rule
+//     helpers are not safe for concurrent use.
 package replay

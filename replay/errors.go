@@ -11,9 +11,6 @@ var (
 	// (larger than a shm segment's max payload or a UDP datagram); the
 	// player counts it as dropped and goes on.
 	ErrTooLarge = errors.New("replay: message too large for the output")
-	// ErrJSONL reports a malformed JSON-lines export; the error names the
-	// line and field.
-	ErrJSONL = errors.New("replay: bad JSON-lines input")
 	// ErrMismatch is returned when replayed rules do not fire the triggers
 	// recorded in the dumps.
 	ErrMismatch = errors.New("replay: triggers differ from the recording")

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/units"
-	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/replay"
 )
 
 func init() {
@@ -18,7 +18,8 @@ func init() {
 }
 
 func runExport(e *env) int {
-	c := newCommand(e, "export", "edr-lite export --format jsonl|mcap IN -o OUT|- [--compression none|lz4|zstd]",
+	names := formatNames(func(f dumpfile.Format) bool { return f.Export })
+	c := newCommand(e, "export", "edr-lite export --format "+strings.Join(names, "|")+" IN -o OUT|- [--compression none|lz4|zstd]",
 		`Export a dump, pack or MCAP, as JSON lines, readable with head and jq,
 streamable and appendable. The first line is a header: {"format":"edr-lite-jsonl","version":1,
 "writer","created_ns","topics":[{"topic","name","channel","type","messages"}],
@@ -42,29 +43,19 @@ information from its edr.* metadata. The JSON lines of an MCAP export equal
 those of the pack dump it came from. To MCAP it is rewritten (recompressed);
 to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`,
 		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.mcap -o - | head -3\nedr-lite export --format mcap dump.pack -o dump.mcap --compression zstd", 1, 1)
-	format := c.fs.String("format", "jsonl", "output format: jsonl or mcap")
+	format := c.fs.String("format", "jsonl", "output format: "+orList(names))
 	comp := c.fs.String("compression", "none", "mcap: chunk compression, none, lz4 or zstd")
 	out := c.fs.String("o", "", "output file, or - for stdout (required)")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
-	mopts := mcap.ExportOptions{}
-	switch *format {
-	case "jsonl":
-	case "mcap":
-		switch *comp {
-		case "none":
-			mopts.Compression = mcap.CompressionNone
-		case "lz4":
-			mopts.Compression = mcap.CompressionLZ4
-		case "zstd":
-			mopts.Compression = mcap.CompressionZstd
-		default:
-			return c.usageErr("--compression %q: want none, lz4 or zstd", *comp)
-		}
-	default:
-		return c.usageErr("--format %q: want jsonl or mcap", *format)
+	f, known := dumpfile.LookupFormat(*format)
+	if !known || !f.Export {
+		return c.usageErr("--format %q: want %s", *format, orList(names))
+	}
+	if f.Compressions != nil && !slices.Contains(f.Compressions, *comp) {
+		return c.usageErr("--compression %q: want %s", *comp, orList(f.Compressions))
 	}
 	if *out == "" {
 		return c.usageErr("-o OUT is required (- for stdout)")
@@ -74,32 +65,52 @@ to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`
 		return c.fail(err)
 	}
 	defer src.Close()
-	var summary string
+	var rep *dumpfile.ConvertReport
 	err = writeOutput(*out, e.stdout, func(w io.Writer) error {
-		if *format == "mcap" {
-			var st mcap.ExportStats
-			var err error
-			if r := src.Pack(); r != nil {
-				st, err = mcap.ExportPack(r, w, mopts)
-			} else {
-				st, err = mcap.ExportMCAP(src.MCAP(), w, mopts)
-			}
-			summary = fmt.Sprintf("%d messages, %s of data, %s written", st.Messages, units.FormatSize(int64(st.Bytes)), units.FormatSize(st.Written))
-			return err
-		}
-		rep, err := replay.ExportJSONL(src, w)
-		if rep != nil {
-			summary = fmt.Sprintf("%d topics, %d messages, %s of data", rep.Topics, rep.Messages, units.FormatSize(int64(rep.Bytes)))
-		}
+		var err error
+		rep, err = dumpfile.Export(src, *format, w, dumpfile.ExportOptions{Compression: *comp})
 		return err
 	})
 	if err != nil {
 		return c.fail(err)
 	}
 	if *out != "-" {
-		fmt.Fprintf(e.stdout, "%s: %s\n", *out, summary)
+		fmt.Fprintf(e.stdout, "%s: %s\n", *out, convertSummary(rep))
 	}
 	return exitOK
+}
+
+// formatNames returns the names of the formats that pass keep, sorted.
+func formatNames(keep func(f dumpfile.Format) bool) []string {
+	var names []string
+	for _, f := range dumpfile.Formats() {
+		if keep(f) {
+			names = append(names, f.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// orList spells a list of choices: "a", "a or b", "a, b or c".
+func orList(choices []string) string {
+	if len(choices) <= 1 {
+		return strings.Join(choices, "")
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
+}
+
+// convertSummary says what an export or import carried: topics when the
+// format lists them, messages and data, bytes written when it counts them.
+func convertSummary(rep *dumpfile.ConvertReport) string {
+	s := fmt.Sprintf("%d messages, %s of data", rep.Messages, units.FormatSize(int64(rep.Bytes)))
+	if rep.Topics >= 0 {
+		s = fmt.Sprintf("%d topics, ", rep.Topics) + s
+	}
+	if rep.Written >= 0 {
+		s += ", " + units.FormatSize(rep.Written) + " written"
+	}
+	return s
 }
 
 // writeOutput writes through fn to stdout ("-") or to path via path.tmp
@@ -133,21 +144,22 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 }
 
 func runImport(e *env) int {
-	c := newCommand(e, "import", "edr-lite import --format jsonl IN|- -o OUT.pack [--compression none|lz4|zstd]",
+	names := formatNames(func(f dumpfile.Format) bool { return f.Import })
+	c := newCommand(e, "import", "edr-lite import --format "+strings.Join(names, "|")+" IN|- -o OUT.pack [--compression none|lz4|zstd]",
 		`Read a JSON-lines export ("edr-lite export --format jsonl") and write its
 messages, dump information (triggers survive) and metadata to a new pack dump.
 Any malformed line is an error naming the line and field, and no output is
 left behind. IN - reads stdin.`,
 		"edr-lite import --format jsonl dump.jsonl -o dump.pack", 1, 1)
-	format := c.fs.String("format", "jsonl", "input format: jsonl")
+	format := c.fs.String("format", "jsonl", "input format: "+orList(names))
 	out := c.fs.String("o", "", "output pack file (required; must not exist)")
 	comp := c.fs.String("compression", "none", "compression of the output frames: none, lz4 or zstd")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
-	if *format != "jsonl" {
-		return c.usageErr("--format %q: want jsonl", *format)
+	if f, known := dumpfile.LookupFormat(*format); !known || !f.Import {
+		return c.usageErr("--format %q: want %s", *format, orList(names))
 	}
 	if *out == "" || *out == "-" {
 		return c.usageErr("-o OUT.pack is required (a file)")
@@ -169,7 +181,7 @@ left behind. IN - reads stdin.`,
 		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", *out))
 	}
 	tmp := *out + ".tmp"
-	rep, err := replay.ImportJSONL(in, func(o pack.WriterOptions) (*pack.Writer, error) {
+	rep, err := dumpfile.Import(in, *format, func(o pack.WriterOptions) (*pack.Writer, error) {
 		o.Compression = cp
 		return pack.Create(tmp, o)
 	})
@@ -180,6 +192,6 @@ left behind. IN - reads stdin.`,
 		os.Remove(tmp)
 		return c.fail(fmt.Errorf("%s: %w", args[0], err))
 	}
-	fmt.Fprintf(e.stdout, "%s: %d topics, %d messages, %s of data\n", *out, rep.Topics, rep.Messages, units.FormatSize(int64(rep.Bytes)))
+	fmt.Fprintf(e.stdout, "%s: %s\n", *out, convertSummary(rep))
 	return exitOK
 }

@@ -5,7 +5,13 @@
 // channel, meta, producer and capture time, data) with its topics and dump
 // information. Messages merges Sources of either format into one stream in
 // capture-time order (replay, rules test, merge); Merge writes such a
-// stream to a pack file.
+// stream to a pack file. Export writes a Source in another format (MCAP,
+// JSON lines) and Import reads JSON lines back into a pack dump.
+//
+// Which package reads or writes which format is decided here, in one table
+// (formats.go): a format's name (the --format value), and the functions that
+// export to it or import from it. Formats and LookupFormat say what each can
+// do; adding a format is adding a row.
 //
 // An MCAP Source is read through mcap's PackReader, the inverse of the
 // mapping MCAP dumps and exports are written with (docs/mcap.md): files of
@@ -15,8 +21,8 @@
 // file, about 64 bytes per chunk, decompressed chunks held only while they
 // are being read, 16 bytes per message of a chunk out of order).
 //
-// It is not for: writing dumps other than Merge's pack output, or anything
-// format-specific beyond that; use packages pack and mcap for that.
+// It is not for: encoding or decoding any format itself (packages pack,
+// mcap and jsonl do), nor flags and output (cmd/edr-lite).
 //
 // # Caveats
 //

@@ -1,10 +1,7 @@
 package dumpfile
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -13,15 +10,6 @@ import (
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
-
-// Format names.
-const (
-	FormatPack = "pack"
-	FormatMCAP = "mcap"
-)
-
-// ErrUnknownFormat is returned for a file that is neither pack nor MCAP.
-var ErrUnknownFormat = errors.New("dumpfile: not a pack or MCAP file")
 
 // Topic is one topic's figures.
 type Topic struct {
@@ -68,43 +56,13 @@ type Msg struct {
 	Data   []byte
 }
 
-// Detect reads the first bytes of path and returns its format. A file
-// that is neither is an ErrUnknownFormat naming the file and what it
-// starts with.
-func Detect(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	var b [8]byte
-	n, _ := io.ReadFull(f, b[:])
-	return detectBytes(path, b[:n])
-}
-
-func detectBytes(name string, b []byte) (string, error) {
-	switch {
-	case len(b) >= 8 && bytes.Equal(b[:8], pack.FileMagic[:]):
-		return FormatPack, nil
-	case len(b) >= 5 && bytes.Equal(b[:5], []byte("\x89MCAP")):
-		return FormatMCAP, nil
-	case len(b) == 0:
-		return "", fmt.Errorf("%s: %w: the file is empty", name, ErrUnknownFormat)
-	}
-	return "", fmt.Errorf("%s: %w: it starts with %q (pack starts with %q, MCAP with %q)", name, ErrUnknownFormat,
-		b[:min(len(b), 8)], pack.FileMagic[:], "\x89MCAP")
-}
-
 // ReadInfo summarises the dump at path.
 func ReadInfo(path string) (*Info, error) {
-	format, err := Detect(path)
+	f, err := detectFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if format == FormatMCAP {
-		return mcapInfo(path)
-	}
-	return packInfo(path)
+	return f.info(path)
 }
 
 // MessageTime is the time edr-lite orders a pack message by: its capture
@@ -243,27 +201,33 @@ func topicName(t string) string { return strings.TrimSuffix(t, "#") }
 // Walk calls fn for every message of the dump at path, in file order. An
 // error from fn stops the walk and is returned.
 func Walk(path string, fn func(m *Msg) error) error {
-	format, err := Detect(path)
+	f, err := detectFile(path)
 	if err != nil {
 		return err
 	}
-	var m Msg
-	if format == FormatMCAP {
-		r, err := mcap.Open(path, mcap.ReaderOptions{})
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return r.Messages(func(c *mcap.Channel, mm *mcap.Message) error {
-			m = Msg{Topic: c.Topic, TimeNs: int64(mm.LogTime), GenNs: int64(mm.PublishTime), Data: mm.Data}
-			return fn(&m)
-		})
+	return f.walk(path, fn)
+}
+
+func walkMCAP(path string, fn func(m *Msg) error) error {
+	r, err := mcap.Open(path, mcap.ReaderOptions{})
+	if err != nil {
+		return err
 	}
+	defer r.Close()
+	var m Msg
+	return r.Messages(func(c *mcap.Channel, mm *mcap.Message) error {
+		m = Msg{Topic: c.Topic, TimeNs: int64(mm.LogTime), GenNs: int64(mm.PublishTime), Data: mm.Data}
+		return fn(&m)
+	})
+}
+
+func walkPack(path string, fn func(m *Msg) error) error {
 	r, err := pack.Open(path)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	var m Msg
 	return FromPack(r).InFileOrder(func(pm *Message) error {
 		m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data}
 		return fn(&m)

@@ -1,9 +1,9 @@
 package dumpfile
 
 import (
-	"container/heap"
 	"io"
 
+	"github.com/edr-lite/edr-lite/internal/kway"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -20,8 +20,8 @@ import (
 // A Messages is not safe for concurrent use. It does not own the sources.
 type Messages struct {
 	its    []*msgIter
-	h      mergeHeap
-	cur    *msgIter // returned by the last Next; advanced by the next one
+	h      *kway.Heap[*msgIter] // sources with a message, by (time, source, position)
+	cur    *msgIter             // returned by the last Next; advanced by the next one
 	from   int64
 	seeked bool
 	msg    Message
@@ -33,7 +33,7 @@ func NewMessages(sources ...*Source) *Messages {
 	for i, s := range sources {
 		m.its = append(m.its, &msgIter{r: s.pack, mp: s.mp, src: i})
 	}
-	m.h = make(mergeHeap, 0, len(m.its))
+	m.h = kway.New(lessMsgIter, len(m.its))
 	return m
 }
 
@@ -44,7 +44,7 @@ func NewMessages(sources ...*Source) *Messages {
 func (m *Messages) SeekTime(fromNs int64) error {
 	m.from = fromNs
 	m.seeked = true
-	m.h = m.h[:0]
+	m.h.Reset()
 	m.cur = nil
 	for _, it := range m.its {
 		it.n = 0
@@ -63,10 +63,9 @@ func (m *Messages) SeekTime(fromNs int64) error {
 			return err
 		}
 		if ok {
-			m.h = append(m.h, it)
+			m.h.Push(it)
 		}
 	}
-	heap.Init(&m.h)
 	return nil
 }
 
@@ -86,16 +85,16 @@ func (m *Messages) Next() (bool, error) {
 			return false, err
 		}
 		if ok {
-			heap.Fix(&m.h, 0)
+			m.h.FixTop()
 		} else {
-			heap.Pop(&m.h)
+			m.h.Pop()
 		}
 	}
-	if len(m.h) == 0 {
+	if m.h.Len() == 0 {
 		m.cur = nil
 		return false, nil
 	}
-	m.cur = m.h[0]
+	m.cur = m.h.Top()
 	return true, nil
 }
 
@@ -182,11 +181,10 @@ func (it *msgIter) next(from int64) (bool, error) {
 	}
 }
 
-type mergeHeap []*msgIter
-
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
+// lessMsgIter orders sources by their current message's time, then by
+// source index, then by how many messages each has returned: the merge is
+// deterministic whatever the heap does with ties.
+func lessMsgIter(a, b *msgIter) bool {
 	if a.ts != b.ts {
 		return a.ts < b.ts
 	}
@@ -194,12 +192,4 @@ func (h mergeHeap) Less(i, j int) bool {
 		return a.src < b.src
 	}
 	return a.n < b.n
-}
-func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*msgIter)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

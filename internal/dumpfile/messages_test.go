@@ -1,12 +1,18 @@
 package dumpfile
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
+	"pgregory.net/rapid"
 )
 
 // writePack writes messages "topic@done" (gen = done-1) in the order given,
@@ -83,4 +89,97 @@ func TestMessagesMergeAndSeek(t *testing.T) {
 	if ok, _ := m.Next(); !ok || m.Time() != 5 {
 		t.Errorf("after a second SeekTime: first message at %d", m.Time())
 	}
+}
+
+// memDump writes one message per time (data: source and position) into an
+// in-memory pack dump with frames of a few messages, or its MCAP export
+// (small chunks), and opens it.
+func memDump(t testing.TB, src int, times []int64, asMCAP bool) *Source {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := pack.NewStreamWriter(&buf, pack.WriterOptions{CreatedNs: 1, TargetFrameSize: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ts := range times {
+		if err := w.Add("t", strconv.Itoa(src), nil, ts, ts, []byte{byte(src), byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("src%d.pack", src)
+	b := buf.Bytes()
+	if asMCAP {
+		r, err := pack.NewBytesReader(name, b, pack.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if _, err := mcap.ExportPack(r, &out, mcap.ExportOptions{Options: mcap.Options{ChunkSize: 64}}); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		name, b = fmt.Sprintf("src%d.mcap", src), out.Bytes()
+	}
+	s, err := OpenBytes(name, b, mcap.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestMessagesMergeProperty: several dumps, pack and MCAP in any mix, each
+// in time order with many equal times, merge into one stream ordered by
+// time, ties by source index, then by each source's order; SeekTime gives
+// exactly the messages at or after its time, and seeking again restarts.
+func TestMessagesMergeProperty(t *testing.T) {
+	type at struct {
+		ts       int64
+		src, pos int
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		k := rapid.IntRange(0, 5).Draw(rt, "k")
+		var sources []*Source
+		var all []at
+		for i := range k {
+			times := rapid.SliceOfN(rapid.Int64Range(1, 20), 0, 30).Draw(rt, "times")
+			slices.Sort(times)
+			for p, ts := range times {
+				all = append(all, at{ts, i, p})
+			}
+			s := memDump(t, i, times, rapid.Bool().Draw(rt, "mcap"))
+			defer s.Close()
+			sources = append(sources, s)
+		}
+		slices.SortFunc(all, func(a, b at) int { // source order within a time, then position
+			return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.src, b.src), cmp.Compare(a.pos, b.pos))
+		})
+		m := NewMessages(sources...)
+		for _, from := range []int64{rapid.Int64Range(-1, 22).Draw(rt, "from"), 0} {
+			if err := m.SeekTime(from); err != nil {
+				rt.Fatal(err)
+			}
+			var got []at
+			for {
+				ok, err := m.Next()
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				msg := m.Message()
+				if len(msg.Data) != 2 || int(msg.Data[0]) != m.Source() || msg.TimeNs != m.Time() {
+					rt.Fatalf("message %+v from source %d at %d", msg, m.Source(), m.Time())
+				}
+				got = append(got, at{m.Time(), m.Source(), int(msg.Data[1])})
+			}
+			want := slices.DeleteFunc(slices.Clone(all), func(a at) bool { return a.ts < from })
+			if !slices.Equal(got, want) {
+				rt.Fatalf("from %d:\n got %v\nwant %v", from, got, want)
+			}
+		}
+	})
 }

@@ -56,22 +56,48 @@ type Message struct {
 	Data   []byte // nil when the message has no data block
 }
 
-// Open detects the format of the dump at path and opens it. A file that is
-// neither pack nor MCAP is an error naming it and its first bytes.
+// Open detects the format of the dump at path and opens it. A file of a
+// format Detect does not know is an error naming it and its first bytes.
 func Open(path string) (*Source, error) {
-	format, err := Detect(path)
+	f, err := detectFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if format == FormatPack {
-		r, err := pack.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		s := FromPack(r)
-		s.owned = true
-		return s, nil
+	return f.open(path)
+}
+
+// OpenBytes is Open over a dump held in memory; name labels errors and
+// mopts bound the reading of an MCAP dump (chunk size). b must not change
+// while the Source is in use.
+func OpenBytes(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error) {
+	f, err := detect(name, b)
+	if err != nil {
+		return nil, err
 	}
+	return f.openBytes(name, b, mopts)
+}
+
+func openPack(path string) (*Source, error) {
+	r, err := pack.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	s := FromPack(r)
+	s.owned = true
+	return s, nil
+}
+
+func openPackBytes(name string, b []byte, _ mcap.ReaderOptions) (*Source, error) {
+	r, err := pack.NewBytesReader(name, b, pack.ReaderOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s := FromPack(r)
+	s.owned = true
+	return s, nil
+}
+
+func openMCAP(path string) (*Source, error) {
 	r, err := mcap.Open(path, mcap.ReaderOptions{})
 	if err != nil {
 		return nil, err
@@ -84,23 +110,7 @@ func Open(path string) (*Source, error) {
 	return s, nil
 }
 
-// OpenBytes is Open over a dump held in memory; name labels errors and
-// mopts bound the reading of an MCAP dump (chunk size). b must not change
-// while the Source is in use.
-func OpenBytes(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error) {
-	format, err := detectBytes(name, b)
-	if err != nil {
-		return nil, err
-	}
-	if format == FormatPack {
-		r, err := pack.NewBytesReader(name, b, pack.ReaderOptions{})
-		if err != nil {
-			return nil, err
-		}
-		s := FromPack(r)
-		s.owned = true
-		return s, nil
-	}
+func openMCAPBytes(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error) {
 	r, err := mcap.NewReader(b, name, mopts)
 	if err != nil {
 		return nil, err

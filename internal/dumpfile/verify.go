@@ -41,22 +41,23 @@ func (v *VerifyResult) OK() bool { return len(v.Problems) == 0 && v.Complete }
 // first problem is reported (and the summary's). The error is for files
 // that cannot be read at all.
 func Verify(path string) (*VerifyResult, error) {
-	format, err := Detect(path)
+	f, err := detectFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if format == FormatPack {
-		rep, err := pack.Verify(path)
-		if err != nil {
-			return nil, err
-		}
-		v := &VerifyResult{Path: path, Format: format, Size: rep.Size, Records: rep.Frames, Messages: rep.Messages, Complete: rep.Complete}
-		for _, p := range rep.Problems {
-			v.Problems = append(v.Problems, Problem{Offset: p.Offset, Reason: p.Reason})
-		}
-		return v, nil
+	return f.verify(path)
+}
+
+func verifyPack(path string) (*VerifyResult, error) {
+	rep, err := pack.Verify(path)
+	if err != nil {
+		return nil, err
 	}
-	return verifyMCAP(path)
+	v := &VerifyResult{Path: path, Format: FormatPack, Size: rep.Size, Records: rep.Frames, Messages: rep.Messages, Complete: rep.Complete}
+	for _, p := range rep.Problems {
+		v.Problems = append(v.Problems, Problem{Offset: p.Offset, Reason: p.Reason})
+	}
+	return v, nil
 }
 
 func verifyMCAP(path string) (*VerifyResult, error) {

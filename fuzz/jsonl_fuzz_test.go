@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/replay"
 )
 
 // importBytes imports a JSON-lines export held in memory into an in-memory
 // pack file.
-func importBytes(in []byte) (*replay.JSONLReport, []byte, error) {
+func importBytes(in []byte) (*jsonl.Report, []byte, error) {
 	var out bytes.Buffer
-	rep, err := replay.ImportJSONL(bytes.NewReader(in), func(o pack.WriterOptions) (*pack.Writer, error) {
+	rep, err := jsonl.Import(bytes.NewReader(in), func(o pack.WriterOptions) (*pack.Writer, error) {
 		return pack.NewStreamWriter(&out, o)
 	})
 	return rep, out.Bytes(), err
@@ -27,14 +27,14 @@ func exportBytes(t *testing.T, file []byte) []byte {
 	}
 	defer r.Close()
 	var b bytes.Buffer
-	if _, err := replay.ExportJSONL(dumpfile.FromPack(r), &b); err != nil {
+	if _, err := dumpfile.Export(dumpfile.FromPack(r), dumpfile.FormatJSONL, &b, dumpfile.ExportOptions{}); err != nil {
 		t.Fatalf("an imported file does not export: %v", err)
 	}
 	return b.Bytes()
 }
 
 // FuzzImportJSONL feeds arbitrary text to the JSON-lines importer.
-// Properties: no panic; an error wraps replay.ErrJSONL (or the pack
+// Properties: no panic; an error wraps jsonl.ErrFormat (or the pack
 // writer's) and comes with no report; an accepted input gives a pack file
 // that verifies, whose export imports again to the same export (the
 // round trip is a fixed point).
@@ -51,7 +51,7 @@ func FuzzImportJSONL(f *testing.F) {
 			if rep != nil {
 				t.Fatalf("error %v with a report %+v", err, rep)
 			}
-			if !errors.Is(err, replay.ErrJSONL) {
+			if !errors.Is(err, jsonl.ErrFormat) {
 				t.Logf("non-format error: %v", err) // e.g. a name the pack writer refuses
 			}
 			return

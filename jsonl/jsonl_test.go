@@ -1,7 +1,8 @@
-package replay
+package jsonl_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +12,31 @@ import (
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/pack"
 )
+
+const t0 = int64(1_764_670_000_000_000_000)
+
+// payload is a checkable payload: its length and every byte depend on
+// (topic, i).
+func payload(topic string, i int, maxLen int) []byte {
+	h := uint64(14695981039346656037)
+	for _, c := range []byte(topic) {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	x := h ^ uint64(i)*0x9E3779B97F4A7C15
+	n := 8 + int(x%uint64(maxLen-7))
+	b := make([]byte, n)
+	for j := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[j] = byte(x)
+	}
+	binary.LittleEndian.PutUint32(b, uint32(i))
+	return b
+}
 
 // richDump writes a dump exercising everything the export must keep:
 // channels, meta bytes, missing producer or capture times, messages without
@@ -98,17 +122,17 @@ func exportFile(t *testing.T, path string) []byte {
 	}
 	defer r.Close()
 	var b bytes.Buffer
-	if _, err := ExportJSONL(r, &b); err != nil {
+	if _, err := dumpfile.Export(r, dumpfile.FormatJSONL, &b, dumpfile.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
 }
 
-func importTo(path string, in []byte) (*JSONLReport, error) {
-	return ImportJSONL(bytes.NewReader(in), func(o pack.WriterOptions) (*pack.Writer, error) { return pack.Create(path, o) })
+func importTo(path string, in []byte) (*jsonl.Report, error) {
+	return jsonl.Import(bytes.NewReader(in), func(o pack.WriterOptions) (*pack.Writer, error) { return pack.Create(path, o) })
 }
 
-func TestJSONLRoundTripBitExact(t *testing.T) {
+func TestRoundTripBitExact(t *testing.T) {
 	for _, comp := range []pack.Compression{pack.CompressNone, pack.CompressZstd} {
 		t.Run(comp.String(), func(t *testing.T) {
 			src := richDump(t, comp)
@@ -154,7 +178,7 @@ func firstDiff(a, b []byte) string {
 	return fmt.Sprintf("%d lines vs %d", len(al), len(bl))
 }
 
-func TestJSONLFormat(t *testing.T) {
+func TestLineFormat(t *testing.T) {
 	js := string(exportFile(t, richDump(t, pack.CompressNone)))
 	lines := strings.Split(js, "\n")
 	if !strings.HasPrefix(lines[0], `{"format":"edr-lite-jsonl","version":1,"writer":"rich test","created_ns":1234,"topics":[{"topic":"camera/front","name":"camera/front","type":"gray8","messages":50},`) {
@@ -174,7 +198,7 @@ func TestJSONLFormat(t *testing.T) {
 	}
 }
 
-func TestJSONLImportErrors(t *testing.T) {
+func TestImportErrors(t *testing.T) {
 	good := exportFile(t, richDump(t, pack.CompressNone))
 	lines := strings.SplitAfter(string(good), "\n")
 	hdr := lines[0]
@@ -182,8 +206,8 @@ func TestJSONLImportErrors(t *testing.T) {
 		t.Helper()
 		out := filepath.Join(t.TempDir(), "x.pack")
 		rep, err := importTo(out, []byte(in))
-		if !errors.Is(err, ErrJSONL) || !strings.Contains(err.Error(), has) || rep != nil {
-			t.Errorf("import of %.60q: %v (report %v), want ErrJSONL containing %q", in, err, rep, has)
+		if !errors.Is(err, jsonl.ErrFormat) || !strings.Contains(err.Error(), has) || rep != nil {
+			t.Errorf("import of %.60q: %v (report %v), want jsonl.ErrFormat containing %q", in, err, rep, has)
 		}
 	}
 	f("", "empty input")
@@ -205,5 +229,44 @@ func TestJSONLImportErrors(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ok.pack")
 	if rep, err := importTo(out, []byte(strings.TrimSuffix(string(good), "\n"))); err != nil || rep.Messages != 300 {
 		t.Errorf("no final newline: %v %+v", err, rep)
+	}
+}
+
+// TestExportHeader: Export keys the topics it is given ("name", or
+// "name#channel"; a key taken already gets "~index"), lists them by key,
+// leaves the caller's slice alone, and refuses dump information that is
+// not JSON and a message of a topic it was not given.
+func TestExportHeader(t *testing.T) {
+	topics := []jsonl.Topic{{Name: "b"}, {Name: "a", Channel: "x", Type: "T", Messages: 2}, {Name: "a#x"}}
+	msgs := []jsonl.Message{{Name: "a#x", TimeNs: 5, Data: []byte{1}}, {Name: "a", Channel: "x", TimeNs: 6, DoneNs: 6}}
+	walk := func(fn func(m *jsonl.Message) error) error {
+		for i := range msgs {
+			if err := fn(&msgs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var b bytes.Buffer
+	rep, err := jsonl.Export(&b, "mem", jsonl.Header{Writer: "w", Topics: topics}, walk)
+	if err != nil || rep.Topics != 3 || rep.Messages != 2 || rep.Bytes != 1 {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	want := `{"format":"edr-lite-jsonl","version":1,"writer":"w","topics":[` +
+		`{"topic":"a#x","name":"a","channel":"x","type":"T","messages":2},{"topic":"a#x#~2","name":"a#x","messages":0},{"topic":"b","name":"b","messages":0}]}
+{"seq":0,"topic":"a#x#~2","ts":5,"gen_ts":0,"done_ts":0,"data":"AQ=="}
+{"seq":1,"topic":"a#x","ts":6,"gen_ts":0}
+`
+	if b.String() != want {
+		t.Errorf("export:\n%s\nwant\n%s", b.String(), want)
+	}
+	if topics[0].Topic != "" || topics[0].Name != "b" {
+		t.Errorf("the caller's topics changed: %+v", topics)
+	}
+	if _, err := jsonl.Export(io.Discard, "mem", jsonl.Header{DumpInfo: []byte("{")}, walk); !errors.Is(err, jsonl.ErrFormat) || !strings.HasPrefix(err.Error(), "mem: ") {
+		t.Errorf("dump info not JSON: %v", err)
+	}
+	if _, err := jsonl.Export(io.Discard, "mem", jsonl.Header{Topics: topics[:2]}, walk); !errors.Is(err, jsonl.ErrFormat) || !strings.Contains(err.Error(), "a#x# is missing") {
+		t.Errorf("unknown topic: %v", err)
 	}
 }

@@ -1,0 +1,295 @@
+package dumpfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/jsonl"
+	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
+)
+
+// Format names: the --format values of the offline verbs, Info.Format and
+// Source.Format.
+const (
+	FormatPack  = "pack"
+	FormatMCAP  = "mcap"
+	FormatJSONL = "jsonl"
+)
+
+// Format says what the offline verbs can do with one format.
+type Format struct {
+	Name string // FormatPack, FormatMCAP, FormatJSONL
+	// Open: Detect recognises its files, and Open, OpenBytes, ReadInfo,
+	// Walk and Verify read them.
+	Open   bool
+	Export bool // Export writes it
+	Import bool // Import reads it into a pack dump
+	// Compressions lists the ExportOptions.Compression values its export
+	// takes; nil when its export does not compress.
+	Compressions []string
+}
+
+// format is one row of the format table: a Format (Open, Export and Import
+// follow from the functions) and the functions that do it. A nil function
+// is something the format cannot do; a row with magic has every reading
+// function.
+type format struct {
+	Format
+	title string // as messages spell it ("MCAP")
+	magic []byte // what its files start with; nil: Detect does not know them
+
+	open      func(path string) (*Source, error)
+	openBytes func(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error)
+	info      func(path string) (*Info, error)
+	walk      func(path string, fn func(m *Msg) error) error
+	verify    func(path string) (*VerifyResult, error)
+	export    func(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error)
+	importTo  func(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (*ConvertReport, error)
+}
+
+// formats is the table of formats: adding one is adding a row.
+var formats = []format{
+	{Format: Format{Name: FormatPack}, title: "pack", magic: pack.FileMagic[:],
+		open: openPack, openBytes: openPackBytes, info: packInfo, walk: walkPack, verify: verifyPack},
+	{Format: Format{Name: FormatMCAP, Compressions: []string{"none", "lz4", "zstd"}}, title: "MCAP", magic: []byte("\x89MCAP"),
+		open: openMCAP, openBytes: openMCAPBytes, info: mcapInfo, walk: walkMCAP, verify: verifyMCAP,
+		export: exportMCAP},
+	{Format: Format{Name: FormatJSONL}, title: "JSON lines",
+		export: exportJSONL, importTo: importJSONL},
+}
+
+// ErrUnknownFormat is returned for a file that Detect does not recognise.
+var ErrUnknownFormat = errors.New("dumpfile: not a " + orList(readableTitles()) + " file")
+
+// Detect reads the first bytes of path and returns its format (one with
+// Format.Open). A file of no such format is an ErrUnknownFormat naming the
+// file and what it starts with.
+func Detect(path string) (string, error) {
+	f, err := detectFile(path)
+	if err != nil {
+		return "", err
+	}
+	return f.Name, nil
+}
+
+func detectFile(path string) (*format, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, magicLen)
+	n, _ := io.ReadFull(f, b)
+	return detect(path, b[:n])
+}
+
+// magicLen is the longest magic of the table.
+var magicLen = func() int {
+	n := 0
+	for _, f := range formats {
+		n = max(n, len(f.magic))
+	}
+	return n
+}()
+
+func detect(name string, b []byte) (*format, error) {
+	for i := range formats {
+		if f := &formats[i]; f.magic != nil && bytes.HasPrefix(b, f.magic) {
+			return f, nil
+		}
+	}
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%s: %w: the file is empty", name, ErrUnknownFormat)
+	}
+	var starts []string // "pack starts with ..., MCAP with ..."
+	for _, f := range formats {
+		if f.magic != nil {
+			verb := "with"
+			if starts == nil {
+				verb = "starts with"
+			}
+			starts = append(starts, fmt.Sprintf("%s %s %q", f.title, verb, f.magic))
+		}
+	}
+	return nil, fmt.Errorf("%s: %w: it starts with %q (%s)", name, ErrUnknownFormat,
+		b[:min(len(b), 8)], strings.Join(starts, ", "))
+}
+
+// readableTitles returns the titles of the formats Detect recognises.
+func readableTitles() []string {
+	var titles []string
+	for _, f := range formats {
+		if f.magic != nil {
+			titles = append(titles, f.title)
+		}
+	}
+	return titles
+}
+
+// orList spells a list: "a", "a or b", "a, b or c".
+func orList(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// Formats returns the formats the offline verbs know, in table order.
+func Formats() []Format {
+	out := make([]Format, len(formats))
+	for i := range formats {
+		out[i] = formats[i].public()
+	}
+	return out
+}
+
+// LookupFormat returns the format called name.
+func LookupFormat(name string) (Format, bool) {
+	f := lookup(name)
+	if f == nil {
+		return Format{}, false
+	}
+	return f.public(), true
+}
+
+// public returns the row's Format, its capabilities filled in.
+func (f *format) public() Format {
+	p := f.Format
+	p.Open, p.Export, p.Import = f.magic != nil, f.export != nil, f.importTo != nil
+	p.Compressions = slices.Clone(f.Compressions)
+	return p
+}
+
+func lookup(name string) *format {
+	for i := range formats {
+		if formats[i].Name == name {
+			return &formats[i]
+		}
+	}
+	return nil
+}
+
+// ExportOptions configure Export.
+type ExportOptions struct {
+	// Compression is the compression of formats that compress their output
+	// (Format.Compressions: "none", "lz4", "zstd"); "" is "none". Other
+	// formats ignore it.
+	Compression string
+}
+
+// ConvertReport says what an Export or Import carried.
+type ConvertReport struct {
+	// Topics is the topics listed in the output's header, -1 for a format
+	// whose output has no topic list.
+	Topics   int
+	Messages uint64
+	Bytes    uint64 // data bytes (MCAP: data and meta bytes)
+	// Written is the bytes written, -1 when the format does not count
+	// them.
+	Written int64
+}
+
+// Export writes the dump src to w in format (one with Format.Export):
+// MCAP (mcap.ExportPack of a pack dump, mcap.ExportMCAP of an MCAP one) or
+// JSON lines (jsonl.Export), the whole dump whatever was read from src
+// before. On error the output is incomplete; the report says what was
+// written before it, when anything was.
+func Export(src *Source, format string, w io.Writer, opts ExportOptions) (*ConvertReport, error) {
+	f := lookup(format)
+	if f == nil || f.export == nil {
+		return nil, fmt.Errorf("dumpfile: cannot export to format %q", format)
+	}
+	if f.Compressions != nil && opts.Compression != "" && !slices.Contains(f.Compressions, opts.Compression) {
+		return nil, fmt.Errorf("dumpfile: %s: compression %q not supported", format, opts.Compression)
+	}
+	return f.export(src, w, opts)
+}
+
+// Import reads a dump in format (one with Format.Import: JSON lines) from
+// r and writes it to the pack Writer mk makes, which it closes. On error
+// the output is incomplete and should be discarded.
+func Import(r io.Reader, format string, mk func(pack.WriterOptions) (*pack.Writer, error)) (*ConvertReport, error) {
+	f := lookup(format)
+	if f == nil || f.importTo == nil {
+		return nil, fmt.Errorf("dumpfile: cannot import format %q", format)
+	}
+	return f.importTo(r, mk)
+}
+
+func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error) {
+	var mopts mcap.ExportOptions
+	switch opts.Compression {
+	case "lz4":
+		mopts.Compression = mcap.CompressionLZ4
+	case "zstd":
+		mopts.Compression = mcap.CompressionZstd
+	}
+	var st mcap.ExportStats
+	var err error
+	if r := src.Pack(); r != nil {
+		r.Rewind() // from the first frame, whatever was read before
+		st, err = mcap.ExportPack(r, w, mopts)
+	} else {
+		st, err = mcap.ExportMCAP(src.MCAP(), w, mopts)
+	}
+	return &ConvertReport{Topics: -1, Messages: st.Messages, Bytes: st.Bytes, Written: st.Written}, err
+}
+
+// exportJSONL writes src through jsonl.Export: the header from the pack
+// file's header and metadata, or from what an MCAP file carries of them
+// (mcap.PackReader: an MCAP export of a pack dump gives the same header).
+func exportJSONL(src *Source, w io.Writer, _ ExportOptions) (*ConvertReport, error) {
+	var h jsonl.Header
+	var names []string
+	var sections [][]byte
+	if r := src.Pack(); r != nil {
+		hdr := r.Header()
+		h.Writer, h.CreatedNs = hdr.Writer, hdr.CreatedNs
+		h.DumpInfo, _ = r.Metadata(dumpinfo.MetadataName)
+		for _, n := range r.MetadataNames() {
+			if n != dumpinfo.MetadataName {
+				b, _ := r.Metadata(n)
+				names, sections = append(names, n), append(sections, b)
+			}
+		}
+	} else {
+		mp := src.MCAP()
+		h.Writer, h.CreatedNs = mp.Header()
+		h.DumpInfo = mp.DumpInfoJSON()
+		names, sections = mp.Sections()
+	}
+	for i, n := range names {
+		if h.Metadata == nil {
+			h.Metadata = map[string][]byte{}
+		}
+		h.Metadata[n] = sections[i]
+	}
+	for _, t := range src.Topics() {
+		h.Topics = append(h.Topics, jsonl.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages})
+	}
+	rep, err := jsonl.Export(w, src.Path, h, func(fn func(m *jsonl.Message) error) error {
+		return src.InFileOrder(func(m *Message) error {
+			return fn((*jsonl.Message)(m)) // the same fields: no copy
+		})
+	})
+	return convertReport(rep), err
+}
+
+func importJSONL(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (*ConvertReport, error) {
+	rep, err := jsonl.Import(r, mk)
+	return convertReport(rep), err
+}
+
+func convertReport(rep *jsonl.Report) *ConvertReport {
+	if rep == nil {
+		return nil
+	}
+	return &ConvertReport{Topics: rep.Topics, Messages: rep.Messages, Bytes: rep.Bytes, Written: -1}
+}

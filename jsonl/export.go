@@ -1,0 +1,137 @@
+package jsonl
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/pack"
+)
+
+// Message is one message as Export writes it: the pack model, as
+// internal/dumpfile reads it from a pack or MCAP dump.
+type Message struct {
+	Name, Channel string
+	Meta          []byte
+	GenNs         int64  // producer time as recorded (0 = unknown)
+	DoneNs        int64  // capture time as recorded (0 = unknown)
+	TimeNs        int64  // the message time, written as ts
+	Data          []byte // nil when the message has no data block
+}
+
+// Export writes a dump to w as JSON lines: a header line (h) and then one
+// line per message, in the order walk hands them to its callback (file
+// order):
+//
+//	{"seq":0,"topic":"vehicle/speed","ts":1764670000010000000,"gen_ts":1764670000009999000,"data":"AACgQQ=="}
+//
+// seq counts messages from 0; ts is the message time (capture time, else
+// producer time, else frame time; MCAP log_time); gen_ts the producer time;
+// data the payload in standard base64, absent for a message without a data
+// block. Two optional fields keep the round trip lossless: "done_ts" when
+// the recorded capture time differs from ts (it was 0), and "meta" (base64)
+// when the message has meta bytes. Frame boundaries are not kept: an
+// import regroups messages into frames.
+//
+// h gives the dump's writer, creation time, dump information (as stored;
+// it must be JSON), other metadata sections and its topics in the dump's
+// order with name, channel, type and count. Export sets Format and
+// Version and each topic's key (Topic: "name", or "name#channel", made
+// unique) and lists the topics by key. Every message must belong to one of
+// them. name labels errors (the dump's path). internal/dumpfile.Export
+// calls Export for a pack or MCAP dump.
+func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) error) error) (*Report, error) {
+	h.Format, h.Version = FormatName, Version
+	if h.DumpInfo != nil && !json.Valid(h.DumpInfo) {
+		return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", name, ErrFormat, dumpinfo.MetadataName)
+	}
+	quoted := h.keyTopics()
+	bw := bufio.NewWriterSize(w, 256<<10)
+	line, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	bw.Write(line)
+	bw.WriteByte('\n')
+	rep := &Report{Topics: len(h.Topics)}
+	buf := make([]byte, 0, 4096)
+	err = walk(func(m *Message) error {
+		q, ok := quoted[topicKey{m.Name, m.Channel}]
+		if !ok {
+			return fmt.Errorf("%s: %w: topic %s is missing from the index", name, ErrFormat, pack.Topic(m.Name, m.Channel))
+		}
+		buf = appendMessage(buf[:0], rep.Messages, q, m.TimeNs, m.GenNs, m.DoneNs, m.Meta, m.Data)
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+		rep.Messages++
+		rep.Bytes += uint64(len(m.Data))
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	return rep, bw.Flush()
+}
+
+// keyTopics gives each topic its key ("name", or "name#channel"; a key
+// taken already gets "~" and the topic's index), lists the topics by key
+// and returns the keys as JSON strings by name and channel. h.Topics is
+// copied first: the caller's slice is left as it was.
+func (h *Header) keyTopics() map[topicKey][]byte {
+	h.Topics = slices.Clone(h.Topics)
+	if h.Topics == nil {
+		h.Topics = []Topic{}
+	}
+	quoted := map[topicKey][]byte{}
+	used := map[string]bool{}
+	for i := range h.Topics {
+		t := &h.Topics[i]
+		k := t.Name
+		if t.Channel != "" {
+			k += "#" + t.Channel
+		}
+		if used[k] { // a name holding '#' could collide with a channel
+			k = pack.Topic(t.Name, t.Channel) + "~" + strconv.Itoa(i)
+		}
+		used[k] = true
+		t.Topic = k
+		quoted[topicKey{t.Name, t.Channel}], _ = json.Marshal(k)
+	}
+	sort.Slice(h.Topics, func(i, j int) bool { return h.Topics[i].Topic < h.Topics[j].Topic })
+	return quoted
+}
+
+// appendMessage appends one message line. quotedTopic is the topic as
+// a JSON string; data nil means no data block.
+func appendMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, done int64, meta, data []byte) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	dst = append(dst, `,"topic":`...)
+	dst = append(dst, quotedTopic...)
+	dst = append(dst, `,"ts":`...)
+	dst = strconv.AppendInt(dst, ts, 10)
+	dst = append(dst, `,"gen_ts":`...)
+	dst = strconv.AppendInt(dst, gen, 10)
+	if done != ts {
+		dst = append(dst, `,"done_ts":`...)
+		dst = strconv.AppendInt(dst, done, 10)
+	}
+	if len(meta) > 0 {
+		dst = append(dst, `,"meta":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, meta)
+		dst = append(dst, '"')
+	}
+	if data != nil {
+		dst = append(dst, `,"data":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, data)
+		dst = append(dst, '"')
+	}
+	return append(dst, "}\n"...)
+}

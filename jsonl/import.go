@@ -1,0 +1,224 @@
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/pack"
+)
+
+// message is a message line as Import decodes it.
+type message struct {
+	Seq    *uint64 `json:"seq"`
+	Topic  *string `json:"topic"`
+	TS     *int64  `json:"ts"`
+	GenTS  int64   `json:"gen_ts"`
+	DoneTS *int64  `json:"done_ts"`
+	Meta   []byte  `json:"meta"`
+	Data   *string `json:"data"`
+}
+
+// Import reads a JSON-lines export from r and writes its messages,
+// dump information and metadata to a pack Writer made by mk (given the
+// header's writer name and creation time), which it closes. Messages are
+// regrouped into frames by Writer.Add. Errors name the line and field; on
+// error the output is incomplete and the caller should discard it.
+//
+// Re-exporting an import gives the same JSON lines, except for a message
+// that had neither a producer nor a capture time (its ts came from its
+// frame, which the import does not rebuild).
+func Import(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep *Report, err error) {
+	lr := &lineReader{br: bufio.NewReaderSize(r, 256<<10)}
+	h, err := readHeader(lr)
+	if err != nil {
+		return nil, err
+	}
+	w, err := mk(pack.WriterOptions{Writer: h.Writer, CreatedNs: h.CreatedNs})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := w.Close(); err == nil && cerr != nil {
+			rep, err = nil, cerr
+		}
+	}()
+	topics, err := indexTopics(lr, h)
+	if err != nil {
+		return nil, err
+	}
+	if err := addMetadata(lr, w, h); err != nil {
+		return nil, err
+	}
+	rep = &Report{Topics: len(h.Topics)}
+	if err := addMessages(lr, w, topics, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// lineReader reads an export line by line and numbers the lines for
+// errors.
+type lineReader struct {
+	br *bufio.Reader
+	n  int // lines read
+}
+
+// next returns the next line without its line ending, or io.EOF. The line
+// is valid until the next call. A last line without a newline counts.
+func (lr *lineReader) next() ([]byte, error) {
+	line, err := lr.br.ReadBytes('\n')
+	if err == io.EOF && len(line) > 0 {
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	lr.n++
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+// errorf returns an ErrFormat naming the line read last.
+func (lr *lineReader) errorf(format string, a ...any) error {
+	return fmt.Errorf("%w: line %d: %s", ErrFormat, lr.n, fmt.Sprintf(format, a...))
+}
+
+// readHeader reads the first line: a Header of this format and version.
+func readHeader(lr *lineReader) (*Header, error) {
+	line, err := lr.next()
+	if err == io.EOF {
+		return nil, fmt.Errorf("%w: empty input (no header line)", ErrFormat)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var h Header
+	if err := json.Unmarshal(line, &h); err != nil {
+		return nil, lr.errorf("header: %v", err)
+	}
+	if h.Format != FormatName {
+		return nil, lr.errorf("header: format %q, want %q", h.Format, FormatName)
+	}
+	if h.Version != Version {
+		return nil, lr.errorf("header: version %d not supported (want %d)", h.Version, Version)
+	}
+	return &h, nil
+}
+
+// indexTopics maps the header's topic keys to its topics, which must be
+// named and listed once.
+func indexTopics(lr *lineReader, h *Header) (map[string]*Topic, error) {
+	topics := map[string]*Topic{}
+	for i := range h.Topics {
+		t := &h.Topics[i]
+		if t.Name == "" || t.Topic == "" {
+			return nil, lr.errorf("header: topics[%d]: empty name or topic", i)
+		}
+		if topics[t.Topic] != nil {
+			return nil, lr.errorf("header: topics[%d]: topic %q listed twice", i, t.Topic)
+		}
+		topics[t.Topic] = t
+	}
+	return topics, nil
+}
+
+// addMetadata writes the header's dump information (which must decode as
+// a dumpinfo.Info; it is written as it came) and its other metadata
+// sections, by name.
+func addMetadata(lr *lineReader, w *pack.Writer, h *Header) error {
+	if len(h.DumpInfo) > 0 && string(h.DumpInfo) != "null" {
+		var d dumpinfo.Info
+		if err := json.Unmarshal(h.DumpInfo, &d); err != nil {
+			return lr.errorf("header: dump_info: %v", err)
+		}
+		if err := w.AddMetadata(dumpinfo.MetadataName, h.DumpInfo); err != nil {
+			return err
+		}
+	}
+	names := make([]string, 0, len(h.Metadata))
+	for n := range h.Metadata {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if n == dumpinfo.MetadataName {
+			return lr.errorf("header: metadata %q belongs in dump_info", n)
+		}
+		if err := w.AddMetadata(n, h.Metadata[n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addMessages reads the message lines to the end and adds each to w,
+// counting them in rep.
+func addMessages(lr *lineReader, w *pack.Writer, topics map[string]*Topic, rep *Report) error {
+	var data, meta []byte
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var m message // fresh: absent fields stay nil
+		t, err := m.parse(lr, line, rep.Messages, topics)
+		if err != nil {
+			return err
+		}
+		done := *m.TS
+		if m.DoneTS != nil {
+			done = *m.DoneTS
+		}
+		var d []byte // nil: no data block
+		if m.Data != nil {
+			data, err = base64.StdEncoding.AppendDecode(data[:0], []byte(*m.Data))
+			if err != nil {
+				return lr.errorf("data: %v", err)
+			}
+			d = data
+			if d == nil {
+				d = []byte{} // an empty data block
+			}
+		}
+		meta = append(meta[:0], m.Meta...)
+		if err := w.Add(t.Name, t.Channel, meta, m.GenTS, done, d); err != nil {
+			return fmt.Errorf("line %d: %w", lr.n, err)
+		}
+		rep.Messages++
+		rep.Bytes += uint64(len(d))
+	}
+}
+
+// parse decodes line as message number seq, checks its required fields
+// and returns its topic.
+func (m *message) parse(lr *lineReader, line []byte, seq uint64, topics map[string]*Topic) (*Topic, error) {
+	if len(line) == 0 {
+		return nil, lr.errorf("empty line")
+	}
+	if err := json.Unmarshal(line, m); err != nil {
+		return nil, lr.errorf("%v", err)
+	}
+	switch {
+	case m.Seq == nil:
+		return nil, lr.errorf("no seq")
+	case *m.Seq != seq:
+		return nil, lr.errorf("seq %d, want %d (lines missing or out of order)", *m.Seq, seq)
+	case m.Topic == nil:
+		return nil, lr.errorf("no topic")
+	case m.TS == nil:
+		return nil, lr.errorf("no ts")
+	}
+	t := topics[*m.Topic]
+	if t == nil {
+		return nil, lr.errorf("topic %q is not in the header", *m.Topic)
+	}
+	return t, nil
+}
