@@ -1,13 +1,13 @@
 package dump
 
 import (
-	"container/heap"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/internal/kway"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -26,22 +26,12 @@ type source struct {
 	anchorOK bool
 }
 
-type mergeHeap []*source
-
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(i, k int) bool {
-	if h[i].e.CaptureNs != h[k].e.CaptureNs {
-		return h[i].e.CaptureNs < h[k].e.CaptureNs
+// before orders the merge: capture time, then topic id (deterministic ties).
+func before(a, b *source) bool {
+	if a.e.CaptureNs != b.e.CaptureNs {
+		return a.e.CaptureNs < b.e.CaptureNs
 	}
-	return h[i].w.Topic < h[k].w.Topic
-}
-func (h mergeHeap) Swap(i, k int) { h[i], h[k] = h[k], h[i] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*source)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return a.w.Topic < b.w.Topic
 }
 
 // advance peeks the window's next message into s.e.
@@ -79,7 +69,7 @@ const (
 // copyWindows merges every selected topic's window in capture-time order
 // into w and returns the dump's self-description.
 func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, error) {
-	h := make(mergeHeap, 0, len(j.order))
+	h := kway.New(before, len(j.order))
 	srcs := make([]*source, 0, len(j.order))
 	for _, id := range j.order {
 		win := j.topics[id]
@@ -92,17 +82,16 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 		s.acct = dumpinfo.TopicAccount{Topic: pack.Topic(win.Info.Name, win.Info.Channel), Type: win.Info.Type}
 		srcs = append(srcs, s)
 		if s.advance() {
-			h = append(h, s)
+			h.Push(s)
 		}
 	}
-	heap.Init(&h)
 	// A writer that can reserve room in its next frame gets each payload
 	// copied straight from the ring; others get it through scratch.
 	rs, direct := w.(reserver)
 	var scratch []byte
 	n, sinceCheck := 0, uint64(0)
 	for h.Len() > 0 {
-		s := h[0]
+		s := h.Top()
 		size := int(s.e.Size)
 		var data []byte
 		if direct {
@@ -136,9 +125,9 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 			}
 		} // else overwritten while copied: advance re-peeks and counts it lost
 		if s.advance() {
-			heap.Fix(&h, 0)
+			h.FixTop()
 		} else {
-			heap.Pop(&h)
+			h.Pop()
 		}
 		// Stop's deadline is checked every stopCheckMessages messages or
 		// stopCheckBytes bytes, whichever comes first (large camera frames

@@ -1,10 +1,9 @@
 package dump
 
 import (
-	"container/heap"
-
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/kway"
 )
 
 // DefaultReorderMaxMessages bounds the reorder stage when
@@ -21,7 +20,7 @@ type reorderStage struct {
 	w       Writer
 	window  int64
 	maxMsgs int
-	h       reorderHeap
+	h       *kway.Heap[reorderItem]
 	n       uint64
 	free    [][]byte // recycled data buffers
 }
@@ -34,29 +33,19 @@ type reorderItem struct {
 	data     []byte
 }
 
-type reorderHeap []reorderItem
-
-func (h reorderHeap) Len() int { return len(h) }
-func (h reorderHeap) Less(i, k int) bool {
-	if h[i].key != h[k].key {
-		return h[i].key < h[k].key
+// reorderBefore orders held messages by key, then arrival.
+func reorderBefore(a, b reorderItem) bool {
+	if a.key != b.key {
+		return a.key < b.key
 	}
-	return h[i].order < h[k].order
-}
-func (h reorderHeap) Swap(i, k int) { h[i], h[k] = h[k], h[i] }
-func (h *reorderHeap) Push(x any)   { *h = append(*h, x.(reorderItem)) }
-func (h *reorderHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return a.order < b.order
 }
 
 func newReorderStage(w Writer, window int64, maxMsgs int) *reorderStage {
 	if maxMsgs <= 0 {
 		maxMsgs = DefaultReorderMaxMessages
 	}
-	return &reorderStage{w: w, window: window, maxMsgs: maxMsgs}
+	return &reorderStage{w: w, window: window, maxMsgs: maxMsgs, h: kway.New(reorderBefore, 64)}
 }
 
 // WriteMessage takes one message in capture order and writes every held
@@ -71,8 +60,8 @@ func (s *reorderStage) WriteMessage(t *ingest.TopicInfo, gen, capNs int64, data 
 		buf, s.free = s.free[n-1][:0], s.free[:n-1]
 	}
 	s.n++
-	heap.Push(&s.h, reorderItem{topic: t, key: key, gen: gen, cap: capNs, order: s.n, data: append(buf, data...)})
-	for s.h.Len() > 0 && (s.h[0].key <= capNs-s.window || s.h.Len() > s.maxMsgs) {
+	s.h.Push(reorderItem{topic: t, key: key, gen: gen, cap: capNs, order: s.n, data: append(buf, data...)})
+	for s.h.Len() > 0 && (s.h.Top().key <= capNs-s.window || s.h.Len() > s.maxMsgs) {
 		if err := s.emit(); err != nil {
 			return err
 		}
@@ -81,7 +70,7 @@ func (s *reorderStage) WriteMessage(t *ingest.TopicInfo, gen, capNs int64, data 
 }
 
 func (s *reorderStage) emit() error {
-	it := heap.Pop(&s.h).(reorderItem)
+	it := s.h.Pop()
 	err := s.w.WriteMessage(it.topic, it.gen, it.cap, it.data)
 	s.free = append(s.free, it.data)
 	return err
