@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -106,7 +106,7 @@ func TestCreateErrors(t *testing.T) {
 // The mmap writer's prefault goroutine ends with Close, after an error, and
 // when Create itself fails.
 func TestMmapWriterNoGoroutineLeak(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	testutil.VerifyNone(t)
 	dir := t.TempDir()
 	w, err := Create(filepath.Join(dir, "a.pack"), WriterOptions{Mmap: true, Window: 1 << 20})
 	if err != nil {
