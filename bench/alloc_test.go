@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/internal/testutil"
 	"github.com/google/pprof/profile"
 )
 
@@ -125,6 +126,7 @@ func TestIngestSpeedGate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("speed gate skipped in -short mode")
 	}
+	testutil.SkipUnderEmulation(t, "the 25 M msg/s gate is an absolute figure")
 	bt := flag.Lookup("test.benchtime")
 	if bt != nil {
 		old := bt.Value.String()
