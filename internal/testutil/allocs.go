@@ -1,6 +1,9 @@
 package testutil
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 // AllocRounds is how many testing.AllocsPerRun rounds MinAllocs takes the
 // minimum of.
@@ -36,4 +39,21 @@ func AssertNoAllocs(tb testing.TB, f func()) {
 	if n := MinAllocs(allocRuns, f); n != 0 {
 		tb.Errorf("%v allocations per call (the least of %d rounds of %d calls), want 0", n, AllocRounds, allocRuns)
 	}
+}
+
+// Mallocs calls f once, then runs times, and returns the heap allocations
+// of those runs calls: every one, where testing.AllocsPerRun truncates the
+// average (and so hides an allocation made once every few calls, a
+// buffer flush say). GOMAXPROCS is 1 meanwhile, so other goroutines add
+// few of theirs.
+func Mallocs(runs int, f func()) uint64 {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return after.Mallocs - before.Mallocs
 }

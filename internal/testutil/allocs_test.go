@@ -31,6 +31,27 @@ func TestMinAllocs(t *testing.T) {
 	}
 }
 
+func TestMallocs(t *testing.T) {
+	if n := Mallocs(100, func() {}); n != 0 {
+		t.Errorf("nothing: %d mallocs, want 0", n)
+	}
+	// One allocation every 10 calls: AllocsPerRun says 0, Mallocs 10.
+	calls := 0
+	rare := func() {
+		calls++
+		if calls%10 == 0 {
+			sink = make([]byte, 64)
+		}
+	}
+	if n := testing.AllocsPerRun(100, rare); n != 0 {
+		t.Fatalf("AllocsPerRun: %v, want 0 (truncated)", n)
+	}
+	calls = 0
+	if n := Mallocs(100, rare); n != 10 {
+		t.Errorf("Mallocs: %d, want 10", n)
+	}
+}
+
 // tbSpy records Errorf instead of failing.
 type tbSpy struct {
 	testing.TB

@@ -9,7 +9,8 @@
 // SkipUnderEmulation skip with a reason when the run is not root or runs
 // under a user-mode emulator (qemu-user). MinAllocs and AssertNoAllocs
 // measure allocations as the minimum over several testing.AllocsPerRun
-// rounds (tailscale's tstest.MinAllocsPerRun). VerifyNoLeaks(m) is a
+// rounds (tailscale's tstest.MinAllocsPerRun); Mallocs counts every
+// allocation of a number of calls, unrounded. VerifyNoLeaks(m) is a
 // package's TestMain: it runs the tests and fails the binary when goroutines
 // outlive them (go.uber.org/goleak with the project's ignore list);
 // VerifyNone(tb) does the same check at the end of one test.
@@ -47,10 +48,9 @@
 //
 // MinAllocs inherits testing.AllocsPerRun's rounding: the average per run is
 // truncated, so an allocation in fewer than one run in runs is not seen.
-// Gates that must see every allocation count runtime.MemStats.Mallocs
-// themselves.
+// Gates that must see every allocation use Mallocs.
 //
-// All functions are safe to call from parallel tests, except MinAllocs and
-// AssertNoAllocs, which (like testing.AllocsPerRun) set GOMAXPROCS to 1
-// while they measure.
+// All functions are safe to call from parallel tests, except MinAllocs,
+// AssertNoAllocs and Mallocs, which (like testing.AllocsPerRun) set
+// GOMAXPROCS to 1 while they measure.
 package testutil
