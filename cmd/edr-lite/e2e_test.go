@@ -46,6 +46,13 @@ func edrBinary(t *testing.T) string {
 	return binPath
 }
 
+// removeBinary removes the directory edrBinary built the binary in.
+func removeBinary() {
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+}
+
 func runBin(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(edrBinary(t), args...)

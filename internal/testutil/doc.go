@@ -12,8 +12,9 @@
 // rounds (tailscale's tstest.MinAllocsPerRun); Mallocs counts every
 // allocation of a number of calls, unrounded. VerifyNoLeaks(m) is a
 // package's TestMain: it runs the tests and fails the binary when goroutines
-// outlive them (go.uber.org/goleak with the project's ignore list);
-// VerifyNone(tb) does the same check at the end of one test.
+// outlive them (go.uber.org/goleak with the project's ignore list), then
+// runs its after functions; VerifyNone(tb) does the same check at the end
+// of one test.
 //
 // A typical package:
 //
