@@ -244,6 +244,12 @@ socket = %q
 	if code != 0 || !strings.Contains(out, "1 written") || !strings.Contains(out, "sensor/a") {
 		t.Errorf("status: %d\n%s", code, out)
 	}
+	checkGolden(t, "status.txt", scrubStatusText(out, dir))
+	if code, out, errs := runBin(t, "status", "--socket", sock, "--json"); code != 0 {
+		t.Errorf("status --json: %d %s", code, errs)
+	} else {
+		checkGolden(t, "status.json", scrubStatusJSON(t, out, dir))
+	}
 	// SIGUSR1: a manual dump, recorded with source "signal"
 	cmd.Process.Signal(syscall.SIGUSR1)
 	waitFor(t, func() bool {
