@@ -52,23 +52,14 @@ func TestMallocs(t *testing.T) {
 	}
 }
 
-// tbSpy records Errorf instead of failing.
-type tbSpy struct {
-	testing.TB
-	failed bool
-}
-
-func (s *tbSpy) Helper()               {}
-func (s *tbSpy) Errorf(string, ...any) { s.failed = true }
-
 func TestAssertNoAllocs(t *testing.T) {
-	var s tbSpy
-	AssertNoAllocs(&s, func() {})
-	if s.failed {
+	s := &spy{TB: t}
+	AssertNoAllocs(s, func() {})
+	if s.failed() {
 		t.Error("AssertNoAllocs failed a function that does not allocate")
 	}
-	AssertNoAllocs(&s, func() { sink = make([]byte, 64) })
-	if !s.failed {
+	AssertNoAllocs(s, func() { sink = make([]byte, 64) })
+	if !s.failed() {
 		t.Error("AssertNoAllocs passed a function that allocates")
 	}
 }

@@ -14,7 +14,8 @@
 // package's TestMain: it runs the tests and fails the binary when goroutines
 // outlive them (go.uber.org/goleak with the project's ignore list), then
 // runs its after functions; VerifyNone(tb) does the same check at the end
-// of one test.
+// of one test. CheckDocHexdump checks the ```hexdump byte examples of a
+// format document against the pinned file they quote.
 //
 // A typical package:
 //
