@@ -11,18 +11,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/internal/testutil"
 	"github.com/google/pprof/profile"
 )
 
 // TestIngestAllocs: Recorder.Ingest allocates nothing, at every size, also
-// while the ring wraps and evicts.
+// while the ring wraps and evicts. The recorder's own goroutines (coarse
+// clock, dumper) run meanwhile, so the count is the least of several rounds.
 func TestIngestAllocs(t *testing.T) {
 	r, ids := newIngestRecorder(t, 1, 4<<20)
 	for _, n := range sizes {
-		p := makePayload(n)
-		if got := testing.AllocsPerRun(200, func() { r.Ingest(ids[0], 1, p) }); got != 0 {
-			t.Errorf("Ingest of %d bytes: %v allocs/op, want exactly 0", n, got)
-		}
+		t.Run(fmt.Sprintf("size=%d", n), func(t *testing.T) {
+			p := makePayload(n)
+			testutil.AssertNoAllocs(t, func() { r.Ingest(ids[0], 1, p) })
+		})
 	}
 }
 
@@ -125,6 +127,7 @@ func TestIngestSpeedGate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("speed gate skipped in -short mode")
 	}
+	testutil.SkipUnderEmulation(t, "the 25 M msg/s gate is an absolute figure")
 	bt := flag.Lookup("test.benchtime")
 	if bt != nil {
 		old := bt.Value.String()

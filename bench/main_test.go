@@ -3,11 +3,11 @@ package bench
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
 // TestMain fails the package's tests if any goroutine (recorders, readers,
 // channel consumers) outlives its test.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.VerifyNoLeaks(m)
 }

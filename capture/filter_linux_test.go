@@ -9,21 +9,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
-
-// skipUnlessPrivileged turns a missing capability into a skip with the
-// reason; any other error fails the test.
-func skipUnlessPrivileged(t testing.TB, err error, what string) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, ebpf.ErrNotSupported) {
-		t.Skipf("needs %s: %v", what, err)
-	}
-	t.Fatal(err)
-}
 
 // refMatch is the filter's meaning written plainly over the frame bytes,
 // the oracle the eBPF program is checked against. Any read beyond the
@@ -187,7 +174,10 @@ func TestFilterProgram(t *testing.T) {
 	}
 	for _, c := range cases {
 		prog, err := loadFilter(&c.f)
-		skipUnlessPrivileged(t, err, "CAP_BPF to load a socket filter")
+		testutil.SkipIfNotSupported(t, err) // needs CAP_BPF
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, name := range all {
 			want := slices.Contains(c.match, name)
 			if ref := refMatch(&c.f, frames[name]); ref != want {
@@ -230,7 +220,10 @@ func TestFilterProgramRandom(t *testing.T) {
 			continue
 		}
 		prog, err := loadFilter(&f)
-		skipUnlessPrivileged(t, err, "CAP_BPF to load a socket filter")
+		testutil.SkipIfNotSupported(t, err) // needs CAP_BPF
+		if err != nil {
+			t.Fatal(err)
+		}
 		for j := range 200 {
 			src := addrs[rng.IntN(4)]
 			dst := addrs[rng.IntN(2)*2+1]

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,9 +29,7 @@ func newNetns(t testing.TB) *netns {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skipf("needs iproute2's ip to create a network namespace: %v", err)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) to create a network namespace")
-	}
+	testutil.SkipUnlessRoot(t, "(CAP_SYS_ADMIN, CAP_NET_ADMIN) to create a network namespace")
 	n := &netns{t: t, name: fmt.Sprintf("edrcap-%d-%d", os.Getpid(), netnsSeq.Add(1))}
 	if out, err := exec.Command("ip", "netns", "add", n.name).CombinedOutput(); err != nil {
 		t.Skipf("needs permission to create a network namespace: ip netns add: %v: %s", err, out)
@@ -90,7 +89,8 @@ func (n *netns) do(f func()) {
 	defer target.Close()
 	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 		runtime.UnlockOSThread()
-		n.t.Skipf("needs CAP_SYS_ADMIN to enter a network namespace: %v", err)
+		testutil.SkipIfNotSupported(n.t, err) // needs CAP_SYS_ADMIN to enter a network namespace
+		n.t.Fatal(err)
 	}
 	defer func() {
 		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,10 @@ func listenUDP(t testing.TB, addr string) *net.UDPConn {
 func newRaw(t testing.TB, o RawOptions, sink ingest.Sink) *RawSource {
 	t.Helper()
 	src, err := NewRaw(o, sink)
-	skipUnlessPrivileged(t, err, "CAP_NET_RAW (and CAP_BPF for a filter)")
+	testutil.SkipIfNotSupported(t, err) // needs CAP_NET_RAW (and CAP_BPF for a filter)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return src
 }
 
@@ -117,7 +121,10 @@ func injectFrames(t *testing.T, ifname string, n int, tag byte) {
 		t.Fatal(err)
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
-	skipUnlessPrivileged(t, err, "CAP_NET_RAW to inject frames")
+	testutil.SkipIfNotSupported(t, err) // needs CAP_NET_RAW to inject frames
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer unix.Close(fd)
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
 		t.Fatal(err)
@@ -264,6 +271,9 @@ func TestNewRawErrors(t *testing.T) {
 		t.Error("NewRaw on a missing interface succeeded")
 	}
 	_, err := NewRaw(RawOptions{Interface: "lo", Filter: &Filter{VLAN: 5000}}, newRecordingSink())
+	// The filter is checked once the socket is open: without CAP_NET_RAW
+	// the error is EPERM.
+	testutil.SkipIfNotSupported(t, err)
 	if !errors.Is(err, ErrFilter) {
 		t.Errorf("NewRaw with a bad filter = %v, want ErrFilter", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
 // notifying passes everything to the recorder and signals each ingest, so
@@ -139,7 +140,10 @@ func TestRawIntoRecorder(t *testing.T) {
 	ns.do(func() {
 		var err error
 		src, err = NewRaw(RawOptions{Interface: "lo", Topic: "someip/{dport}", Payload: PayloadUDP, BlockTimeout: time.Millisecond, BlockSize: 1 << 20}, rec)
-		skipUnlessPrivileged(t, err, "CAP_NET_RAW")
+		testutil.SkipIfNotSupported(t, err) // needs CAP_NET_RAW
+		if err != nil {
+			t.Fatal(err)
+		}
 		rx := listenUDP(t, "127.0.0.1:0")
 		port = rx.LocalAddr().(*net.UDPAddr).Port
 		c = dialUDP(t, rx.LocalAddr().(*net.UDPAddr).AddrPort())

@@ -8,21 +8,9 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-)
 
-// totalMallocs runs f n times and returns the number of heap allocations,
-// not rounded (GOMAXPROCS 1 keeps other goroutines from adding theirs).
-func totalMallocs(n int, f func()) uint64 {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	f()
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	for range n {
-		f()
-	}
-	runtime.ReadMemStats(&b)
-	return b.Mallocs - a.Mallocs
-}
+	"github.com/edr-lite/edr-lite/internal/testutil"
+)
 
 // TestWriteMessageAllocs: once the writer's buffers have grown, writing a
 // message allocates nothing, including the chunk flushes (compression,
@@ -63,7 +51,7 @@ func TestWriteMessageAllocs(t *testing.T) {
 			var n uint64
 			for range 5 {
 				runtime.GC()
-				n += totalMallocs(1000, write)
+				n += testutil.Mallocs(1000, write)
 			}
 			if n != 0 {
 				t.Errorf("WriteMessage: %d allocations in 5000 messages (%d chunks), want 0", n, len(w.chunks))
@@ -120,7 +108,7 @@ func TestCursorAllocs(t *testing.T) {
 				if comp == CompressionZstd {
 					allowed = 10
 				}
-				if a := totalMallocs(3, pass); a > allowed {
+				if a := testutil.Mallocs(3, pass); a > allowed {
 					t.Errorf("%d allocations in 3 passes over %d messages in %d chunks, want at most %d", a, len(in), r.mustChunks(t), allowed)
 				}
 			})

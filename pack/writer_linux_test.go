@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,8 +26,10 @@ func TestWriterDiskFull(t *testing.T) {
 
 func testWriterDiskFull(t *testing.T, mmap bool) {
 	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("needs CAP_SYS_ADMIN to mount a small tmpfs: %v", err)
+	err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m")
+	testutil.SkipIfNotSupported(t, err) // needs CAP_SYS_ADMIN to mount a small tmpfs
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, 0) })
 	path := filepath.Join(dir, "full.pack")
@@ -106,7 +108,7 @@ func TestCreateErrors(t *testing.T) {
 // The mmap writer's prefault goroutine ends with Close, after an error, and
 // when Create itself fails.
 func TestMmapWriterNoGoroutineLeak(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	testutil.VerifyNone(t)
 	dir := t.TempDir()
 	w, err := Create(filepath.Join(dir, "a.pack"), WriterOptions{Mmap: true, Window: 1 << 20})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -46,15 +47,16 @@ func allocDump(t *testing.T, n int) string {
 }
 
 // runAllocs returns the allocations of Run alone: making a Player and
-// running it to Discard, minus making it.
+// running it to Discard, minus making it. Each is the least of several
+// rounds: a whole Run is long enough for a GC cycle to land in a round.
 func runAllocs(t *testing.T, mk func() (*Player, error)) float64 {
 	t.Helper()
-	newOnly := testing.AllocsPerRun(5, func() {
+	newOnly := testutil.MinAllocs(5, func() {
 		if _, err := mk(); err != nil {
 			t.Fatal(err)
 		}
 	})
-	both := testing.AllocsPerRun(5, func() {
+	both := testutil.MinAllocs(5, func() {
 		p, err := mk()
 		if err != nil {
 			t.Fatal(err)

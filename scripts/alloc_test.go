@@ -3,9 +3,10 @@
 package scripts
 
 import (
-	"runtime"
 	"testing"
 	"time"
+
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
 // TestOnMessageAllocs: delivering a message to a rule allocates nothing per
@@ -34,13 +35,7 @@ func TestOnMessageAllocs(t *testing.T) {
 				t.Errorf("%v allocs per message, want 0", n)
 			}
 			const runs = 20000
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			for range runs {
-				feed()
-			}
-			runtime.ReadMemStats(&after)
-			if n := after.Mallocs - before.Mallocs; n > runs/10 {
+			if n := testutil.Mallocs(runs, feed); n > runs/10 {
 				t.Errorf("%d allocations for %d messages, want at most one per 10", n, runs)
 			}
 			mustNotBeDisabled(t, r)

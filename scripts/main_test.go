@@ -3,9 +3,9 @@ package scripts
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
 // TestMain fails the package when a test leaves goroutines behind (a Live
 // runner not stopped by Close, say).
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }

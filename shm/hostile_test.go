@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
 // validSegment makes a segment with three messages in dir and returns its
@@ -128,9 +130,7 @@ func TestValidSegmentDrains(t *testing.T) {
 }
 
 func TestSegmentOwnerChecked(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a file to another user")
-	}
+	testutil.SkipUnlessRoot(t, "to give a file to another user")
 	dir := t.TempDir()
 	path := validSegment(t, dir, "a")
 	if err := os.Chown(path, 12345, -1); err != nil {

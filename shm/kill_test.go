@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
 const (
@@ -18,11 +19,14 @@ const (
 	noHeartbeatEnv = "EDR_SHM_TEST_NO_HEARTBEAT" // the producer subprocess never heartbeats
 )
 
+// TestMain runs the producer subprocess when asked to (see
+// startProducerProcess), else the tests, failing the package when a test
+// leaves a goroutine behind (a consumer's followers, watcher or reader).
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(producerEnv); dir != "" {
 		os.Exit(runTestProducer(dir))
 	}
-	os.Exit(m.Run())
+	testutil.VerifyNoLeaks(m)
 }
 
 // runTestProducer is the body of the producer subprocess: it publishes 100

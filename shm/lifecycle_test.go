@@ -11,8 +11,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
-
-	"go.uber.org/goleak"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
 // TestProducerRestartKeepsTopic: a producer closes and a new one for the
@@ -132,7 +131,7 @@ func TestRunStopsWithContext(t *testing.T) {
 // TestCloseLeavesNothingRunning: after Close, no consumer goroutine (segment
 // followers, directory watcher, inotify reader) is left behind.
 func TestCloseLeavesNothingRunning(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	testutil.VerifyNone(t)
 	dir := t.TempDir()
 	sink := newRecSink()
 	c, err := NewConsumer(dir, sink, ConsumerOptions{})

@@ -46,6 +46,13 @@ func edrBinary(t *testing.T) string {
 	return binPath
 }
 
+// removeBinary removes the directory edrBinary built the binary in.
+func removeBinary() {
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+}
+
 func runBin(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(edrBinary(t), args...)
@@ -236,6 +243,12 @@ socket = %q
 	code, out, _ = runBin(t, "status", "--socket", sock)
 	if code != 0 || !strings.Contains(out, "1 written") || !strings.Contains(out, "sensor/a") {
 		t.Errorf("status: %d\n%s", code, out)
+	}
+	checkGolden(t, "status.txt", scrubStatusText(out, dir))
+	if code, out, errs := runBin(t, "status", "--socket", sock, "--json"); code != 0 {
+		t.Errorf("status --json: %d %s", code, errs)
+	} else {
+		checkGolden(t, "status.json", scrubStatusJSON(t, out, dir))
 	}
 	// SIGUSR1: a manual dump, recorded with source "signal"
 	cmd.Process.Signal(syscall.SIGUSR1)

@@ -15,11 +15,12 @@ import (
 const t0 = int64(1_764_670_000_000_000_000)
 
 // writeTestDump writes a pack dump with two topics (speed every 10ms, camera
-// every 100ms of 1000 bytes) over 1s and one trigger at +0.5s.
+// every 100ms of 1000 bytes) over 1s and one trigger at +0.5s. The bytes are
+// the same on every run (the golden files rely on it).
 func writeTestDump(t *testing.T, dir, name string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	w, err := pack.Create(p, pack.WriterOptions{Writer: "test", TargetFrameSize: 4096})
+	w, err := pack.Create(p, pack.WriterOptions{Writer: "test", CreatedNs: t0 - 1e9, TargetFrameSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}

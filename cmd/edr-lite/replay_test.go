@@ -121,15 +121,8 @@ func TestReplayUsage(t *testing.T) {
 // TestReplaySIGINT runs the real binary looping a dump to UDP and stops it
 // with SIGINT: it exits 0 with the summary.
 func TestReplaySIGINT(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "edr-lite")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Skipf("cannot build the binary: %v\n%s", err, out)
-	}
-	dump := writeTestDump(t, dir, "a.pack")
+	bin := edrBinary(t)
+	dump := writeTestDump(t, t.TempDir(), "a.pack")
 	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)

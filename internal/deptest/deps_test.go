@@ -146,3 +146,21 @@ func TestNoStaleEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestTestutilOnlyInTests: internal/testutil (and with it goleak) is
+// imported by _test.go files only, never linked into a program.
+func TestTestutilOnlyInTests(t *testing.T) {
+	const testutil = "github.com/edr-lite/edr-lite/internal/testutil"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "github.com/edr-lite/edr-lite/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if imp == testutil {
+				t.Errorf("%s imports %s outside its tests", f[0], testutil)
+			}
+		}
+	}
+}

@@ -1,0 +1,12 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/edr-lite/edr-lite/internal/testutil"
+)
+
+// TestMain fails the package when a test leaves a goroutine behind (a verb
+// run in-process, replay's interrupt watcher say, still running after the
+// verb returned), and removes the binary the end-to-end tests built.
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m, removeBinary) }
