@@ -3,11 +3,11 @@ package dump
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
 // TestMain fails the package's tests if any goroutine (dumper, hooks, coarse
-// clock) outlives its Dumper and Recorder.
+// clock) outlives the test that started it.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.VerifyNoLeaks(m)
 }
