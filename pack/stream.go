@@ -38,6 +38,11 @@ type StreamReader struct {
 	md    []namedBlob
 	index int64 // offset of the index section; -1 before it
 	err   error // sticky: a damaged record, an I/O error, io.EOF, ErrClosed
+
+	indexed bool // the index and trailer checked out
+	frames  [CompressZstd + 1]int
+	stored  int64
+	raw     int64
 }
 
 // NewStreamReader reads and checks the file header from r. Errors naming
@@ -112,6 +117,9 @@ func (s *StreamReader) next(f *Frame, withData bool) error {
 				return s.fail(f, err)
 			}
 			s.off += n
+			s.frames[h.codec]++ // parseFrameHeaderAvail rejects unknown codecs
+			s.stored += int64(h.stored)
+			s.raw += int64(h.rawLen)
 			return nil
 		case sectionMagic:
 			if err := s.section(); err != nil {
@@ -189,7 +197,24 @@ func (s *StreamReader) trailer() error {
 	if n, _ := io.ReadFull(s.r, s.buf[:1]); n != 0 {
 		return corrupt("", s.off, ErrCorrupt, "bytes after the trailer")
 	}
+	s.indexed = true
 	return io.EOF
+}
+
+// Indexed reports whether the stream ended with a valid index and trailer
+// (the file was closed by its writer); false before the end.
+func (s *StreamReader) Indexed() bool { return s.indexed }
+
+// Codecs counts the frames read so far by codec, with their stored and
+// uncompressed data bytes (Reader.Codecs for a stream).
+func (s *StreamReader) Codecs() CodecStats {
+	st := CodecStats{Frames: map[Compression]int{}, StoredBytes: s.stored, RawBytes: s.raw}
+	for c, n := range s.frames {
+		if n > 0 {
+			st.Frames[Compression(c)] = n
+		}
+	}
+	return st
 }
 
 // fill makes s.buf[:n] hold the record's first n bytes, of which the first

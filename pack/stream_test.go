@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"reflect"
 	"testing"
 	"testing/iotest"
 
@@ -104,6 +105,16 @@ func TestStreamReaderReadsWhatTheMmapReaderReads(t *testing.T) {
 			}
 			if err := s.ReadInto(&Frame{}); err != io.EOF {
 				t.Errorf("read after the end: %v, want io.EOF", err)
+			}
+			if s.Indexed() != closed {
+				t.Errorf("closed %v: Indexed %v", closed, s.Indexed())
+			}
+			r, err := NewBytesReader("x", b, ReaderOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := s.Codecs(), r.Codecs(); !reflect.DeepEqual(got, want) {
+				t.Errorf("codec %v: Codecs %+v, Reader's %+v", c, got, want)
 			}
 		}
 	}
