@@ -27,6 +27,7 @@ type Reader struct {
 	release func() error
 	hdr     FileHeader
 	pos     int64
+	last    int64 // offset of the frame the last read returned; -1 before
 	end     int64 // end of the record region
 	trailer bool  // the file has a valid trailer
 	idx     *index
@@ -77,7 +78,7 @@ func newReader(path string, b []byte, opts ReaderOptions) (*Reader, error) {
 		return nil, err
 	}
 	r := &Reader{frameDecoder: frameDecoder{path: path, codec: newCodecs(), cache: opts.Cache, id: readerIDs.Add(1)},
-		data: b, hdr: h, pos: HeaderSize, end: int64(len(b))}
+		data: b, hdr: h, pos: HeaderSize, last: -1, end: int64(len(b))}
 	if off, ok := parseTrailer(b); ok {
 		r.trailer = true
 		r.end = off
@@ -156,6 +157,7 @@ func (r *Reader) next(f *Frame, withData bool) error {
 		if err != nil {
 			return err
 		}
+		r.last = r.pos
 		r.pos += n
 		return nil
 	}
@@ -249,6 +251,11 @@ func (r *frameDecoder) decompress(f *Frame, h *frameHeader, off int64, src []byt
 
 // Tell returns the offset of the next record to be read.
 func (r *Reader) Tell() int64 { return r.pos }
+
+// FrameOffset returns the offset of the frame the last successful read
+// returned (a section in between makes it differ from Tell before the
+// read), -1 before the first.
+func (r *Reader) FrameOffset() int64 { return r.last }
 
 // SeekFrame moves to off, which must be the offset of a frame (as returned by
 // Tell before a read, or found in the index) or the end of the frames.

@@ -34,6 +34,7 @@ type StreamReader struct {
 	r     io.Reader
 	hdr   FileHeader
 	off   int64 // offset of the next record
+	last  int64 // offset of the frame the last read returned; -1 before
 	buf   []byte
 	md    []namedBlob
 	index int64 // offset of the index section; -1 before it
@@ -48,7 +49,7 @@ type StreamReader struct {
 // NewStreamReader reads and checks the file header from r. Errors naming
 // the stream say "<stream>" for the path.
 func NewStreamReader(r io.Reader) (*StreamReader, error) {
-	s := &StreamReader{frameDecoder: frameDecoder{codec: newCodecs()}, r: r, index: -1,
+	s := &StreamReader{frameDecoder: frameDecoder{codec: newCodecs()}, r: r, index: -1, last: -1,
 		buf: make([]byte, HeaderSize, streamGrowMin)}
 	n, err := io.ReadFull(r, s.buf[:HeaderSize])
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -66,6 +67,10 @@ func (s *StreamReader) Header() FileHeader { return s.hdr }
 
 // Tell returns the offset of the next record: the bytes consumed so far.
 func (s *StreamReader) Tell() int64 { return s.off }
+
+// FrameOffset returns the offset of the frame the last successful read
+// returned, -1 before the first.
+func (s *StreamReader) FrameOffset() int64 { return s.last }
 
 // ReadInto reads the next frame with its data into f, reusing f's
 // buffers: steady state does not allocate. It returns io.EOF at the end
@@ -116,6 +121,7 @@ func (s *StreamReader) next(f *Frame, withData bool) error {
 			if err != nil {
 				return s.fail(f, err)
 			}
+			s.last = s.off
 			s.off += n
 			s.frames[h.codec]++ // parseFrameHeaderAvail rejects unknown codecs
 			s.stored += int64(h.stored)

@@ -127,10 +127,15 @@ func TestStreamReaderMetaOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r, _ := NewBytesReader("x", b, ReaderOptions{})
+	offs := r.FrameOffsets()
 	var f Frame
 	for i := range frames {
 		if err := s.ReadMetaInto(&f); err != nil {
 			t.Fatal(err)
+		}
+		if err := r.ReadMetaInto(&f); err != nil || r.FrameOffset() != offs[i] || s.FrameOffset() != offs[i] {
+			t.Fatalf("frame %d at %d: FrameOffset %d (reader), %d (stream)", i, offs[i], r.FrameOffset(), s.FrameOffset())
 		}
 		if f.ID() != frames[i].ID() || f.Len() != frames[i].Len() || f.NumBlocks() != 0 {
 			t.Fatalf("frame %d: id %d len %d blocks %d", i, f.ID(), f.Len(), f.NumBlocks())
