@@ -342,8 +342,8 @@ func edrgo_pack_summary(h C.uint64_t, out *C.edr_summary) C.int {
 		writer, created = r.mp.Header()
 		s = C.edr_summary{format: C.EDR_FORMAT_MCAP, frames: C.uint64_t(msgs), messages: C.uint64_t(msgs),
 			first_ns: C.int64_t(min(info.StartTime, 1<<63-1)), last_ns: C.int64_t(min(info.EndTime, 1<<63-1)), created_ns: C.int64_t(created)}
-		if !info.Scanned {
-			s.indexed = 1
+		if sum, err := r.mp.Reader().Info(); err == nil && !sum.Scanned {
+			s.indexed = 1 // a summary section the readers can use (dumpfile's "indexed")
 		}
 	}
 	if r.writer == nil {
