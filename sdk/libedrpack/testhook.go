@@ -47,4 +47,3 @@ func openForTest(path string) (read func() error, done func(), err error) {
 	}
 	return read, done, nil
 }
-
