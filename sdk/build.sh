@@ -75,6 +75,9 @@ for p in $platforms; do
 	LD_LIBRARY_PATH="$dir" "${run[@]}" "$dir/edrpack_test" write "$smoke/smoke.pack" >/dev/null
 	LD_LIBRARY_PATH="$dir" "${run[@]}" "$dir/edrpack_test" summary "$smoke/smoke.pack" | grep -q '^frames 20 messages 60$'
 	"${run[@]}" "$dir/edrpack_test_static" misuse "$smoke/smoke.pack" | grep -q 'misuse ok'
+	if [ -x "$dir/edrpack_test_cc" ]; then
+		LD_LIBRARY_PATH="$dir" "${run[@]}" "$dir/edrpack_test_cc" "$smoke/smoke.pack" | grep -q '^frames 20 messages 60$'
+	fi
 	rm -rf "$smoke"
 	echo "smoke run ok${run:+ (under ${run[0]})}"
 	ls -l "$dir"

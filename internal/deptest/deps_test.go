@@ -58,6 +58,8 @@ var rules = []rule{
 	{mod + "internal/deptest/testdata/producer", join([]string{lua}, heavy, cmdOnly),
 		"a producer program links shm and the standard library, not the recorder"},
 	{mod + "replay", cmdOnly, "replay is a library; flags and output live in cmd"},
+	{mod + "sdk/libedrpack", join([]string{mod + "engine", mod + "dump", mod + "scripts", lua, "net", mod + "shm", mod + "capture",
+		mod + "replay"}, cmdOnly), "the C library reads and writes dump files: no recorder, Lua, sockets or sources"},
 }
 
 var (
