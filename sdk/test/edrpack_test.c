@@ -297,6 +297,26 @@ static int mode_corrupt(const char *path) {
 	return 0;
 }
 
+/* reentrant: a read callback that calls the library on the handle it is
+ * reading for; the library must refuse (EDR_EBUSY), not deadlock. */
+typedef struct reentrant {
+	int fd;
+	edr_pack h;
+	int busy;
+} reentrant;
+
+static ptrdiff_t reentrant_cb(void *user, void *buf, size_t len) {
+	reentrant *re = user;
+	if (re->h != 0) {
+		int64_t off;
+		if (edr_pack_tell(re->h, &off) == EDR_EBUSY) {
+			re->busy++;
+		}
+	}
+	ssize_t n = read(re->fd, buf, len);
+	return n < 0 ? -1 : (ptrdiff_t)n;
+}
+
 static int mode_misuse(const char *path) {
 	edr_pack r;
 	EXPECT(edr_pack_open_read("/nonexistent/x.pack", &r) == EDR_EIO);
@@ -336,6 +356,14 @@ static int mode_misuse(const char *path) {
 	CHECK(edr_frame_destroy(g));
 	EXPECT(edr_frame_destroy(g) == EDR_EBADHANDLE);
 	EXPECT(edr_pack_open_mem("not a pack file at all", 22, &r) == EDR_EFORMAT);
+	reentrant re = {open(path, O_RDONLY), 0, 0};
+	EXPECT(re.fd >= 0);
+	CHECK(edr_pack_open_callback(reentrant_cb, &re, &re.h));
+	CHECK(edr_pack_read_frame(re.h, 1, &v));
+	EXPECT(re.busy > 0);
+	EXPECT(strstr(edr_last_error(0), "busy") != NULL);
+	CHECK(edr_pack_close(re.h));
+	close(re.fd);
 	printf("misuse ok\n");
 	return 0;
 }
