@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/iotest"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
@@ -64,13 +65,13 @@ func addPackSeeds(f *testing.F) {
 	}
 }
 
-// TestWritePackSeedCorpus regenerates testdata/fuzz/Fuzz{PackFile,PackRecover}
+// TestWritePackSeedCorpus regenerates testdata/fuzz/Fuzz{PackFile,PackRecover,PackStream}
 // when PACK_WRITE_SEEDS=1.
 func TestWritePackSeedCorpus(t *testing.T) {
 	if os.Getenv("PACK_WRITE_SEEDS") != "1" {
 		t.Skip("set PACK_WRITE_SEEDS=1 to regenerate the pack seed corpora")
 	}
-	for _, target := range []string{"FuzzPackFile", "FuzzPackRecover"} {
+	for _, target := range []string{"FuzzPackFile", "FuzzPackRecover", "FuzzPackStream"} {
 		dir := filepath.Join("testdata", "fuzz", target)
 		os.MkdirAll(dir, 0o755)
 		for name, b := range packSeeds() {
@@ -216,6 +217,71 @@ func FuzzPackRecover(f *testing.F) {
 		}
 		if rep.LostBytes > int64(len(data)) {
 			t.Fatalf("lost %d bytes of a %d-byte file", rep.LostBytes, len(data))
+		}
+	})
+}
+
+// FuzzPackStream reads arbitrary bytes as a pack stream (pack.StreamReader
+// over an io.Reader that returns short reads): no panic; errors are
+// *CorruptError or io.EOF with no partial frame; every frame it returns is
+// the frame the mmap reader returns at that place (the stream never shows
+// bytes the file reader would not); and a file Verify calls complete and
+// clean streams to the end without error.
+func FuzzPackStream(f *testing.F) {
+	addPackSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v := pack.VerifyBytes("fuzz.pack", data)
+		s, err := pack.NewStreamReader(iotest.HalfReader(bytes.NewReader(data)))
+		if err != nil {
+			if s != nil {
+				t.Fatal("error with a partial result")
+			}
+			if v.OK() {
+				t.Fatalf("stream fails (%v) but Verify finds no problem", err)
+			}
+			return
+		}
+		defer s.Close()
+		r, rerr := pack.NewBytesReader("fuzz.pack", data, pack.ReaderOptions{})
+		if rerr != nil {
+			t.Fatalf("stream reads the header, file reader does not: %v", rerr)
+		}
+		defer r.Close()
+		var sf, rf pack.Frame
+		frames := 0
+		for {
+			err := s.ReadInto(&sf)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				var ce *pack.CorruptError
+				if !errors.As(err, &ce) {
+					t.Fatalf("read error %T %v is not a *CorruptError", err, err)
+				}
+				if sf.Len() != 0 || sf.NumBlocks() != 0 {
+					t.Fatal("error left a partial frame")
+				}
+				if v.OK() && v.Complete {
+					t.Fatalf("stream fails (%v) but Verify finds a complete, clean file", err)
+				}
+				break
+			}
+			frames++
+			if err := r.ReadInto(&rf); err != nil {
+				t.Fatalf("stream frame %d, file reader: %v", frames, err)
+			}
+			if !bytes.Equal(sf.AppendMeta(nil), rf.AppendMeta(nil)) || sf.NumBlocks() != rf.NumBlocks() {
+				t.Fatalf("frame %d differs between stream and file reader", frames)
+			}
+			for i := 0; i < sf.NumBlocks(); i++ {
+				if !bytes.Equal(sf.Block(i), rf.Block(i)) {
+					t.Fatalf("frame %d block %d differs between stream and file reader", frames, i)
+				}
+			}
+		}
+		if v.OK() && v.Complete && frames != v.Frames {
+			t.Fatalf("clean file: streamed %d frames, verify %d", frames, v.Frames)
 		}
 	})
 }

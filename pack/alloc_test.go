@@ -3,6 +3,7 @@
 package pack
 
 import (
+	"bytes"
 	"io"
 	"path/filepath"
 	"testing"
@@ -103,5 +104,56 @@ func TestMetaCodecAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("meta encode+decode: %v allocs, want 0", n)
+	}
+}
+
+// loopReader replays b forever from offset start on: a stream of frames
+// without end.
+type loopReader struct {
+	b          []byte
+	start, pos int
+}
+
+func (l *loopReader) Read(p []byte) (int, error) {
+	if l.pos == len(l.b) {
+		l.pos = l.start
+	}
+	n := copy(p, l.b[l.pos:])
+	l.pos += n
+	return n, nil
+}
+
+func TestStreamReadIntoAllocs(t *testing.T) {
+	frames := sampleFrames(64)
+	for _, c := range []Compression{CompressNone, CompressLZ4, CompressZstd} {
+		for _, meta := range []bool{false, true} {
+			var buf bytes.Buffer
+			w, _ := NewStreamWriter(&buf, WriterOptions{Compression: c})
+			for _, f := range frames {
+				w.WriteFrame(f)
+			}
+			w.Flush() // no index or trailer: the frames repeat forever
+			s, err := NewStreamReader(&loopReader{b: buf.Bytes(), start: HeaderSize, pos: 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := s.ReadInto
+			if meta {
+				read = s.ReadMetaInto
+			}
+			var f Frame
+			for range 2 * len(frames) {
+				if err := read(&f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := testing.AllocsPerRun(500, func() {
+				if err := read(&f); err != nil {
+					t.Fatal(err)
+				}
+			}); n != 0 {
+				t.Errorf("codec %v meta-only %v: %v allocs per frame, want 0", c, meta, n)
+			}
+		}
 	}
 }

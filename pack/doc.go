@@ -13,7 +13,10 @@
 // write the index and trailer. Read with Open: ReadInto (with data) or
 // ReadMetaInto (meta only) into a reused Frame until io.EOF, Tell /
 // SeekFrame / SeekTime to move, Summary and DumpInfo for what the file
-// holds without reading frames.
+// holds without reading frames. Read from any io.Reader (a pipe, a socket)
+// with NewStreamReader: front to back, frame by frame, no index, memory
+// bounded by the records read; DecodeFrame decodes one frame record held
+// in memory.
 //
 // It is not for: the recorder (package engine decides what goes into a
 // dump; pack only writes and reads it), not for MCAP, and not for reading
@@ -28,7 +31,10 @@
 //     Frame or the Reader's Close. Copy what must live longer.
 //   - AddMetaBorrowed keeps the caller's slices until the frame is written
 //     or Reset; the caller must not change them before.
-//   - Concurrency: Frame, Writer and Reader are not safe for concurrent use;
+//   - A StreamReader's frames alias its record buffer: valid until its next
+//     read. Its metadata (DumpInfo) is known once the sections, written
+//     after the last frame, have been read.
+//   - Concurrency: Frame, Writer, Reader and StreamReader are not safe for concurrent use;
 //     use one Reader per goroutine (they share the page cache). FrameCache is
 //     safe for concurrent use.
 //   - Create writes with write(2) by default and through an mmap window with

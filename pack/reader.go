@@ -22,19 +22,17 @@ type ReaderOptions struct {
 // share the page cache). Bytes a Reader hands out alias its mapping and are
 // valid until Close (see Frame for the exact lifetime).
 type Reader struct {
-	path    string
+	frameDecoder
 	data    []byte
 	release func() error
 	hdr     FileHeader
 	pos     int64
+	last    int64 // offset of the frame the last read returned; -1 before
 	end     int64 // end of the record region
 	trailer bool  // the file has a valid trailer
 	idx     *index
 	indexed bool  // idx came from the file
 	scanErr error // why a scan for the index stopped early
-	codec   *codecs
-	cache   *FrameCache
-	id      uint64 // cache key space of this reader
 	closed  bool
 	meta    Frame // scratch for scans
 }
@@ -79,8 +77,8 @@ func newReader(path string, b []byte, opts ReaderOptions) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{path: path, data: b, hdr: h, pos: HeaderSize, end: int64(len(b)),
-		codec: newCodecs(), cache: opts.Cache, id: readerIDs.Add(1)}
+	r := &Reader{frameDecoder: frameDecoder{path: path, codec: newCodecs(), cache: opts.Cache, id: readerIDs.Add(1)},
+		data: b, hdr: h, pos: HeaderSize, last: -1, end: int64(len(b))}
 	if off, ok := parseTrailer(b); ok {
 		r.trailer = true
 		r.end = off
@@ -159,14 +157,24 @@ func (r *Reader) next(f *Frame, withData bool) error {
 		if err != nil {
 			return err
 		}
+		r.last = r.pos
 		r.pos += n
 		return nil
 	}
 }
 
+// frameDecoder decodes frame records for a Reader or a StreamReader: the
+// CRC checks, the meta, the block table and decompression.
+type frameDecoder struct {
+	path  string
+	codec *codecs
+	cache *FrameCache
+	id    uint64 // cache key space of this reader
+}
+
 // decodeFrame decodes the frame record at b (file offset off) into f and
 // returns the record length.
-func (r *Reader) decodeFrame(b []byte, off int64, f *Frame, withData bool) (int64, error) {
+func (r *frameDecoder) decodeFrame(b []byte, off int64, f *Frame, withData bool) (int64, error) {
 	var h frameHeader
 	if reason, err := parseFrameHeader(b, &h); err != nil {
 		f.Reset(0, 0)
@@ -217,7 +225,7 @@ func (r *Reader) decodeFrame(b []byte, off int64, f *Frame, withData bool) (int6
 	return h.recLen, nil
 }
 
-func (r *Reader) decompress(f *Frame, h *frameHeader, off int64, src []byte) ([]byte, string) {
+func (r *frameDecoder) decompress(f *Frame, h *frameHeader, off int64, src []byte) ([]byte, string) {
 	if r.cache != nil {
 		if b, ok := r.cache.get(r.id, off); ok && len(b) == int(h.rawLen) {
 			return b, ""
@@ -243,6 +251,11 @@ func (r *Reader) decompress(f *Frame, h *frameHeader, off int64, src []byte) ([]
 
 // Tell returns the offset of the next record to be read.
 func (r *Reader) Tell() int64 { return r.pos }
+
+// FrameOffset returns the offset of the frame the last successful read
+// returned (a section in between makes it differ from Tell before the
+// read), -1 before the first.
+func (r *Reader) FrameOffset() int64 { return r.last }
 
 // SeekFrame moves to off, which must be the offset of a frame (as returned by
 // Tell before a read, or found in the index) or the end of the frames.

@@ -234,7 +234,7 @@ func (w *walker) sectionOK(p, end int64) bool {
 
 func newWalker(path string, b []byte) *walker {
 	w := &walker{path: path, b: b, acct: newAccounting()}
-	w.r = Reader{path: path, data: b, codec: newCodecs()}
+	w.r = Reader{frameDecoder: frameDecoder{path: path, codec: newCodecs()}, data: b}
 	return w
 }
 

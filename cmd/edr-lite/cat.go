@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -26,11 +27,12 @@ func runCat(e *env) int {
 		`Print the messages of a dump (pack or MCAP) in file order, one line each:
 capture time, topic, size and a hex preview of the payload. With --jsonl, one
 JSON object per line: {"topic","ts","gen_ts","size","data"} with the payload in
-base64.
+base64. FILE "-" reads a pack dump from standard input, frame by frame.
 
 Times for --from / --to: nanoseconds since the epoch, RFC 3339
-(2026-12-02T10:15:00.5Z), or an offset from the dump's start ("2.5s").`,
-		"edr-lite cat dump.pack --topics 'vehicle/*' --limit 20\nedr-lite cat dump.pack --jsonl --from 2s --to 3s > window.jsonl", 1, 1)
+(2026-12-02T10:15:00.5Z), or an offset from the dump's start ("2.5s"; not
+with standard input, whose start is not known in advance).`,
+		"edr-lite cat dump.pack --topics 'vehicle/*' --limit 20\nedr-lite cat dump.pack --jsonl --from 2s --to 3s > window.jsonl\nssh robot cat /var/lib/edr-lite/dumps/last.pack | edr-lite cat -", 1, 1)
 	topics := c.fs.String("topics", "", "comma-separated topic globs (path.Match syntax); empty = all")
 	from := c.fs.String("from", "", "first time to print (see above)")
 	to := c.fs.String("to", "", "last time to print (see above)")
@@ -47,7 +49,11 @@ Times for --from / --to: nanoseconds since the epoch, RFC 3339
 		}
 	}
 	var start int64
-	if *from != "" || *to != "" {
+	stdin := args[0] == "-"
+	if stdin && (isOffset(*from) || isOffset(*to)) {
+		return c.usageErr("--from / --to: with standard input give absolute times (the dump's start is not known in advance)")
+	}
+	if !stdin && (*from != "" || *to != "") {
 		in, err := dumpfile.ReadInfo(args[0])
 		if err != nil {
 			return c.fail(err)
@@ -63,7 +69,11 @@ Times for --from / --to: nanoseconds since the epoch, RFC 3339
 		return c.usageErr("--to: %v", err)
 	}
 	n := 0
-	err = dumpfile.Walk(args[0], func(m *dumpfile.Msg) error {
+	walk := dumpfile.Walk
+	if stdin {
+		walk = func(name string, fn func(*dumpfile.Msg) error) error { return dumpfile.WalkFrom(name, os.Stdin, fn) }
+	}
+	err = walk(args[0], func(m *dumpfile.Msg) error {
 		if m.TimeNs < fromNs || m.TimeNs > toNs || !matchAny(globs, m.Topic) {
 			return nil
 		}
@@ -125,6 +135,14 @@ func matchAny(globs []string, topic string) bool {
 		}
 	}
 	return false
+}
+
+// isOffset reports whether a time argument is an offset from the dump's
+// start (its value depends on the start) rather than an absolute time.
+func isOffset(s string) bool {
+	a, err := parseTimeArg(s, 0, 0)
+	b, _ := parseTimeArg(s, 1, 0)
+	return err == nil && a != b
 }
 
 // parseTimeArg parses an absolute time (ns or RFC 3339) or an offset from

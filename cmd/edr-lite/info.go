@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,7 +26,9 @@ dumped, rejected oversize, skipped while busy).
 
 With --json, one JSON object per file (one per line) with path, format,
 messages, bytes, start_ns, end_ns, topics[] {name, messages, bytes, ...} and
-triggers[] {reason, time_ns, source, ...}.`,
+triggers[] {reason, time_ns, source, ...}.
+
+FILE "-" reads a pack dump from standard input, frame by frame.`,
 		"edr-lite info /var/lib/edr-lite/dumps/20261202T101500Z_hard-brake_0001.pack\nedr-lite info --json dumps/*.pack | jq .triggers", 1, -1)
 	asJSON := c.fs.Bool("json", false, "print one JSON object per file")
 	args, code, ok := c.parse()
@@ -34,7 +37,13 @@ triggers[] {reason, time_ns, source, ...}.`,
 	}
 	rc := exitOK
 	for i, p := range args {
-		in, err := dumpfile.ReadInfo(p)
+		var in *dumpfile.Info
+		var err error
+		if p == "-" {
+			in, err = dumpfile.ReadInfoFrom(p, os.Stdin)
+		} else {
+			in, err = dumpfile.ReadInfo(p)
+		}
 		if err != nil {
 			c.fail(err)
 			rc = exitFail

@@ -83,11 +83,16 @@ func packInfo(path string) (*Info, error) {
 		return nil, err
 	}
 	defer r.Close()
-	s := r.Summary()
+	d, hasDI := r.DumpInfo()
+	return packInfoOf(path, r.Summary(), r.Codecs(), d, hasDI), nil
+}
+
+// packInfoOf summarises a pack dump from its summary, codecs and dump
+// information, however they were read (the file's index, a stream).
+func packInfoOf(path string, s pack.Summary, cs pack.CodecStats, d dumpinfo.Info, hasDI bool) *Info {
 	in := &Info{Path: path, Format: FormatPack, Size: s.Size, Messages: s.Messages, StartNs: s.FirstNs,
 		EndNs: s.LastNs, Indexed: s.Indexed, Frames: s.Frames, Writer: s.Header.Writer, Metadata: s.Metadata,
 		Topics: []Topic{}, Triggers: []dumpinfo.Trigger{}}
-	cs := r.Codecs()
 	for c, n := range cs.Frames {
 		if n > 0 {
 			in.Compression = append(in.Compression, c.String())
@@ -99,11 +104,11 @@ func packInfo(path string) (*Info, error) {
 		in.Topics = append(in.Topics, Topic{Name: topicName(t.Topic), Messages: t.Messages, Bytes: t.Bytes, FirstNs: t.FirstNs, LastNs: t.LastNs})
 		in.Bytes += t.Bytes
 	}
-	if d, ok := r.DumpInfo(); ok {
+	if hasDI {
 		in.addDumpInfo(d)
 	}
 	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
-	return in, nil
+	return in
 }
 
 // addDumpInfo merges a dump's information into in: its window and writer,
