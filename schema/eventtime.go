@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -253,7 +252,8 @@ func jsonNumberNs(raw []byte, scale int64) (int64, bool) {
 	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return intNs(v, scale)
 	}
-	if !json.Valid([]byte(s)) || strings.ContainsAny(s, `"{[tfn`) {
+	// Only JSON number syntax: ParseFloat would also take "Inf" or "0x1p4".
+	if s == "" || s[0] != '-' && (s[0] < '0' || s[0] > '9') || !json.Valid([]byte(s)) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(s, 64)

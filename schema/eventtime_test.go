@@ -162,6 +162,9 @@ func TestEventTimeJSON(t *testing.T) {
 	f(`{"t": 1.5}`, "t", UnitS, 1_500_000_000, true)
 	f(`{"t": 1e300}`, "t", UnitS, 0, false)
 	f(`{"t": "soon"}`, "t", UnitS, 0, false)
+	f(`{"t": "Infinity"}`, "t", UnitS, 0, false)
+	f(`{"t": "0x1p4"}`, "t", UnitS, 0, false)
+	f(`{"t": "1.25"}`, "t", UnitS, 1_250_000_000, true)
 	f(`{"t": [5, 6]}`, "t[1]", UnitMs, 6_000_000, true)
 	f(`{"stamp": "2026-12-02T00:00:00.25Z"}`, "stamp", UnitStamp, 1_796_169_600_250_000_000, true) // protojson
 	f(`{"stamp": {"seconds": 1, "nanos": 2}}`, "stamp", UnitStamp, 1_000_000_002, true)

@@ -315,6 +315,8 @@ func (p *parser) parseMember(st *structType, tt token, seen map[string]bool) err
 		nd = &node{kind: nPad, fixed: true, size: n, n: n, typ: fmt.Sprintf("pad %d", n)}
 	case "char":
 		nd = &node{kind: nChar, fixed: true}
+	case "struct":
+		return p.errorf(tt, false, "a struct is declared at the top level, not inside another")
 	default:
 		if b, ok := builtins[tt.text]; ok {
 			nd = &b

@@ -30,6 +30,7 @@ func TestParseLayoutErrors(t *testing.T) {
 	f("u8 a; u8 a", "layout:1:10: field a declared twice", ErrInvalid)
 	f("struct s { u8 a }\nstruct s { u8 b }", "layout:2:8: struct s declared twice", ErrInvalid)
 	f("struct u8 { u8 a }", "layout:1:8: u8 is a built-in type; a struct needs another name", ErrInvalid)
+	f("struct a { u8 x\n struct b { u8 y } }", "layout:2:2: a struct is declared at the top level, not inside another", ErrInvalid)
 	f("struct e { }", "layout:1:12: struct e has no fields", ErrInvalid)
 	f("struct e { u8 a", "layout:1:1: struct e is not closed with }", ErrInvalid)
 	f("struct { u8 a }", `layout:1:8: want a struct name after struct, got "{"`, ErrInvalid)
