@@ -32,12 +32,14 @@ var (
 
 // BoxError reports a box of an MP4 file that is damaged, hostile or not
 // supported: which file, which box (its path from the top, e.g.
-// "moov/trak/mdia/minf/stbl/stsz"), the byte offset of its header, and
-// why. Unwrap returns ErrMalformed, ErrUnsupported or ErrLimit.
+// "moov/trak[0]/mdia/minf/stbl/stsz"), the byte offset of its header, and
+// why. A sample whose NAL units do not parse is reported on box "mdat"
+// with the offset of the sample itself. Unwrap returns ErrMalformed,
+// ErrUnsupported or ErrLimit.
 type BoxError struct {
 	File   string // file name, "" for a stream
 	Box    string // box path
-	Offset int64  // file offset of the box header
+	Offset int64  // file offset of the box header (of the sample, for "mdat")
 	Reason string // what is wrong
 	Err    error  // sentinel; see Unwrap
 }

@@ -132,6 +132,8 @@ type trak struct {
 	stbl      box // for the tables, parsed when selected
 	stblPath  string
 	stsdEntry box
+	mdhdOff   int64 // for errors
+	elstOff   int64
 }
 
 type trexDefaults struct {
@@ -253,11 +255,13 @@ func fullBox(b box, file, path string, minLen int) (version uint8, flags uint32,
 func (m *MP4) parseMoov(moov box) error {
 	it := children(m.file, "moov", moov)
 	var movieTimescale uint32
+	var mvhdOff int64
 	var traks []*trak
 	trex := map[uint32]trexDefaults{}
 	for b, ok := it.next(); ok; b, ok = it.next() {
 		switch b.typ {
 		case typeMvhd:
+			mvhdOff = b.off
 			v, _, body, err := fullBox(b, m.file, "moov/mvhd", 20)
 			if err != nil {
 				return err
@@ -319,7 +323,7 @@ func (m *MP4) parseMoov(moov box) error {
 		}
 		return fmt.Errorf("%w: %s", ErrNoTrack, m.file)
 	}
-	return m.selectTrack(movieTimescale)
+	return m.selectTrack(movieTimescale, mvhdOff)
 }
 
 // parseTrak reads a trak's headers, edit list and first sample entry
@@ -358,6 +362,7 @@ func (m *MP4) parseTrak(tb box, path string) (*trak, error) {
 		eit := children(m.file, path+"/edts", edts)
 		for b, ok := eit.next(); ok; b, ok = eit.next() {
 			if b.typ == typeElst {
+				t.elstOff = b.off
 				if err := m.parseElst(t, b, path+"/edts/elst"); err != nil {
 					return nil, err
 				}
@@ -376,6 +381,7 @@ func (m *MP4) parseMdia(t *trak, mdia box, path string) error {
 	for b, ok := it.next(); ok; b, ok = it.next() {
 		switch b.typ {
 		case typeMdhd:
+			t.mdhdOff = b.off
 			v, _, body, err := fullBox(b, m.file, path+"/mdhd", 16)
 			if err != nil {
 				return err
@@ -517,24 +523,24 @@ entries:
 
 // selectTrack reads the selected track's codec configuration and checks
 // its sample tables.
-func (m *MP4) selectTrack(movieTimescale uint32) error {
+func (m *MP4) selectTrack(movieTimescale uint32, mvhdOff int64) error {
 	t := m.t
 	if t.Timescale == 0 {
-		return boxErr(m.file, t.path+"/mdia/mdhd", 0, ErrMalformed, "timescale 0")
+		return boxErr(m.file, t.path+"/mdia/mdhd", t.mdhdOff, ErrMalformed, "timescale 0")
 	}
 	if t.emptyNs != 0 {
 		if movieTimescale == 0 {
-			return boxErr(m.file, "moov/mvhd", 0, ErrMalformed, "timescale 0 with empty edits")
+			return boxErr(m.file, "moov/mvhd", mvhdOff, ErrMalformed, "timescale 0 with empty edits")
 		}
 		ns, ok := ticksToNs(t.emptyNs, movieTimescale)
 		if !ok {
-			return boxErr(m.file, t.path+"/edts/elst", 0, ErrMalformed, "empty edits overflow")
+			return boxErr(m.file, t.path+"/edts/elst", t.elstOff, ErrMalformed, "empty edits overflow")
 		}
 		t.emptyNs = ns
 	}
 	shift, ok := ticksToNs(t.mediaTime, t.Timescale)
 	if !ok {
-		return boxErr(m.file, t.path+"/edts/elst", 0, ErrMalformed, "media_time overflows")
+		return boxErr(m.file, t.path+"/edts/elst", t.elstOff, ErrMalformed, "media_time overflows")
 	}
 	t.EditShiftNs = shift - t.emptyNs
 	if err := m.parseCodecConfig(t); err != nil {
