@@ -116,6 +116,8 @@ type MP4 struct {
 
 	index   int64
 	scratch []byte
+	win     []byte // read-ahead: bytes [winOff, winOff+len(win)) of the file
+	winOff  int64
 	hdrBuf  [boxLargeHeader]byte
 	err     error // sticky
 }

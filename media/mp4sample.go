@@ -613,7 +613,7 @@ func (m *MP4) next(s *Sample) error {
 		s.Data = slices.Grow(s.Data[:0], len(prefix)+size)[:len(prefix)+size]
 		copy(s.Data, prefix)
 		body := s.Data[len(prefix):]
-		if _, err := readFullAt(m.r, body, loc.off); err != nil {
+		if err := m.readAt(body, loc.off); err != nil {
 			return err
 		}
 		for p := 0; p < len(body); {
@@ -629,7 +629,7 @@ func (m *MP4) next(s *Sample) error {
 		}
 	} else {
 		m.scratch = slices.Grow(m.scratch[:0], size)[:size]
-		if _, err := readFullAt(m.r, m.scratch, loc.off); err != nil {
+		if err := m.readAt(m.scratch, loc.off); err != nil {
 			return err
 		}
 		s.Data = append(s.Data[:0], prefix...)
@@ -668,6 +668,33 @@ func (m *MP4) next(s *Sample) error {
 	s.Key = loc.key
 	s.Index = m.index
 	m.index++
+	return nil
+}
+
+// readWindow is the read-ahead of small samples: one pread fills it, and
+// the samples that follow in the file are copied out of it. Samples of a
+// quarter of it or more are read directly.
+const readWindow = 1 << 20
+
+// readAt reads len(dst) bytes at off (inside the file: the caller checked).
+func (m *MP4) readAt(dst []byte, off int64) error {
+	if len(dst) >= readWindow/4 {
+		_, err := readFullAt(m.r, dst, off)
+		return err
+	}
+	if off < m.winOff || off+int64(len(dst)) > m.winOff+int64(len(m.win)) {
+		n := min(int64(readWindow), m.size-off)
+		if m.win == nil {
+			m.win = make([]byte, min(int64(readWindow), m.size)) // no more than the file
+		}
+		m.win = m.win[:n]
+		if _, err := readFullAt(m.r, m.win, off); err != nil {
+			m.win = m.win[:0]
+			return err
+		}
+		m.winOff = off
+	}
+	copy(dst, m.win[off-m.winOff:])
 	return nil
 }
 
