@@ -20,19 +20,21 @@ import (
 // 1 to 9 digits after '.' or ','; a zone 'Z', '+HH:MM', '+HHMM', '-HH:MM'
 // or none, then Location applies), or a time since the UNIX epoch as a
 // run of digits: 19 digits are nanoseconds (any value), 16 microseconds,
-// 13 milliseconds and 10 seconds (these three only between the years 2000
-// and 2100, so frame counters are not taken for times). The leftmost
-// timestamp of either kind wins; a match must not touch other digits.
+// 13 milliseconds and 10 seconds (these three only for times from
+// 2001-09-09, the first 10-digit second, to 2100, so frame counters are
+// not taken for times). The leftmost timestamp of either kind wins; a
+// match must not touch other digits. docs/media.md, "Time of a JPEG".
 var (
 	nameDateTime = regexp.MustCompile(`(\d{4})-?(\d{2})-?(\d{2})[T_ -]?(\d{2})[:-]?(\d{2})[:-]?(\d{2})` +
 		`(?:[.,](\d{1,9})|_(\d{9}|\d{6}))?(Z|[+-]\d{2}:?\d{2})?`)
 	nameDigits = regexp.MustCompile(`\d+`)
 )
 
-// The plausible range of 10-, 13- and 16-digit epoch times: [2000, 2100).
+// The plausible range of 10-, 13- and 16-digit epoch times, in seconds:
+// [2001-09-09, 2100-01-01).
 const (
-	epoch2000 = 946_684_800
-	epoch2100 = 4_102_444_800
+	epochMin = 1_000_000_000
+	epochMax = 4_102_444_800
 )
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
@@ -183,7 +185,7 @@ func epochDigits(s string) (int64, bool) {
 	for i := 0; i < len(s); i++ {
 		v = v*10 + int64(s[i]-'0')
 	}
-	if sec := v / (nsPerSec / unit); sec < epoch2000 || sec >= epoch2100 {
+	if sec := v / (nsPerSec / unit); sec < epochMin || sec >= epochMax {
 		return 0, false
 	}
 	return v * unit, true

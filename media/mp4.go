@@ -115,6 +115,7 @@ type MP4 struct {
 	frag fragCursor
 
 	index   int64
+	claimed uint64 // bytes the samples read so far claim (at least 1 each)
 	scratch []byte
 	win     []byte // read-ahead: bytes [winOff, winOff+len(win)) of the file
 	winOff  int64
@@ -224,7 +225,7 @@ func (m *MP4) Rewind() {
 	if m.err == os.ErrClosed {
 		return
 	}
-	m.err, m.index = nil, 0
+	m.err, m.index, m.claimed = nil, 0, 0
 	c := &m.stbl
 	c.i, c.sttsI, c.sttsLeft, c.delta, c.cttsI, c.cttsLeft, c.cto, c.stssI = 0, 0, 0, 0, 0, 0, 0, 0
 	c.stscI, c.chunk, c.chunkLeft, c.pos, c.dts = 0, 0, 0, 0, 0
