@@ -289,7 +289,6 @@ type fragCursor struct {
 	si    uint32
 	pos   int64
 	dts   int64
-	trex  map[uint32]trexDefaults
 	track uint32
 }
 
@@ -584,7 +583,7 @@ func (m *MP4) next(s *Sample) error {
 	}
 	if !ok && m.frag.on {
 		if m.frag.next == 0 { // first fragment sample: continue the moov's timeline
-			m.frag.dts, m.frag.trex = m.stbl.dts, m.trex
+			m.frag.dts = m.stbl.dts
 		}
 		ok, err = m.frag.nextSample(m, &loc)
 		if err != nil {

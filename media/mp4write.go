@@ -170,7 +170,8 @@ func (w *MP4Writer) Write(s *Sample) error {
 	return nil
 }
 
-// Close writes the moov box and closes the file CreateMP4 opened. With
+// Close writes the moov box and closes the file CreateMP4 opened (and
+// removes it if Close fails). With
 // DeriveDTS, decode times are the presentation times in increasing order,
 // delayed by d frames: d is the larger of the reordering depth the SPS
 // declares (max_num_reorder_frames / sps_max_num_reorder_pics) and the
@@ -187,6 +188,9 @@ func (w *MP4Writer) Close() error {
 	if w.file != nil {
 		if cerr := w.file.Close(); err == nil {
 			err = cerr
+		}
+		if err != nil {
+			os.Remove(w.file.Name()) // no half-written movie left behind
 		}
 	}
 	return err
@@ -318,6 +322,9 @@ func (w *MP4Writer) timeline(reorder int) (timeline, error) {
 			}
 			d := nsToTicks(x.dts-origin, ts)
 			if t, ok := ticksToNs(d, ts); !ok || t != x.dts-origin || d <= prev || (i > 0 && d-prev > math.MaxUint32) {
+				return false
+			}
+			if cto := nsToTicks(x.pts-origin, ts) - d; cto > math.MaxInt32 || cto < math.MinInt32 {
 				return false
 			}
 			prev = d

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -271,10 +273,14 @@ func TestMP4WriterParameterSets(t *testing.T) {
 	if _, err := NewMP4Writer(&memFile{}, CodecNone, MP4WriterOptions{}); err == nil {
 		t.Error("CodecNone accepted")
 	}
-	w, _ := NewMP4Writer(&memFile{}, CodecH265, MP4WriterOptions{})
+	path := filepath.Join(t.TempDir(), "x.mp4")
+	w, _ := CreateMP4(path, CodecH265, MP4WriterOptions{})
 	w.Write(&Sample{Data: annexB(slice(rng, CodecH265, 1, 10))})
 	if err := w.Close(); err != ErrNoParameterSets {
 		t.Errorf("no parameter sets: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a failed Close left %s: %v", path, err)
 	}
 	w, _ = NewMP4Writer(&memFile{}, CodecH264, MP4WriterOptions{})
 	w.Write(&Sample{DTSNs: 5, Data: in[0].Data})
