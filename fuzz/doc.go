@@ -1,5 +1,6 @@
 // Package fuzz holds the fuzz targets over every parser of untrusted bytes
-// (pack files, shm segments, packets, configuration, Lua-facing accessors)
+// (pack files, shm segments, packets, configuration, Lua-facing accessors,
+// MP4 files and the JPEG time readers)
 // with their seed corpora under testdata/fuzz.
 //
 // It is not for: library code.
