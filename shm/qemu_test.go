@@ -16,7 +16,7 @@ func skipUnderQEMU(t *testing.T, why string) {
 }
 
 // reexecUnderQEMU is why a test that re-executes its own binary skips.
-const reexecUnderQEMU = "re-exec: the test binary is a foreign-architecture executable that only the outer qemu runs (no binfmt_misc handler is registered)"
+const reexecUnderQEMU = "re-exec: the child would be a foreign-architecture executable, which runs only where binfmt_misc hands it to qemu (CI registers no handler)"
 
 // truncatedSIGBUSUnderQEMU is why the truncated-while-mapped case skips.
 const truncatedSIGBUSUnderQEMU = "the SIGBUS of a read past a truncated file reaches Go with fault address 0 " +
