@@ -236,7 +236,9 @@ func (a *Arena) Free(b Block) error {
 func (a *Arena) release(off int, k uint) {
 	for k < a.maxOrder {
 		buddy := off ^ (1 << k)
-		if buddy+1<<k > a.total || !a.isFree(k, buddy) {
+		// Not buddy+1<<k > a.total: for the last block below 2^31 that
+		// sum overflows a 32-bit int (1<<k <= a.total holds, so this cannot).
+		if buddy > a.total-1<<k || !a.isFree(k, buddy) {
 			break
 		}
 		a.clearFree(k, buddy)

@@ -2,6 +2,7 @@ package arena
 
 import (
 	"errors"
+	"math/bits"
 	"os"
 	"sort"
 	"syscall"
@@ -224,5 +225,36 @@ func TestLock(t *testing.T) {
 	defer a.Close()
 	if !a.Usage().Locked {
 		t.Fatal("Usage.Locked = false after Lock: true")
+	}
+}
+
+// TestReleaseAtTopOfIntRange frees the last block of an allocator whose
+// slab ends just below 2^(w-1) (w = bits.UintSize; 1.5 GiB on 32-bit): the
+// bound check on its buddy must not overflow int. The allocator state is
+// built without mapping the slab.
+func TestReleaseAtTopOfIntRange(t *testing.T) {
+	w := bits.UintSize
+	minOrder := uint(w - 12) // small bitsets whatever the word size
+	total := 1<<(w-2) + 1<<(w-3)
+	a := newAllocator(total, minOrder)
+	k, off := uint(w-3), 1<<(w-2) // the second top-level block; its buddy lies past the end
+	if !a.isFree(k, off) || a.nfree[k] != 1 || a.nfree[w-2] != 1 {
+		t.Fatalf("top-level blocks: nfree[%d]=%d nfree[%d]=%d", k, a.nfree[k], w-2, a.nfree[w-2])
+	}
+	a.clearFree(k, off) // as Alloc would hand it out
+	a.release(off, k)
+	if !a.isFree(k, off) || a.nfree[k] != 1 || a.nfree[w-2] != 1 || a.freeBytes() != total {
+		t.Fatalf("after release: nfree[%d]=%d nfree[%d]=%d free %d of %d", k, a.nfree[k], w-2, a.nfree[w-2], a.freeBytes(), total)
+	}
+	// Hand out its smallest first block as Alloc would (splitting, the
+	// upper halves stay free), then free it: it coalesces back up to k.
+	a.clearFree(k, off)
+	for j := k; j > minOrder; {
+		j--
+		a.setFree(j, off+1<<j)
+	}
+	a.release(off, minOrder)
+	if !a.isFree(k, off) || a.freeBytes() != total {
+		t.Fatalf("after coalescing: free %d of %d, block at %#x free: %v", a.freeBytes(), total, off, a.isFree(k, off))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -262,5 +263,21 @@ func TestAmplificationBounded(t *testing.T) {
 	}
 	if _, err := r.Info(); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("%d-byte file: channel amplification: %v", len(small), err)
+	}
+}
+
+// TestChunkLimitFitsInt: a MaxChunkSize beyond what an int holds is capped,
+// so a chunk claiming more than math.MaxInt bytes is ErrTooLarge instead of
+// a negative (on 32-bit, also a wrapped) buffer size.
+func TestChunkLimitFitsInt(t *testing.T) {
+	lz := encode(t, Options{ChunkSize: 4096, Compression: CompressionLZ4}, testMessages(50))
+	at := bytes.IndexByte(lz[magicLen:], byte(OpChunk)) + magicLen
+	for Opcode(lz[at]) != OpChunk {
+		at++
+	}
+	le.PutUint64(lz[at+recordPrefixLen+16:], uint64(math.MaxInt)+1) // uncompressed_size
+	err := messagesErr(lz, ReaderOptions{MaxChunkSize: math.MaxUint64})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("chunk of MaxInt+1 bytes with MaxChunkSize = MaxUint64: %v, want ErrTooLarge", err)
 	}
 }

@@ -39,7 +39,7 @@ func testMessages(n int) []sent {
 		for j := range data {
 			data[j] = byte((i + j/16) % 251)
 		}
-		ts := uint64(1_700_000_000_000_000_000 + i*1_000_000)
+		ts := uint64(1_700_000_000_000_000_000) + uint64(i)*1_000_000
 		out = append(out, sent{TopicName(testTopics[ch].Name, testTopics[ch].Channel),
 			Message{ChannelID: ch, Sequence: uint32(i), LogTime: ts, PublishTime: ts - 500, Data: data}})
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"slices"
 )
@@ -78,6 +79,10 @@ func NewReader(b []byte, name string, opt ReaderOptions) (*Reader, error) {
 	if opt.MaxChunkSize == 0 {
 		opt.MaxChunkSize = DefaultMaxChunkSize
 	}
+	// A chunk is inflated into a []byte: a larger limit would let a hostile
+	// uncompressed_size turn negative (or wrap) as an int, above all on
+	// 32-bit, and make retainBudget overflow.
+	opt.MaxChunkSize = min(opt.MaxChunkSize, math.MaxInt)
 	r := &Reader{b: b, name: name, opt: opt}
 	r.dc.max = opt.MaxChunkSize
 	if len(b) < magicLen || [8]byte(b[:8]) != Magic {

@@ -240,7 +240,7 @@ function on_message(m) out = m[acc](m, off) end`, nil)
 	f := func(acc string, off int, want float64) {
 		t.Helper()
 		r.L.SetGlobal("acc", luaString(acc))
-		r.L.SetGlobal("off", luaNumber(off))
+		r.L.SetGlobal("off", luaNumber(int64(off)))
 		r.Feed(&Message{Topic: "x", TS: 1, Data: data})
 		mustNotBeDisabled(t, r)
 		if got := float64(r.L.GetGlobal("out").(luaNumberT)); got != want {
@@ -344,7 +344,7 @@ func TestTicksInMessageTime(t *testing.T) {
 ev = {}
 function on_message(m) ev[#ev+1] = 'm' .. (m.ts - BASE) / 1e6 end
 function on_tick(t) ev[#ev+1] = 't' .. (t - BASE) / 1e6 .. '@' .. (now() - BASE) / 1e6 end`, nil)
-	r.L.SetGlobal("BASE", luaNumber(int(base)))
+	r.L.SetGlobal("BASE", luaNumber(base))
 	r.Feed(&Message{Topic: "a", TS: at(500 * time.Millisecond)})
 	r.Feed(&Message{Topic: "b", TS: at(1200 * time.Millisecond)}) // not matched, still carries time
 	r.Feed(&Message{Topic: "a", TS: at(3000 * time.Millisecond)})

@@ -14,7 +14,7 @@ import (
 type luaNumberT = lua.LNumber
 
 func luaString(s string) lua.LValue { return lua.LString(s) }
-func luaNumber(n int) lua.LValue    { return lua.LNumber(n) }
+func luaNumber(n int64) lua.LValue  { return lua.LNumber(n) }
 
 func float32fromLE(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }
 func float64fromLE(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }

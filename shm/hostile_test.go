@@ -46,7 +46,7 @@ func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 // time: each must give a SegmentError naming that field and its offset,
 // never a panic and never a partial read past the corruption.
 func TestHostileSegmentsQuarantined(t *testing.T) {
-	rec := int64(recordSize(len("hello, recorder")))
+	rec := int64(recordSize(uint64(len("hello, recorder"))))
 	ring := int64(HeaderSize)
 	for _, tc := range []struct {
 		name  string
@@ -209,5 +209,29 @@ func TestProducerReplacesJunkWithoutBlocking(t *testing.T) {
 		if _, err := DrainFile(p.Path(), newRecSink(), ConsumerOptions{}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestProducerDistrustsHugeScribbledLength: when the producer moves its
+// tail past old records and finds a record length of 2^31 or more (someone
+// scribbled on its ring), it drops everything before the new record. On
+// 32-bit such a length once turned negative as an int and wrapped the
+// record size to 8 bytes, so the producer walked on through garbage and
+// published a tail that was no record boundary.
+func TestProducerDistrustsHugeScribbledLength(t *testing.T) {
+	p := newProducer(t, t.TempDir(), ProducerOptions{Name: "s", Capacity: MinCapacity})
+	payload := make([]byte, 100) // 128-byte records: 32 fill the ring
+	const fill = MinCapacity / 128
+	for i := range fill {
+		if err := p.Publish(int64(i), payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	binary.LittleEndian.PutUint32(p.ring[0:], 0xFFFF_FFF0) // the oldest record's length
+	if err := p.Publish(fill, payload); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.c.tail.Load(), uint64(fill*128); got != want {
+		t.Fatalf("tail %d after a scribbled length at 0, want %d (everything before the new record dropped)", got, want)
 	}
 }

@@ -77,8 +77,11 @@ const (
 var Magic = [8]byte{'E', 'D', 'R', 'S', 'H', 'M', 0, 1}
 
 // recordSize is the ring bytes a message with an n-byte payload occupies.
-func recordSize(n int) uint64 {
-	return (uint64(n) + RecordHeaderSize + RecordAlign - 1) &^ (RecordAlign - 1)
+// n is a uint64 so that a length read from the ring (a u32, maybe
+// scribbled) is never converted to int: on 32-bit a length of 2^31 or more
+// would turn negative and wrap the size to a few bytes.
+func recordSize(n uint64) uint64 {
+	return (n + RecordHeaderSize + RecordAlign - 1) &^ (RecordAlign - 1)
 }
 
 // maxPayloadFor is the largest max_payload a ring of capacity c allows: one

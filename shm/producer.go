@@ -225,7 +225,7 @@ func (p *Producer) Publish(genNs int64, payload []byte) error {
 		p.c.oversize.Store(p.c.oversize.Load() + 1)
 		return ErrTooLarge
 	}
-	rec := recordSize(n)
+	rec := recordSize(uint64(n))
 	w := p.w
 	off := w & p.mask
 	pad := uint64(0)
@@ -247,7 +247,7 @@ func (p *Producer) Publish(genNs int64, payload []byte) error {
 			toff := t & p.mask
 			size := p.capa - toff // padding runs to the ring end
 			if binary.LittleEndian.Uint32(p.ring[toff+4:]) != KindPadding {
-				size = recordSize(int(binary.LittleEndian.Uint32(p.ring[toff:])))
+				size = recordSize(uint64(binary.LittleEndian.Uint32(p.ring[toff:])))
 			}
 			if size > p.capa-toff || size > w-t {
 				// Someone scribbled on our ring: drop everything before

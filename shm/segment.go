@@ -177,8 +177,8 @@ func (s *segment) drain(sink ingest.Sink, id ingest.TopicID, budget int) (n int,
 		need := uint64(0)
 		if length < s.h.capacity-start || length < w-s.rpos { // cut by the batch size
 			if rec := s.ring[start : start+8]; binary.LittleEndian.Uint32(rec[4:]) == KindMessage {
-				size := recordSize(int(binary.LittleEndian.Uint32(rec)))
-				if size > length && size <= recordSize(int(s.h.maxPayload)) && size <= s.h.capacity-start && size <= w-s.rpos {
+				size := recordSize(uint64(binary.LittleEndian.Uint32(rec)))
+				if size > length && size <= recordSize(uint64(s.h.maxPayload)) && size <= s.h.capacity-start && size <= w-s.rpos {
 					need = size // plausible: else let the checked path judge it
 				}
 			}
@@ -286,7 +286,7 @@ walk:
 		if length > s.h.maxPayload {
 			return n, 0, s.fail("record.length", fileOff, corruptf(nil, "%d exceeds max_payload %d", length, s.h.maxPayload))
 		}
-		size := recordSize(int(length))
+		size := recordSize(uint64(length))
 		if size > rest {
 			switch {
 			case size > w-pos:

@@ -95,7 +95,7 @@ func BenchmarkThroughput(b *testing.B) {
 			sink := &pacedSink{Recorder: rec}
 			c := startConsumer(b, dir, sink, ConsumerOptions{})
 			p := newProducer(b, dir, ProducerOptions{Name: "tput", Capacity: capa})
-			window := uint64(capa / 2 / int(recordSize(size)))
+			window := uint64(capa / 2 / int(recordSize(uint64(size))))
 			payload := make([]byte, size)
 			b.ReportAllocs()
 			b.SetBytes(int64(size))

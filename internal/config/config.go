@@ -5,8 +5,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -363,6 +365,29 @@ func (f *File) check() error {
 	for i, r := range f.Rules {
 		if (r.File == "") == (r.Name == "") {
 			return fmt.Errorf("rule[%d]: set exactly one of file or builtin", i)
+		}
+	}
+	return f.checkIntSizes()
+}
+
+// checkIntSizes refuses the sizes that the recorder takes as an int when
+// this platform's int cannot hold them (2GiB and more on 32-bit), instead
+// of letting them wrap (4GiB+100 would become 100).
+func (f *File) checkIntSizes() error {
+	type size struct {
+		field string
+		v     Size
+	}
+	sizes := []size{{"recorder.max_packet", f.Recorder.MaxPacket}, {"recorder.frame_target_size", f.Recorder.FrameTargetSize}}
+	for i, t := range f.Topics {
+		sizes = append(sizes, size{fmt.Sprintf("topic[%d].max_packet", i), t.MaxPacket})
+	}
+	for i, s := range f.Sources.UDP {
+		sizes = append(sizes, size{fmt.Sprintf("source.udp[%d].rcvbuf", i), s.RcvBuf}, size{fmt.Sprintf("source.udp[%d].max_packet", i), s.MaxPacket})
+	}
+	for _, s := range sizes {
+		if int64(s.v) > math.MaxInt {
+			return fmt.Errorf("%s = %s: more than a %d-bit int holds", s.field, units.FormatSize(int64(s.v)), strconv.IntSize)
 		}
 	}
 	return nil

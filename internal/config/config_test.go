@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +94,26 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 	f("[[rule]]\nfile = \"a.lua\"\nbuiltin = \"b\"\n", "exactly one")
 	f("[recorder]\ncache_size = \"10KiB\"\n", "at least 1MiB")
 	f("[[source.udp]]\nlisten = \":1\"\ninterface = \"eth0\"\n", "source.udp[0].interface \"eth0\": only used to join a multicast group")
+}
+
+// TestSizesFitInt: a size the recorder takes as an int is refused on a
+// platform whose int cannot hold it, not wrapped (4GiB+100 would be 100 on
+// 32-bit); where int holds it, it parses.
+func TestSizesFitInt(t *testing.T) {
+	for _, src := range []string{
+		"[recorder]\nframe_target_size = \"4GiB\"\n",
+		"[[topic]]\nmatch = \"a\"\nmax_packet = \"3GiB\"\n",
+		"[[source.udp]]\nlisten = \":1\"\nrcvbuf = \"2GiB\"\n",
+	} {
+		_, err := Parse("big.toml", []byte(src))
+		if strconv.IntSize == 64 {
+			if err != nil {
+				t.Errorf("Parse(%q) on 64-bit: %v", src, err)
+			}
+		} else if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "more than a 32-bit int holds") {
+			t.Errorf("Parse(%q) on 32-bit: %v, want a size error", src, err)
+		}
+	}
 }
 
 // TestREADMEConfigurationParses keeps the README's example configuration
