@@ -14,6 +14,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 	"github.com/edr-lite/edr-lite/pack"
 
 	"golang.org/x/sys/unix"
@@ -76,7 +77,7 @@ func TestCrashChild(t *testing.T) {
 // TestKilledMidDump: a recorder killed with SIGKILL in the middle of a dump
 // leaves only a .tmp for it; every finished dump verifies.
 func TestKilledMidDump(t *testing.T) {
-	skipUnderQEMU(t, reexecUnderQEMU)
+	testutil.SkipUnderEmulation(t, testutil.ReexecUnderEmulation)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.timeout=60s")
 	cmd.Env = append(os.Environ(), "EDR_CRASH_DIR="+dir)

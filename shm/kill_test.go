@@ -57,7 +57,7 @@ func runTestProducer(dir string) int {
 // to its environment.
 func startProducerProcess(t *testing.T, dir string, env ...string) *exec.Cmd {
 	t.Helper()
-	skipUnderQEMU(t, reexecUnderQEMU)
+	testutil.SkipUnderEmulation(t, testutil.ReexecUnderEmulation)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), producerEnv+"="+dir), env...)
 	out, err := cmd.StdoutPipe()

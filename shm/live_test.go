@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
 // TestLiveCorruptionQuarantinesOnlyThatSegment scribbles on a live
@@ -26,7 +28,7 @@ func TestLiveCorruptionQuarantinesOnlyThatSegment(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.cut {
-				skipUnderQEMU(t, truncatedSIGBUSUnderQEMU)
+				testutil.SkipUnderEmulation(t, truncatedSIGBUSUnderQEMU)
 			}
 			dir := t.TempDir()
 			sink := newRecSink()

@@ -76,6 +76,10 @@ func SkipUnlessRoot(tb testing.TB, why string) {
 	}
 }
 
+// ReexecUnderEmulation is why a test that re-executes its own binary (a
+// subprocess producer, a process killed mid-dump) skips under emulation.
+const ReexecUnderEmulation = "re-exec: the child would be a foreign-architecture executable, which runs only where binfmt_misc hands it to qemu (CI registers no handler)"
+
 // SkipUnderEmulation skips tb when the test binary runs under a user-mode
 // emulator such as qemu-user (see the package doc for how that is
 // detected); why says what emulation defeats ("absolute speed gate").
