@@ -127,5 +127,25 @@ func vethPair(t *testing.T) (a, b *netns) {
 	b.ip("addr add 10.99.0.2/24 dev vb")
 	a.ip("link set va up")
 	b.ip("link set vb up")
+	// Static neighbour entries: a burst sent before ARP resolves waits in
+	// the kernel's unresolved queue (unres_qlen_bytes, about 200 small
+	// packets) and the rest is dropped there, which a test would read as
+	// lost by the source.
+	var macA, macB string
+	a.do(func() { macA = hwaddr(t, "va") })
+	b.do(func() { macB = hwaddr(t, "vb") })
+	a.ip("neigh replace 10.99.0.2 lladdr " + macB + " dev va nud permanent")
+	b.ip("neigh replace 10.99.0.1 lladdr " + macA + " dev vb nud permanent")
 	return a, b
+}
+
+// hwaddr returns the MAC address of interface name in the current
+// namespace.
+func hwaddr(t *testing.T, name string) string {
+	t.Helper()
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ifi.HardwareAddr.String()
 }
