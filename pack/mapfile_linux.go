@@ -1,4 +1,4 @@
-// mapFile: the read-only mapping of a whole file that readers and Verify
+// MapFile: the read-only mapping of a whole file that readers and Verify
 // use.
 
 package pack
@@ -11,8 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapFile maps path read-only. The returned release unmaps it.
-func mapFile(path string) ([]byte, func() error, error) {
+// MapFile maps path read-only (a file of 0 bytes gives nil). The returned
+// release unmaps it. The bytes are not Go memory: writing to them crashes,
+// and they may be handed to C.
+func MapFile(path string) ([]byte, func() error, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err

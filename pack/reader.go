@@ -49,7 +49,7 @@ func Open(path string) (*Reader, error) {
 
 // OpenWith is Open with options.
 func OpenWith(path string, opts ReaderOptions) (*Reader, error) {
-	b, release, err := mapFile(path)
+	b, release, err := MapFile(path)
 	if err != nil {
 		return nil, err
 	}

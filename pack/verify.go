@@ -34,7 +34,7 @@ func (v *VerifyReport) OK() bool { return len(v.Problems) == 0 }
 // its offset. Past a damaged region it resynchronises on the next intact
 // record, as Recover does. The error is for I/O failures only.
 func Verify(path string) (*VerifyReport, error) {
-	b, release, err := mapFile(path)
+	b, release, err := MapFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ type RecoverReport struct {
 // at any byte recovers up to its last whole frame. Frames are copied byte
 // for byte (same codec, same CRCs).
 func Recover(in, out string) (*RecoverReport, error) {
-	b, release, err := mapFile(in)
+	b, release, err := MapFile(in)
 	if err != nil {
 		return nil, err
 	}
