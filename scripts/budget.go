@@ -78,6 +78,7 @@ type meter struct {
 	strBytes  int64 // bytes of strings built since the last memory walk
 	maxString int
 	tripped   string // why the budget blew; sticky until start
+	errWhere  string // "file:line:" of the last error() raised with a value that is not a string
 
 	proto       *lua.FunctionProto // last prototype seen by the hook
 	protoConcat bool               // it contains OP_CONCAT

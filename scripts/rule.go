@@ -266,8 +266,11 @@ func (r *Rule) load() error {
 	if !r.declared {
 		return fmt.Errorf("%w: %s: no rule{ name = ..., ... } declaration", ErrDeclaration, r.file)
 	}
+	// Raw lookups: a metatable on _G (strict-mode globals, or a hostile
+	// __index that never returns) must not run code outside a protected,
+	// budgeted call.
 	handler := func(name string) (*lua.LFunction, error) {
-		switch v := L.GetGlobal(name).(type) {
+		switch v := L.G.Global.RawGetString(name).(type) {
 		case *lua.LNilType:
 			return nil, nil
 		case *lua.LFunction:
@@ -445,7 +448,7 @@ func (r *Rule) call(fn *lua.LFunction, n int64, arg lua.LValue) error {
 	case m.tripped != "":
 		return fmt.Errorf("%w: %s: %s (the script caught the error)", ErrBudget, r.file, m.tripped)
 	case err != nil:
-		return fmt.Errorf("%w: %s", ErrRuntime, luaMessage(err))
+		return fmt.Errorf("%w: %s", ErrRuntime, r.errorText(err))
 	}
 	if m.used >= walkEvery || m.strBytes >= r.budget.Memory/4 {
 		return r.checkMemory()
@@ -531,6 +534,22 @@ func (r *Rule) allowLog() bool {
 		return true
 	}
 	return false
+}
+
+// errorText is luaMessage, with the position error() was called at and the
+// value's type when the rule raised something other than a string.
+func (r *Rule) errorText(err error) string {
+	var ae *lua.ApiError
+	if errors.As(err, &ae) && ae.Object != nil {
+		if _, ok := ae.Object.(lua.LString); !ok {
+			where := r.meter.errWhere
+			if where == "" {
+				where = r.file + ":"
+			}
+			return fmt.Sprintf("%s error raised with a %s value, not a message", where, ae.Object.Type())
+		}
+	}
+	return luaMessage(err)
 }
 
 // luaMessage is the Lua error text ("file:line: message") without the

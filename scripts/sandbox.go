@@ -27,6 +27,7 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		RegistryGrowStep: max(1024, b.Registry/8), // few copies on the way to the cap
 	})
 	openLibs(L)
+	locateErrors(L, m)
 	str := L.GetGlobal("string").(*lua.LTable)
 	str.RawSetString("dump", lua.LNil)
 	meterRep(L, str, m)
@@ -61,6 +62,20 @@ func openLibs(L *lua.LState) {
 	if loaded, ok := L.GetField(L.Get(lua.RegistryIndex), "_LOADED").(*lua.LTable); ok {
 		loaded.RawSetString(lua.BaseLibName, lua.LNil)
 	}
+}
+
+// locateErrors wraps error so that an error value that is not a string
+// (error({}), error(nil)) still names the file and line it was raised at:
+// Lua only prefixes strings with the position. The value itself is
+// raised unchanged, so pcall sees what the rule threw.
+func locateErrors(L *lua.LState, m *meter) {
+	wrap(L, L.G.Global, "error", func(L *lua.LState, orig lua.LGFunction) int {
+		m.errWhere = ""
+		if _, ok := L.Get(1).(lua.LString); !ok {
+			m.errWhere = L.Where(L.OptInt(2, 1))
+		}
+		return orig(L)
+	})
 }
 
 // meterRep charges string.rep's result to the meter before it is built.
