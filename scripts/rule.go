@@ -221,7 +221,7 @@ func LoadSource(name, src string, opts Options) (*Rule, error) {
 	if r.logger == nil {
 		r.logger = slog.Default()
 	}
-	r.meter = &meter{maxString: r.budget.MaxString}
+	r.meter = &meter{maxString: r.budget.MaxString, memory: r.budget.Memory}
 	r.L = newSandbox(r.budget, r.meter)
 	r.meter.L = r.L
 	r.L.SetContext(r.meter)
