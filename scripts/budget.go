@@ -3,6 +3,7 @@ package scripts
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -33,6 +34,11 @@ type Budget struct {
 	LogPerSecond int
 }
 
+// MaxInstructions is the largest instruction budget (larger ones are
+// lowered to it), so that budget arithmetic (LoadFactor, pattern steps)
+// cannot overflow. At tens of nanoseconds an instruction it is years.
+const MaxInstructions = 1 << 55
+
 // LoadFactor multiplies Budget.Instructions for running the rule file's
 // top level.
 const LoadFactor = 10
@@ -44,6 +50,7 @@ func (b Budget) withDefaults() Budget {
 	if b.Instructions <= 0 {
 		b.Instructions = 100_000
 	}
+	b.Instructions = min(b.Instructions, MaxInstructions)
 	if b.MaxString <= 0 {
 		b.MaxString = 1 << 20
 	}
@@ -85,6 +92,7 @@ type meter struct {
 	tripped   string // why the budget blew; sticky until start
 	errWhere  string // "file:line:" of the last error() raised with a value that is not a string
 	matchers  []*matcher
+	abort     atomic.Bool // set from another goroutine: stop the running callback
 
 	proto      *lua.FunctionProto // last prototype seen by the hook
 	protoWatch bool               // it contains an instruction the hook looks at
@@ -111,6 +119,9 @@ func (m *meter) watched(p *lua.FunctionProto) bool {
 	return c
 }
 
+// abortReason is the error of a callback stopped by Rule.abort.
+const abortReason = "stopped: the recorder is shutting down"
+
 var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Deadline reports no deadline: the budget is counted, not timed.
@@ -130,6 +141,9 @@ func (m *meter) Err() error {
 // Done is the per-instruction hook.
 func (m *meter) Done() <-chan struct{} {
 	m.left--
+	if m.left&0xff == 0 && m.abort.Load() {
+		m.tripped, m.left = abortReason, -1
+	}
 	if m.left < 0 {
 		if m.tripped == "" {
 			m.tripped = "instruction budget exhausted (runaway loop?)"

@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // TestHostileMetatableOnGlobals: a metatable on _G whose __index never
@@ -65,5 +69,55 @@ func TestErrorWithoutMessage(t *testing.T) {
 		if st := r.Status(); !st.Disabled || !strings.Contains(st.Why, c.want) {
 			t.Errorf("%s: why = %q, want %q", c.body, st.Why, c.want)
 		}
+	}
+}
+
+// TestLiveStuckRule: a rule inside a long callback shows CallNs and Stuck
+// in Status; Reload and DumpFinished give up on it after ControlWait
+// instead of hanging their caller; CloseWithin stops a rule looping in Lua
+// at once, and abandons (reports false) one stuck in a Go function.
+func TestLiveStuckRule(t *testing.T) {
+	rec, _ := newLiveRecorder(t, 64<<10)
+	id, _ := rec.Discover(ingest.TopicInfo{Name: "x"})
+	loop, err := LoadSource("loop.lua", "rule{name='loop', topics='x'}\nfunction on_message(m) while true do end end",
+		Options{Logger: quiet, Budget: Budget{Instructions: 1 << 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	gostuck, err := LoadSource("go.lua", "rule{name='go', topics='x'}\nfunction on_message(m) block() end", Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a Go function that does not return: what a library function with a
+	// cost bug would do
+	gostuck.L.SetGlobal("block", gostuck.L.NewFunction(func(*lua.LState) int { <-release; return 0 }))
+	l, _ := StartLive(rec, []*Rule{loop, gostuck}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, ControlWait: 100 * time.Millisecond})
+	defer func() { close(release); l.wg.Wait() }()
+	settle(l)
+	rec.IngestAt(id, at(0), 0, nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := l.Status()
+		if st[0].Stuck && st[1].Stuck {
+			if st[0].CallNs < int64(StuckAfter) {
+				t.Errorf("stuck with CallNs %v", time.Duration(st[0].CallNs))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rules not reported stuck: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := l.ReloadSource("loop", "rule{name='loop', topics='x'}\nfunction on_message(m) end"); !errors.Is(err, ErrBusy) {
+		t.Errorf("reload of a stuck rule: %v", err)
+	}
+	l.DumpFinished(DumpResult{Path: "/d/x.pack"}) // returns
+	if l.CloseWithin(200 * time.Millisecond) {
+		t.Error("CloseWithin reported every rule stopped while one is stuck in Go")
+	}
+	if !l.runners[0].exited.Load() {
+		t.Error("the rule looping in Lua was not stopped by CloseWithin")
 	}
 }

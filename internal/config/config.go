@@ -193,6 +193,9 @@ type Rule struct {
 	File   string            `toml:"file"`
 	Name   string            `toml:"builtin"`
 	Params map[string]string `toml:"params"`
+	// Instructions is the rule's Lua instruction budget per callback
+	// (0 = the default, scripts.Budget).
+	Instructions int64 `toml:"instructions"`
 }
 
 // Control is how operators reach a running recorder.
@@ -365,6 +368,9 @@ func (f *File) check() error {
 	for i, r := range f.Rules {
 		if (r.File == "") == (r.Name == "") {
 			return fmt.Errorf("rule[%d]: set exactly one of file or builtin", i)
+		}
+		if r.Instructions < 0 {
+			return fmt.Errorf("rule[%d].instructions = %d: want >= 0 (0 = the default budget)", i, r.Instructions)
 		}
 	}
 	return f.checkIntSizes()

@@ -284,7 +284,8 @@ func portRanges(field string, in []string) ([]capture.PortRange, error) {
 }
 
 func (d *Daemon) loadRule(rc config.Rule) (*scripts.Rule, error) {
-	opts := scripts.Options{Params: rc.Params, OnTrigger: d.ruleTriggered, Logger: d.log}
+	opts := scripts.Options{Params: rc.Params, OnTrigger: d.ruleTriggered, Logger: d.log,
+		Budget: scripts.Budget{Instructions: rc.Instructions}}
 	if rc.Name != "" {
 		return scripts.LoadShipped(rc.Name, opts)
 	}
@@ -453,14 +454,23 @@ func (d *Daemon) Stop() {
 	d.liveMu.Lock()
 	live := d.live
 	d.liveMu.Unlock()
-	if live != nil {
-		live.Close()
-	}
+	// Rules stop alongside the dump pipeline, not before it: a rule stuck
+	// in a callback is abandoned after stop_deadline (a rule looping in
+	// Lua is stopped at once), so the pending dump is still written and
+	// the process exits on time whatever a rule does.
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if live != nil && !live.CloseWithin(d.cfg.Recorder.StopDeadline.D()) {
+			d.log.Error("stopping with a rule stuck in a callback (abandoned)")
+		}
+	}()
 	d.cancel()
 	d.closeSources()
 	if d.dumper != nil {
 		d.dumper.Stop()
 	}
+	<-liveDone
 	d.release()
 	d.wg.Wait()
 }
