@@ -133,8 +133,6 @@ func (l *Live) Status() []RuleStatus {
 	return out
 }
 
-
-
 // Reload reloads the named rule from its file on the rule's goroutine; see
 // Host.Reload.
 func (l *Live) Reload(name string) error {
