@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/edr-lite/edr-lite/internal/control"
+	"github.com/edr-lite/edr-lite/internal/daemon"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
@@ -301,4 +309,187 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %s\n%s", url, resp.Status, b)
 	}
 	return string(b)
+}
+
+// statusWithin asks the recorder for its status in-process (no process
+// start in the measured time) and fails unless it answers within d.
+func statusWithin(t *testing.T, sock string, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	if _, err := control.Do(ctx, sock, &control.Request{Op: "status"}); err != nil {
+		t.Fatalf("status did not answer within %v: %v", d, err)
+	}
+	t.Logf("status answered in %v", time.Since(start))
+}
+
+func openFDs(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Skipf("cannot count descriptors: %v", err)
+	}
+	return len(ents)
+}
+
+// TestRunControlSocketFloods: the control socket outlives its clients.
+// Under a 1024-descriptor limit, 3000 connections held and released leave
+// it answering within 1 s; with the limit cut to just above what the
+// recorder holds, accept fails with EMFILE, is retried with back-off
+// (counted in status), and the socket answers again once the clients go.
+func TestRunControlSocketFloods(t *testing.T) {
+	d := startDaemon(t, `
+[recorder]
+dump_dir = "$DIR/dumps"
+cache_size = "8MiB"
+[rotation]
+min_free_disk = 0
+[control]
+socket = "$DIR/edr.sock"
+`, nil, nil)
+	pid := d.cmd.Process.Pid
+	setLimit := func(n uint64) {
+		t.Helper()
+		if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: n, Max: 1024}, nil); err != nil {
+			t.Skipf("prlimit on the recorder: %v", err)
+		}
+	}
+	hold := func(n int) (held []net.Conn) {
+		for range n {
+			c, err := net.DialTimeout("unix", d.sock, time.Second)
+			if err != nil {
+				continue // the backlog is full: refused, not held
+			}
+			held = append(held, c)
+		}
+		return held
+	}
+	release := func(cs []net.Conn) {
+		for _, c := range cs {
+			c.Close()
+		}
+	}
+
+	setLimit(1024)
+	held := hold(3000)
+	t.Logf("held %d of 3000 connections", len(held))
+	if len(held) < control.MaxConns {
+		t.Fatalf("only %d connections", len(held))
+	}
+	release(held)
+	statusWithin(t, d.sock, time.Second)
+
+	n := openFDs(t, pid)
+	setLimit(uint64(n + 2))
+	held = hold(200)
+	time.Sleep(500 * time.Millisecond) // the accept loop meets EMFILE and backs off
+	if err := d.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the recorder died under EMFILE: %v", err)
+	}
+	release(held)
+	statusWithin(t, d.sock, time.Second)
+	var st struct {
+		Control struct {
+			AcceptErrors uint64 `json:"accept_errors"`
+		}
+	}
+	_, out, _ := runBin(t, "status", "--socket", d.sock, "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Control.AcceptErrors == 0 {
+		t.Errorf("accept errors after EMFILE (limit %d, %d open before): %+v %v", n+2, n, st, err)
+	}
+	setLimit(1024)
+	statusWithin(t, d.sock, time.Second)
+}
+
+// TestRunHTTPHardening: the HTTP listener defaults to loopback, asks for
+// the bearer token when one is set, serves pprof only when enabled, takes
+// GET and HEAD only, and cuts off clients that send nothing.
+func TestRunHTTPHardening(t *testing.T) {
+	d := startDaemon(t, `
+[recorder]
+dump_dir = "$DIR/dumps"
+cache_size = "8MiB"
+[rotation]
+min_free_disk = 0
+[control]
+socket = "$DIR/edr.sock"
+http = ":0"
+http_token = "s3cret"
+`, nil, nil)
+	addr := d.httpAddr(t)
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("http = \":0\" listens on %s, want loopback", addr)
+	}
+	get := func(method, path, token string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+addr+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		method, path, token string
+		want                int
+	}{
+		{"GET", "/status", "", 401},
+		{"GET", "/status", "wrong", 401},
+		{"GET", "/status", "s3cret", 200},
+		{"GET", "/metrics", "s3cret", 200},
+		{"GET", "/debug/pprof/", "s3cret", 404},
+		{"POST", "/status", "s3cret", 405},
+	} {
+		if got := get(c.method, c.path, c.token); got != c.want {
+			t.Errorf("%s %s token %q: %d, want %d", c.method, c.path, c.token, got, c.want)
+		}
+	}
+	// idle connections that never send a request are closed by the server
+	var idle []net.Conn
+	for range 20 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	for i, c := range idle {
+		c.SetReadDeadline(time.Now().Add(3 * daemon.HTTPReadHeaderTimeout))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("idle connection %d not closed by the server: %v", i, err)
+		}
+		c.Close()
+	}
+	if got := get("GET", "/status", "s3cret"); got != 200 {
+		t.Errorf("after the idle clients: %d", got)
+	}
+
+	// pprof when enabled; a warning when listening beyond loopback without a token
+	d2 := startDaemon(t, `
+[recorder]
+dump_dir = "$DIR/dumps"
+cache_size = "8MiB"
+[rotation]
+min_free_disk = 0
+[control]
+socket = "$DIR/edr.sock"
+http = "0.0.0.0:0"
+pprof = true
+`, nil, nil)
+	addr = d2.httpAddr(t)
+	if got := get("GET", "/debug/pprof/", ""); got != 200 {
+		t.Errorf("pprof enabled: %d", got)
+	}
+	if logs := d2.logs.String(); !strings.Contains(logs, "beyond loopback without control.http_token") {
+		t.Errorf("no warning for a non-loopback HTTP listener without a token:\n%s", logs)
+	}
+	if logs := d.logs.String(); strings.Contains(logs, "beyond loopback") {
+		t.Errorf("warning for a loopback listener:\n%s", logs)
+	}
 }

@@ -202,6 +202,11 @@ type Rule struct {
 type Control struct {
 	Socket string `toml:"socket"`
 	HTTP   string `toml:"http"`
+	// HTTPToken, when set, is required as "Authorization: Bearer TOKEN"
+	// on every HTTP request.
+	HTTPToken string `toml:"http_token"`
+	// PProf serves /debug/pprof on the HTTP listener (off by default).
+	PProf bool `toml:"pprof"`
 }
 
 // Hooks run after each finalized dump.

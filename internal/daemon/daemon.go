@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -59,6 +58,8 @@ type Daemon struct {
 	ctl     *control.Server
 	httpSrv *http.Server
 	httpLn  net.Listener
+	// httpExposed: the HTTP listener is not on loopback
+	httpExposed bool
 	started time.Time
 
 	ctx    context.Context
@@ -168,10 +169,17 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}
 	if a := opts.Config.Control.HTTP; a != "" {
-		if d.httpLn, err = net.Listen("tcp", a); err != nil {
+		addr, exposed, err := httpListenAddr(a)
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
 			return nil, fmt.Errorf("control.http: %w", err)
 		}
-		d.httpSrv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
+		d.httpExposed = exposed
+		d.httpLn = newLimitListener(ln, HTTPMaxConns)
+		d.httpSrv = d.newHTTPServer()
 	}
 	return d, nil
 }
@@ -329,6 +337,10 @@ func (d *Daemon) Start() error {
 				d.log.Error("http server stopped", "err", err)
 			}
 		}()
+	}
+	if d.httpExposed && d.cfg.Control.HTTPToken == "" {
+		d.log.Warn("control.http listens beyond loopback without control.http_token: any host that reaches it can read /status and /metrics",
+			"addr", d.HTTPAddr())
 	}
 	for _, t := range d.dumper.Status().LeftoverTmp {
 		d.log.Warn("leftover incomplete dump from an earlier run; salvage with edr-lite recover", "file", t)
@@ -568,22 +580,4 @@ func optDuration(field, s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: bad duration %q", field, s)
 	}
 	return v, nil
-}
-
-// mux for HTTP: /metrics, /status, /debug/pprof.
-func (d *Daemon) httpHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", d.metricsHandler())
-	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(d.Status())
-	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
 }

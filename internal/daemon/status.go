@@ -18,6 +18,14 @@ type Status struct {
 	Topics  []TopicStatus `json:"topics"`
 	Rules   []RuleStatus  `json:"rules"`
 	Sources []SourceStat  `json:"sources"`
+	Control ControlStatus `json:"control"`
+}
+
+// ControlStatus counts what the control socket survived.
+type ControlStatus struct {
+	// AcceptErrors counts failed accepts (out of descriptors, say) that
+	// the control socket retried after a back-off.
+	AcceptErrors uint64 `json:"accept_errors"`
 }
 
 // ArenaStatus is the cache's occupancy.
@@ -95,6 +103,9 @@ func (d *Daemon) Status() Status {
 	}
 	if !d.started.IsZero() {
 		out.UptimeS = time.Since(d.started).Seconds()
+	}
+	if d.ctl != nil {
+		out.Control.AcceptErrors = d.ctl.AcceptErrors()
 	}
 	for _, t := range st.Topics {
 		c := t.Counters
