@@ -60,7 +60,7 @@ type Daemon struct {
 	httpLn  net.Listener
 	// httpExposed: the HTTP listener is not on loopback
 	httpExposed bool
-	started time.Time
+	started     time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -108,9 +108,9 @@ func (d *Daemon) httpHandler() http.Handler {
 // one to close. Close unblocks a waiting Accept.
 type limitListener struct {
 	net.Listener
-	slots    chan struct{}
-	done     chan struct{}
-	once     sync.Once
+	slots chan struct{}
+	done  chan struct{}
+	once  sync.Once
 }
 
 func newLimitListener(l net.Listener, n int) *limitListener {
