@@ -219,6 +219,32 @@ http = "127.0.0.1:0"
 	if in := readInfoJSON(t, dumps[0]); in.Messages == 0 {
 		t.Errorf("the dump written at stop is empty")
 	}
+	// closed to other local users by default
+	fi, _ := os.Stat(dumps[0])
+	di, _ := os.Stat(filepath.Dir(dumps[0]))
+	if fi.Mode().Perm() != 0o640 || di.Mode().Perm() != 0o750 {
+		t.Errorf("dump %v in a %v directory, want 0640 in 0750", fi.Mode().Perm(), di.Mode().Perm())
+	}
+}
+
+// TestConfigCheckHostileValues: values that used to overflow or slip
+// through are refused by config check, naming the key.
+func TestConfigCheckHostileValues(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ body, want string }{
+		{"[recorder]\ncache_size = \"8388608TiB\"", "too large"},
+		{"[recorder]\ntopic_bytes = \"9223372036854775808\"", "too large"},
+		{"[recorder]\ndump_mode = \"0044\"", "recorder.dump_mode"},
+		{"[recorder]\ndump_mode = \"rw\"", "recorder.dump_mode"},
+		{"[[rule]]\nbuiltin = \"manual\"\ninstructions = -1", "rule[0].instructions"},
+	} {
+		path := filepath.Join(dir, "c.toml")
+		os.WriteFile(path, []byte(c.body+"\n"), 0o644)
+		code, out, errs := runBin(t, "config", "check", path)
+		if code != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("config check of %q: exit %d, want 1 naming %q\n%s%s", c.body, code, c.want, out, errs)
+		}
+	}
 }
 
 // TestRunHostileReload: reloading a rule with versions that take over _G

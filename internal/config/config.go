@@ -122,6 +122,21 @@ type Recorder struct {
 	Reorder           bool     `toml:"reorder"`
 	ReorderWindow     Duration `toml:"reorder_window"`
 	StopDeadline      Duration `toml:"stop_deadline"`
+	// DumpMode is the dump files' permission bits, in octal ("0640").
+	DumpMode string `toml:"dump_mode"`
+	// DumpGroup is the dump files' group, a name or gid ("" = the
+	// recorder's).
+	DumpGroup string `toml:"dump_group"`
+}
+
+// FileMode parses DumpMode: octal permission bits that let the owner
+// read and write.
+func (r *Recorder) FileMode() (os.FileMode, error) {
+	m, err := strconv.ParseUint(r.DumpMode, 8, 32)
+	if err != nil || m > 0o777 || m&0o600 != 0o600 {
+		return 0, fmt.Errorf("recorder.dump_mode = %q: want octal permission bits the owner can read and write, e.g. \"0640\"", r.DumpMode)
+	}
+	return os.FileMode(m), nil
 }
 
 // Rotation bounds the dump directory.
@@ -295,6 +310,7 @@ func defaults() *File {
 			MaxDumpsPerMinute: 6,
 			ReorderWindow:     Duration(100 * time.Millisecond),
 			StopDeadline:      Duration(30 * time.Second),
+			DumpMode:          "0640",
 		},
 		Rotation: Rotation{MaxFiles: 100, MaxTotalBytes: 10 << 30, MinFreeDisk: 512 << 20},
 		Hooks:    Hooks{Timeout: Duration(5 * time.Minute)},
@@ -328,6 +344,9 @@ func (f *File) check() error {
 		return err
 	}
 	if err := oneOf("recorder.coalesce", r.Coalesce, "merge", "separate"); err != nil {
+		return err
+	}
+	if _, err := r.FileMode(); err != nil {
 		return err
 	}
 	if r.MaxDumpsPerMinute < 0 {

@@ -215,8 +215,14 @@ func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 		DestroyOnOffline: r.DestroyOnOffline,
 		BusySkipData:     r.BusySkipData,
 	}
+	mode, err := r.FileMode()
+	if err != nil {
+		return ec, dump.Config{}, err
+	}
 	dc := dump.Config{
 		Dir:           r.DumpDir,
+		FileMode:      mode,
+		Group:         r.DumpGroup,
 		MaxFiles:      f.Rotation.MaxFiles,
 		MaxTotalBytes: int64(f.Rotation.MaxTotalBytes),
 		MinFreeDisk:   int64(f.Rotation.MinFreeDisk),
