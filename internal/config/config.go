@@ -5,11 +5,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -230,11 +232,34 @@ type Hooks struct {
 	Timeout Duration `toml:"timeout"`
 }
 
-// Load reads and parses the configuration file at path.
+// MaxFileBytes is the largest configuration file Load reads.
+const MaxFileBytes = 1 << 20
+
+// Load reads and parses the configuration file at path: a regular file of
+// at most MaxFileBytes (a named pipe or /dev/zero is refused, not read
+// until memory runs out).
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, invalidf("%s is %s, not a regular file", path, fileKind(st.Mode()))
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, invalidf("%s: %d bytes, more than a configuration holds (limit %d)", path, st.Size(), MaxFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, invalidf("%s: more than %d bytes", path, MaxFileBytes)
 	}
 	return Parse(path, data)
 }
@@ -421,4 +446,19 @@ func (f *File) checkIntSizes() error {
 		}
 	}
 	return nil
+}
+
+// fileKind names what a non-regular file is, for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }
