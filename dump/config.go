@@ -1,6 +1,7 @@
 package dump
 
 import (
+	"os"
 	"time"
 )
 
@@ -29,6 +30,14 @@ type Config struct {
 	// Dir is where dumps are written; it is created if missing and must be
 	// writable.
 	Dir string
+	// FileMode is the permission bits of dump files (0 = DefaultFileMode,
+	// 0640; it must let the owner read and write). A Dir the recorder
+	// creates gets the same bits plus search where there is read (0750);
+	// an existing one is left as it is.
+	FileMode os.FileMode
+	// Group is the group (name or gid) dump files and a created Dir are
+	// given; "" keeps the process's group.
+	Group string
 	// MaxFiles and MaxTotalBytes bound the dumps kept in Dir (0 = no
 	// bound); after each dump the oldest beyond either bound are deleted.
 	MaxFiles      int
@@ -80,6 +89,9 @@ type Config struct {
 }
 
 func (d Config) withDefaults() Config {
+	if d.FileMode == 0 {
+		d.FileMode = DefaultFileMode
+	}
 	if d.Compression == "" {
 		d.Compression = "none"
 	}
@@ -116,6 +128,9 @@ func (d *Config) validate() error {
 	}
 	if d.MaxFiles < 0 {
 		return configErr("MaxFiles", "must be >= 0, got %d", d.MaxFiles)
+	}
+	if d.FileMode&^os.ModePerm != 0 || d.FileMode&0o600 != 0o600 {
+		return configErr("FileMode", "%#o: want permission bits that let the owner read and write (e.g. 0640)", uint32(d.FileMode))
 	}
 	if d.MaxTotalBytes < 0 {
 		return configErr("MaxTotalBytes", "must be >= 0, got %d", d.MaxTotalBytes)

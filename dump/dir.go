@@ -27,10 +27,14 @@ type Dir struct {
 	// Exts are the dump extensions counted as dumps (PackExt and MCAPExt
 	// when empty). Rotation only ever deletes files with these.
 	Exts []string
+	// Mode is given to the directory when Prepare creates it (0: 0750);
+	// Gid is its group then (< 0: the process's; OpenDir sets -1).
+	Mode os.FileMode
+	Gid  int
 }
 
 // OpenDir returns the Dir at path for dumps with the given extensions.
-func OpenDir(path string, exts ...string) Dir { return Dir{Path: path, Exts: exts} }
+func OpenDir(path string, exts ...string) Dir { return Dir{Path: path, Exts: exts, Gid: -1} }
 
 func (d Dir) exts() []string {
 	if len(d.Exts) == 0 {
@@ -39,10 +43,25 @@ func (d Dir) exts() []string {
 	return d.Exts
 }
 
-// Prepare creates the directory if missing and proves it writable.
+// Prepare creates the directory if missing (with Mode, 0750 when 0, and
+// group Gid when >= 0) and proves it writable.
 func (d Dir) Prepare() error {
-	if err := os.MkdirAll(d.Path, 0o755); err != nil {
-		return configErr("Dir", "%v", err)
+	if _, err := os.Stat(d.Path); os.IsNotExist(err) {
+		mode := d.Mode
+		if mode == 0 {
+			mode = dirMode(DefaultFileMode)
+		}
+		if err := os.MkdirAll(d.Path, mode); err != nil {
+			return configErr("Dir", "%v", err)
+		}
+		if err := os.Chmod(d.Path, mode); err != nil { // the umask may have cleared bits
+			return configErr("Dir", "%v", err)
+		}
+		if d.Gid >= 0 {
+			if err := os.Chown(d.Path, -1, d.Gid); err != nil {
+				return configErr("Dir", "group: %v", err)
+			}
+		}
 	}
 	f, err := os.CreateTemp(d.Path, ".edr-probe-*")
 	if err != nil {

@@ -53,6 +53,7 @@ type Dumper struct {
 	hookDropped atomic.Uint64
 	rotated     atomic.Uint64
 	lastErr     atomic.Pointer[string]
+	gid         int // group of dump files, -1: the process's
 }
 
 // New validates cfg, prepares the dump directory (created if missing,
@@ -63,7 +64,12 @@ func New(rec *engine.Recorder, cfg Config) (*Dumper, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	gid, err := lookupGroup(cfg.Group)
+	if err != nil {
+		return nil, err
+	}
 	dir := OpenDir(cfg.Dir, cfg.Extension)
+	dir.Mode, dir.Gid = dirMode(cfg.FileMode), gid
 	if err := dir.Prepare(); err != nil {
 		return nil, err
 	}
@@ -71,7 +77,7 @@ func New(rec *engine.Recorder, cfg Config) (*Dumper, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dumper{rec: rec, cfg: cfg, dir: dir,
+	d := &Dumper{rec: rec, cfg: cfg, dir: dir, gid: gid,
 		byTrig: make(map[TriggerID]*job), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), hookDone: make(chan struct{}),
 		hookq: make(chan Result, cfg.HookQueue)}
@@ -327,6 +333,11 @@ func (d *Dumper) write(j *job) Result {
 	tmp := final + TmpExt
 	w, err := dc.NewWriter(tmp, WriterOptions{Compression: dc.Compression, FrameSize: dc.FrameSize,
 		WriterName: dc.WriterName, CreatedNs: d.rec.Now(), SizeHint: estimate})
+	if err == nil {
+		if err = d.protect(tmp); err != nil {
+			w.Abort()
+		}
+	}
 	if err != nil {
 		os.Remove(tmp)
 		res.Err = err

@@ -65,23 +65,40 @@ func Import(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep
 // lineReader reads an export line by line and numbers the lines for
 // errors.
 type lineReader struct {
-	br *bufio.Reader
-	n  int // lines read
+	br  *bufio.Reader
+	n   int    // lines read
+	buf []byte // the current line
 }
 
 // next returns the next line without its line ending, or io.EOF. The line
 // is valid until the next call. A last line without a newline counts.
+// A line longer than MaxLineBytes is refused with its line number instead
+// of being gathered until memory runs out.
 func (lr *lineReader) next() ([]byte, error) {
-	line, err := lr.br.ReadBytes('\n')
-	if err == io.EOF && len(line) > 0 {
-		err = nil
+	lr.buf = lr.buf[:0]
+	for {
+		frag, err := lr.br.ReadSlice('\n')
+		if len(lr.buf)+len(frag) > MaxLineBytes {
+			return nil, fmt.Errorf("%w: line %d: longer than %d bytes (a message's base64 data is at most that)", ErrFormat, lr.n+1, MaxLineBytes)
+		}
+		lr.buf = append(lr.buf, frag...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && len(lr.buf) > 0 {
+			err = nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		lr.n++
+		return bytes.TrimRight(lr.buf, "\r\n"), nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	lr.n++
-	return bytes.TrimRight(line, "\r\n"), nil
 }
+
+// MaxLineBytes bounds one line of an export: 256 MiB, room for a 190 MiB
+// message in base64.
+const MaxLineBytes = 256 << 20
 
 // errorf returns an ErrFormat naming the line read last.
 func (lr *lineReader) errorf(format string, a ...any) error {

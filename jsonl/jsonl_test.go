@@ -225,6 +225,14 @@ func TestImportErrors(t *testing.T) {
 	f(hdr+`{"seq":0,"topic":"heartbeat","ts":1,"data":"!!"}`+"\n", "line 2: data")
 	f(hdr+`{"seq":0,"topic":"heartbeat","ts":1,"meta":"!!"}`+"\n", "line 2:")
 	f(hdr+`{"seq":0,"topic":"heartbeat","ts":"x"}`+"\n", "line 2:")
+	// a line longer than MaxLineBytes is refused by number, read no further
+	// (a stream of zeros without a newline is not gathered until memory runs out)
+	zeros := io.MultiReader(strings.NewReader(hdr), io.LimitReader(zeroReader{}, jsonl.MaxLineBytes+1<<20))
+	if _, err := jsonl.Import(zeros, func(o pack.WriterOptions) (*pack.Writer, error) {
+		return pack.NewStreamWriter(io.Discard, o)
+	}); !errors.Is(err, jsonl.ErrFormat) || !strings.Contains(err.Error(), "line 2: longer than") {
+		t.Errorf("over-long line: %v", err)
+	}
 	// a file without a final newline is fine
 	out := filepath.Join(t.TempDir(), "ok.pack")
 	if rep, err := importTo(out, []byte(strings.TrimSuffix(string(good), "\n"))); err != nil || rep.Messages != 300 {
@@ -270,3 +278,7 @@ func TestExportHeader(t *testing.T) {
 		t.Errorf("unknown topic: %v", err)
 	}
 }
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }

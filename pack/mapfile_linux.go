@@ -13,9 +13,9 @@ import (
 
 // MapFile maps path read-only (a file of 0 bytes gives nil). The returned
 // release unmaps it. The bytes are not Go memory: writing to them crashes,
-// and they may be handed to C.
+// and they may be handed to C. Anything but a regular file is refused.
 func MapFile(path string) ([]byte, func() error, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -23,6 +23,9 @@ func MapFile(path string) ([]byte, func() error, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("pack: %s is %s, not a regular file", path, fileKind(st.Mode()))
 	}
 	size := st.Size()
 	if size == 0 {
@@ -36,4 +39,19 @@ func MapFile(path string) ([]byte, func() error, error) {
 		return nil, nil, &os.PathError{Op: "mmap", Path: path, Err: err}
 	}
 	return b, func() error { return unix.Munmap(b) }, nil
+}
+
+// fileKind names what a non-regular file is, for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }

@@ -19,4 +19,7 @@ var (
 	ErrTooLarge = errors.New("scripts: rule source too large")
 	// ErrNoRule: Reload was asked for a rule the host does not hold.
 	ErrNoRule = errors.New("scripts: no such rule")
+	// ErrBusy: a live rule stayed inside a callback for longer than
+	// LiveOptions.ControlWait, so a reload could not be carried out.
+	ErrBusy = errors.New("scripts: rule busy in a callback")
 )

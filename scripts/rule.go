@@ -115,14 +115,28 @@ type RuleStatus struct {
 	// Skipped counts messages a live reader skipped because the rule fell
 	// behind the ring; LagNs is how far behind the newest message the rule
 	// was at its last read.
-	Skipped  uint64
-	LagNs    int64
+	Skipped uint64
+	LagNs   int64
+	// CallNs is how long the rule has been inside its current callback
+	// (0 when it is not running one); Stuck is set once that passes
+	// StuckAfter: a callback within the default budget takes milliseconds.
+	CallNs   int64
+	Stuck    bool
 	Disabled bool
 	// Why says why the rule is disabled, naming file and line.
 	Why         string
 	Reloads     uint64
 	ReloadError string
 }
+
+// StuckAfter is how long a callback may run before Status calls the rule
+// stuck. The instruction budget bounds a callback to milliseconds with the
+// defaults; a rule given a much larger budget (or a bug in a library
+// function) can stay inside one call for longer.
+const StuckAfter = time.Second
+
+// monoStart anchors callStart: time.Since reads the monotonic clock.
+var monoStart = time.Now()
 
 // MaxCatchUpTicks bounds how many due ticks one Feed or Tick delivers when
 // message time jumps; older ones are counted as skipped.
@@ -138,6 +152,7 @@ type stats struct {
 	fired, suppressed, logsDropped, instrs atomic.Uint64
 	skipped, reloads                       atomic.Uint64
 	lag                                    atomic.Int64
+	callStart                              atomic.Int64 // monotonic ns since monoStart when a callback began; 0 outside one
 
 	mu        sync.Mutex
 	disabled  bool
@@ -221,7 +236,7 @@ func LoadSource(name, src string, opts Options) (*Rule, error) {
 	if r.logger == nil {
 		r.logger = slog.Default()
 	}
-	r.meter = &meter{maxString: r.budget.MaxString}
+	r.meter = &meter{maxString: r.budget.MaxString, memory: r.budget.Memory}
 	r.L = newSandbox(r.budget, r.meter)
 	r.meter.L = r.L
 	r.L.SetContext(r.meter)
@@ -266,8 +281,11 @@ func (r *Rule) load() error {
 	if !r.declared {
 		return fmt.Errorf("%w: %s: no rule{ name = ..., ... } declaration", ErrDeclaration, r.file)
 	}
+	// Raw lookups: a metatable on _G (strict-mode globals, or a hostile
+	// __index that never returns) must not run code outside a protected,
+	// budgeted call.
 	handler := func(name string) (*lua.LFunction, error) {
-		switch v := L.GetGlobal(name).(type) {
+		switch v := L.G.Global.RawGetString(name).(type) {
 		case *lua.LNilType:
 			return nil, nil
 		case *lua.LFunction:
@@ -435,7 +453,9 @@ func (r *Rule) call(fn *lua.LFunction, n int64, arg lua.LValue) error {
 		L.Push(arg)
 		nargs = 1
 	}
+	r.st.callStart.Store(int64(time.Since(monoStart)) | 1) // | 1: never 0 inside a call
 	err := L.PCall(nargs, 0, nil)
+	r.st.callStart.Store(0)
 	spent := m.spent(n)
 	m.used += spent
 	r.st.instrs.Add(uint64(spent))
@@ -445,7 +465,7 @@ func (r *Rule) call(fn *lua.LFunction, n int64, arg lua.LValue) error {
 	case m.tripped != "":
 		return fmt.Errorf("%w: %s: %s (the script caught the error)", ErrBudget, r.file, m.tripped)
 	case err != nil:
-		return fmt.Errorf("%w: %s", ErrRuntime, luaMessage(err))
+		return fmt.Errorf("%w: %s", ErrRuntime, r.errorText(err))
 	}
 	if m.used >= walkEvery || m.strBytes >= r.budget.Memory/4 {
 		return r.checkMemory()
@@ -462,8 +482,17 @@ func (r *Rule) checkMemory() error {
 	return nil
 }
 
+// abort makes the callback running now (and every later one) stop within
+// 256 instructions. Safe from any goroutine. A callback inside a Go
+// library function stops when that function returns.
+func (r *Rule) abort() { r.meter.abort.Store(true) }
+
 // fail disables the rule.
 func (r *Rule) fail(err error) {
+	if r.meter.abort.Load() {
+		r.dead = true // stopping: not a fault of the rule
+		return
+	}
 	r.dead = true
 	r.st.errors.Add(1)
 	r.st.mu.Lock()
@@ -482,6 +511,10 @@ func (r *Rule) Status() RuleStatus {
 		Errors: s.errors.Load(), TriggersFired: s.fired.Load(), TriggersSuppressed: s.suppressed.Load(),
 		LogsDropped: s.logsDropped.Load(), Instructions: s.instrs.Load(),
 		Skipped: s.skipped.Load(), LagNs: s.lag.Load(), Reloads: s.reloads.Load(),
+	}
+	if cs := s.callStart.Load(); cs != 0 {
+		out.CallNs = max(int64(time.Since(monoStart))-cs, 0)
+		out.Stuck = out.CallNs > int64(StuckAfter)
 	}
 	s.mu.Lock()
 	out.Disabled, out.Why, out.ReloadError = s.disabled, s.why, s.reloadErr
@@ -531,6 +564,22 @@ func (r *Rule) allowLog() bool {
 		return true
 	}
 	return false
+}
+
+// errorText is luaMessage, with the position error() was called at and the
+// value's type when the rule raised something other than a string.
+func (r *Rule) errorText(err error) string {
+	var ae *lua.ApiError
+	if errors.As(err, &ae) && ae.Object != nil {
+		if _, ok := ae.Object.(lua.LString); !ok {
+			where := r.meter.errWhere
+			if where == "" {
+				where = r.file + ":"
+			}
+			return fmt.Sprintf("%s error raised with a %s value, not a message", where, ae.Object.Type())
+		}
+	}
+	return luaMessage(err)
 }
 
 // luaMessage is the Lua error text ("file:line: message") without the

@@ -135,7 +135,8 @@ type Consumer struct {
 }
 
 // NewConsumer returns a consumer of the segments in dir (created with mode
-// 0755 when missing). Call Start (or Run) to begin.
+// 0700 when missing: producers of other users need a directory the
+// operator made writable for them, e.g. 0770 with a shared group). Call Start (or Run) to begin.
 func NewConsumer(dir string, sink ingest.Sink, opts ConsumerOptions) (*Consumer, error) {
 	if err := platformSupported(); err != nil {
 		return nil, err
@@ -144,7 +145,7 @@ func NewConsumer(dir string, sink ingest.Sink, opts ConsumerOptions) (*Consumer,
 		return nil, fmt.Errorf("%w: nil sink", ErrBadOption)
 	}
 	opts.setDefaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("shm: segment directory: %w", err)
 	}
 	return &Consumer{dir: dir, sink: sink, opts: opts, followers: map[string]*follower{}, finished: map[string]fileID{}, stopCh: make(chan struct{})}, nil

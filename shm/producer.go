@@ -91,7 +91,8 @@ type Producer struct {
 }
 
 // NewProducer creates the segment for opts.Name/opts.Channel in dir
-// (created with mode 0755 when missing). An existing segment for the same
+// (created when missing with the segment mode plus search permission for
+// whoever may read: 0700 for 0600 segments, 0750 for 0640, 0770 for 0660). An existing segment for the same
 // topic is replaced when its producer closed it or is gone; ErrInUse is
 // returned when its producer is alive.
 func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
@@ -120,7 +121,7 @@ func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, dirMode(mode)); err != nil {
 		return nil, fmt.Errorf("shm: segment directory: %w", err)
 	}
 	base := SegmentFileName(opts.Name, opts.Channel)
@@ -336,4 +337,11 @@ func (p *Producer) release() error {
 		p.fd = -1
 	}
 	return err
+}
+
+// dirMode is the mode of a directory holding files of mode m: m plus the
+// search bit of every class that may read.
+func dirMode(m os.FileMode) os.FileMode {
+	m = m.Perm()
+	return m | (m&0o444)>>2
 }

@@ -170,7 +170,7 @@ left behind. IN - reads stdin.`,
 	}
 	var in io.Reader = os.Stdin
 	if args[0] != "-" {
-		f, err := os.Open(args[0])
+		f, err := dumpfile.OpenRegular(args[0])
 		if err != nil {
 			return c.fail(err)
 		}

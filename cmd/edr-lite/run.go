@@ -210,6 +210,9 @@ lag and errors.`,
 		fmt.Fprintf(tw, "\nRULE\tMESSAGES\tTRIGGERS\tSUPPRESSED\tSKIPPED\tLAG\tSTATE\n")
 		for _, r := range st.Rules {
 			state := "ok"
+			if r.Stuck {
+				state = fmt.Sprintf("STUCK in a callback for %s", time.Duration(r.CallNs).Round(time.Millisecond))
+			}
 			if r.Disabled {
 				state = "DISABLED: " + r.Why
 			}

@@ -5,11 +5,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -122,6 +124,21 @@ type Recorder struct {
 	Reorder           bool     `toml:"reorder"`
 	ReorderWindow     Duration `toml:"reorder_window"`
 	StopDeadline      Duration `toml:"stop_deadline"`
+	// DumpMode is the dump files' permission bits, in octal ("0640").
+	DumpMode string `toml:"dump_mode"`
+	// DumpGroup is the dump files' group, a name or gid ("" = the
+	// recorder's).
+	DumpGroup string `toml:"dump_group"`
+}
+
+// FileMode parses DumpMode: octal permission bits that let the owner
+// read and write.
+func (r *Recorder) FileMode() (os.FileMode, error) {
+	m, err := strconv.ParseUint(r.DumpMode, 8, 32)
+	if err != nil || m > 0o777 || m&0o600 != 0o600 {
+		return 0, fmt.Errorf("recorder.dump_mode = %q: want octal permission bits the owner can read and write, e.g. \"0640\"", r.DumpMode)
+	}
+	return os.FileMode(m), nil
 }
 
 // Rotation bounds the dump directory.
@@ -193,12 +210,20 @@ type Rule struct {
 	File   string            `toml:"file"`
 	Name   string            `toml:"builtin"`
 	Params map[string]string `toml:"params"`
+	// Instructions is the rule's Lua instruction budget per callback
+	// (0 = the default, scripts.Budget).
+	Instructions int64 `toml:"instructions"`
 }
 
 // Control is how operators reach a running recorder.
 type Control struct {
 	Socket string `toml:"socket"`
 	HTTP   string `toml:"http"`
+	// HTTPToken, when set, is required as "Authorization: Bearer TOKEN"
+	// on every HTTP request.
+	HTTPToken string `toml:"http_token"`
+	// PProf serves /debug/pprof on the HTTP listener (off by default).
+	PProf bool `toml:"pprof"`
 }
 
 // Hooks run after each finalized dump.
@@ -207,11 +232,34 @@ type Hooks struct {
 	Timeout Duration `toml:"timeout"`
 }
 
-// Load reads and parses the configuration file at path.
+// MaxFileBytes is the largest configuration file Load reads.
+const MaxFileBytes = 1 << 20
+
+// Load reads and parses the configuration file at path: a regular file of
+// at most MaxFileBytes (a named pipe or /dev/zero is refused, not read
+// until memory runs out).
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, invalidf("%s is %s, not a regular file", path, fileKind(st.Mode()))
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, invalidf("%s: %d bytes, more than a configuration holds (limit %d)", path, st.Size(), MaxFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, invalidf("%s: more than %d bytes", path, MaxFileBytes)
 	}
 	return Parse(path, data)
 }
@@ -287,6 +335,7 @@ func defaults() *File {
 			MaxDumpsPerMinute: 6,
 			ReorderWindow:     Duration(100 * time.Millisecond),
 			StopDeadline:      Duration(30 * time.Second),
+			DumpMode:          "0640",
 		},
 		Rotation: Rotation{MaxFiles: 100, MaxTotalBytes: 10 << 30, MinFreeDisk: 512 << 20},
 		Hooks:    Hooks{Timeout: Duration(5 * time.Minute)},
@@ -320,6 +369,9 @@ func (f *File) check() error {
 		return err
 	}
 	if err := oneOf("recorder.coalesce", r.Coalesce, "merge", "separate"); err != nil {
+		return err
+	}
+	if _, err := r.FileMode(); err != nil {
 		return err
 	}
 	if r.MaxDumpsPerMinute < 0 {
@@ -366,6 +418,9 @@ func (f *File) check() error {
 		if (r.File == "") == (r.Name == "") {
 			return fmt.Errorf("rule[%d]: set exactly one of file or builtin", i)
 		}
+		if r.Instructions < 0 {
+			return fmt.Errorf("rule[%d].instructions = %d: want >= 0 (0 = the default budget)", i, r.Instructions)
+		}
 	}
 	return f.checkIntSizes()
 }
@@ -391,4 +446,19 @@ func (f *File) checkIntSizes() error {
 		}
 	}
 	return nil
+}
+
+// fileKind names what a non-regular file is, for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }

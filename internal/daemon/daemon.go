@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -59,7 +58,9 @@ type Daemon struct {
 	ctl     *control.Server
 	httpSrv *http.Server
 	httpLn  net.Listener
-	started time.Time
+	// httpExposed: the HTTP listener is not on loopback
+	httpExposed bool
+	started     time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -168,10 +169,17 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}
 	if a := opts.Config.Control.HTTP; a != "" {
-		if d.httpLn, err = net.Listen("tcp", a); err != nil {
+		addr, exposed, err := httpListenAddr(a)
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
 			return nil, fmt.Errorf("control.http: %w", err)
 		}
-		d.httpSrv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
+		d.httpExposed = exposed
+		d.httpLn = newLimitListener(ln, HTTPMaxConns)
+		d.httpSrv = d.newHTTPServer()
 	}
 	return d, nil
 }
@@ -207,8 +215,14 @@ func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 		DestroyOnOffline: r.DestroyOnOffline,
 		BusySkipData:     r.BusySkipData,
 	}
+	mode, err := r.FileMode()
+	if err != nil {
+		return ec, dump.Config{}, err
+	}
 	dc := dump.Config{
 		Dir:           r.DumpDir,
+		FileMode:      mode,
+		Group:         r.DumpGroup,
 		MaxFiles:      f.Rotation.MaxFiles,
 		MaxTotalBytes: int64(f.Rotation.MaxTotalBytes),
 		MinFreeDisk:   int64(f.Rotation.MinFreeDisk),
@@ -284,7 +298,8 @@ func portRanges(field string, in []string) ([]capture.PortRange, error) {
 }
 
 func (d *Daemon) loadRule(rc config.Rule) (*scripts.Rule, error) {
-	opts := scripts.Options{Params: rc.Params, OnTrigger: d.ruleTriggered, Logger: d.log}
+	opts := scripts.Options{Params: rc.Params, OnTrigger: d.ruleTriggered, Logger: d.log,
+		Budget: scripts.Budget{Instructions: rc.Instructions}}
 	if rc.Name != "" {
 		return scripts.LoadShipped(rc.Name, opts)
 	}
@@ -328,6 +343,10 @@ func (d *Daemon) Start() error {
 				d.log.Error("http server stopped", "err", err)
 			}
 		}()
+	}
+	if d.httpExposed && d.cfg.Control.HTTPToken == "" {
+		d.log.Warn("control.http listens beyond loopback without control.http_token: any host that reaches it can read /status and /metrics",
+			"addr", d.HTTPAddr())
 	}
 	for _, t := range d.dumper.Status().LeftoverTmp {
 		d.log.Warn("leftover incomplete dump from an earlier run; salvage with edr-lite recover", "file", t)
@@ -453,14 +472,23 @@ func (d *Daemon) Stop() {
 	d.liveMu.Lock()
 	live := d.live
 	d.liveMu.Unlock()
-	if live != nil {
-		live.Close()
-	}
+	// Rules stop alongside the dump pipeline, not before it: a rule stuck
+	// in a callback is abandoned after stop_deadline (a rule looping in
+	// Lua is stopped at once), so the pending dump is still written and
+	// the process exits on time whatever a rule does.
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if live != nil && !live.CloseWithin(d.cfg.Recorder.StopDeadline.D()) {
+			d.log.Error("stopping with a rule stuck in a callback (abandoned)")
+		}
+	}()
 	d.cancel()
 	d.closeSources()
 	if d.dumper != nil {
 		d.dumper.Stop()
 	}
+	<-liveDone
 	d.release()
 	d.wg.Wait()
 }
@@ -558,22 +586,4 @@ func optDuration(field, s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: bad duration %q", field, s)
 	}
 	return v, nil
-}
-
-// mux for HTTP: /metrics, /status, /debug/pprof.
-func (d *Daemon) httpHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", d.metricsHandler())
-	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(d.Status())
-	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
 }

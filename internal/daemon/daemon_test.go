@@ -38,6 +38,7 @@ func testConfig(t *testing.T, dir string) *config.File {
 	f.Sources.SHM = []config.SHMSource{{Dir: filepath.Join(dir, "shm")}}
 	f.Control.Socket = filepath.Join(dir, "edr.sock")
 	f.Control.HTTP = "127.0.0.1:0"
+	f.Control.PProf = true
 	rule := filepath.Join(dir, "button.lua")
 	writeFile(t, rule, `
 rule { name = "button", topics = { "driver/button" }, pre = "1s", post = "100ms", cooldown = "1h" }

@@ -18,6 +18,14 @@ type Status struct {
 	Topics  []TopicStatus `json:"topics"`
 	Rules   []RuleStatus  `json:"rules"`
 	Sources []SourceStat  `json:"sources"`
+	Control ControlStatus `json:"control"`
+}
+
+// ControlStatus counts what the control socket survived.
+type ControlStatus struct {
+	// AcceptErrors counts failed accepts (out of descriptors, say) that
+	// the control socket retried after a back-off.
+	AcceptErrors uint64 `json:"accept_errors"`
 }
 
 // ArenaStatus is the cache's occupancy.
@@ -96,6 +104,9 @@ func (d *Daemon) Status() Status {
 	if !d.started.IsZero() {
 		out.UptimeS = time.Since(d.started).Seconds()
 	}
+	if d.ctl != nil {
+		out.Control.AcceptErrors = d.ctl.AcceptErrors()
+	}
 	for _, t := range st.Topics {
 		c := t.Counters
 		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type, Source: t.Info.Source,
@@ -153,12 +164,14 @@ var (
 	descTriggers     = prometheus.NewDesc("edr_triggers_total", "Triggers not turned into their own dump, by cause.", []string{"cause"}, nil)
 	descRuleTriggers = prometheus.NewDesc("edr_rule_triggers_total", "Triggers fired by a rule.", []string{"rule"}, nil)
 	descRuleDisabled = prometheus.NewDesc("edr_rule_disabled", "1 when the rule was disabled by an error or a blown budget.", []string{"rule"}, nil)
+	descRuleCall     = prometheus.NewDesc("edr_rule_call_seconds", "Seconds the rule has been inside its current callback (0 when idle).", []string{"rule"}, nil)
+	descRuleStuck    = prometheus.NewDesc("edr_rule_stuck", "1 when the rule has been inside one callback for over a second.", []string{"rule"}, nil)
 	descSourceLost   = prometheus.NewDesc("edr_source_lost_total", "Messages a source lost before the recorder could read them.", []string{"kind", "source"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped,
-		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descSourceLost} {
+		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descRuleCall, descRuleStuck, descSourceLost} {
 		ch <- d
 	}
 }
@@ -195,6 +208,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			dis = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descRuleDisabled, prometheus.GaugeValue, dis, r.Name)
+		stuck := 0.0
+		if r.Stuck {
+			stuck = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descRuleCall, prometheus.GaugeValue, float64(r.CallNs)/1e9, r.Name)
+		ch <- prometheus.MustNewConstMetric(descRuleStuck, prometheus.GaugeValue, stuck, r.Name)
 	}
 	for _, s := range st.Sources {
 		ch <- prometheus.MustNewConstMetric(descSourceLost, prometheus.CounterValue, float64(s.Lost), s.Kind, s.Name)

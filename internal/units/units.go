@@ -46,7 +46,9 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%w: size %q (want e.g. 512KiB, 256MiB, 1GB)", ErrSyntax, s)
 	}
 	v := f * mult
-	if v > math.MaxInt64 {
+	// float64(math.MaxInt64) rounds up to 2^63, which int64 cannot hold
+	// (8388608TiB is exactly 2^63 and would convert to a negative size).
+	if v >= 1<<63 {
 		return 0, fmt.Errorf("%w: size %q too large", ErrSyntax, s)
 	}
 	return int64(v), nil
