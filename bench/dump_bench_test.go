@@ -30,7 +30,7 @@ func newDumpRecorder(tb testing.TB, nw ...dump.NewWriterFunc) (*engine.Recorder,
 	r, err := engine.New(engine.Config{
 		CacheSize:  2 * dumpBytes,
 		TopicBytes: dumpBytes,
-		Pre:        time.Hour, Post: time.Millisecond, Guard: -1,
+		Pre:        new(time.Hour), Post: new(time.Millisecond), Guard: new(time.Duration(0)),
 		Topics: []engine.TopicOverride{{Match: "hot", MaxBytes: 4 << 20}},
 	})
 	if err != nil {

@@ -65,14 +65,6 @@ func openUDPSocket(o *UDPOptions, wantDst bool) (*net.UDPConn, error) {
 	return conn, nil
 }
 
-// fixHost turns ":port" into an address netip parses.
-func fixHost(addr string) string {
-	if addr != "" && addr[0] == ':' {
-		return "[::]" + addr
-	}
-	return addr
-}
-
 // listenGroup binds a UDP socket to the multicast group address itself
 // (net.ListenPacket would bind the wildcard address, which also receives
 // unicast datagrams to the port).

@@ -16,7 +16,7 @@ func TestDefaultParsesToDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := defaults()
+	want := defaultFile()
 	if !reflect.DeepEqual(f.Recorder, want.Recorder) || !reflect.DeepEqual(f.Rotation, want.Rotation) {
 		t.Fatalf("default.toml differs from defaults():\n got %+v\nwant %+v", f.Recorder, want.Recorder)
 	}
@@ -57,7 +57,7 @@ params = { decel = "7" }
 	if f.Recorder.CacheSize != 64<<20 || f.Recorder.Pre.D() != 3*time.Second || f.Recorder.Post != 0 {
 		t.Errorf("recorder = %+v", f.Recorder)
 	}
-	if len(f.Topics) != 1 || f.Topics[0].MaxBytes != 1<<20 || f.Topics[0].KeepLast != 2 {
+	if len(f.Topics) != 1 || *f.Topics[0].MaxBytes != 1<<20 || f.Topics[0].KeepLast != 2 {
 		t.Errorf("topics = %+v", f.Topics)
 	}
 	if u := f.Sources.UDP; len(u) != 2 || u[1] != (UDPSource{Listen: ":30490", Group: "ff15::1", Interface: "eth1", Type: "someip", MaxPacket: 1024, GRO: true}) {
@@ -93,7 +93,7 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 	f("[recorder\n", "bad.toml:")
 	f("[[rule]]\nfile = \"a.lua\"\nbuiltin = \"b\"\n", "exactly one")
 	f("[recorder]\ncache_size = \"10KiB\"\n", "at least 1MiB")
-	f("[[source.udp]]\nlisten = \":1\"\ninterface = \"eth0\"\n", "source.udp[0].interface \"eth0\": only used to join a multicast group")
+	f("[[source.udp]]\nlisten = \":1\"\ninterface = \"eth0\"\n", "bad.toml:3: source.udp[0].interface: \"eth0\": only used to join a multicast group")
 }
 
 // TestSizesFitInt: a size the recorder takes as an int is refused on a
