@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -411,5 +412,39 @@ func TestUDPRcvBufDefault(t *testing.T) {
 	}
 	if n := rcv(UDPOptions{Addr: "127.0.0.1:0", RcvBuf: -1}); n >= 2*DefaultRcvBuf {
 		t.Errorf("RcvBuf -1 = %d, want the kernel's default", n)
+	}
+}
+
+// TestUDPKernelReceiveTime: each datagram is stamped with the kernel's
+// receive time (SO_TIMESTAMPNS), which lies between its send time, written
+// in the payload, and the moment the test sees it recorded; not with the
+// sink's clock (here a counter near 1e9).
+func TestUDPKernelReceiveTime(t *testing.T) {
+	sink := newRecordingSink()
+	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", Topic: "t"}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runSource(t, src.Run, src.Close)
+	c := dialUDP(t, src.LocalAddr())
+	const n = 50
+	for range n {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(time.Now().UnixNano()))
+		c.Write(b[:])
+		time.Sleep(time.Millisecond)
+	}
+	sink.waitRecords(t, n)
+	seen := time.Now().UnixNano()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for i, r := range sink.recs {
+		sent := int64(binary.LittleEndian.Uint64(r.payload))
+		if r.captureNs < sent || r.captureNs > seen {
+			t.Errorf("datagram %d: capture time %d, want within [sent %d, seen %d] (%+dns from send)", i, r.captureNs, sent, seen, r.captureNs-sent)
+		}
 	}
 }
