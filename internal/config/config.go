@@ -284,9 +284,11 @@ func Load(path string) (*File, error) {
 
 // Parse decodes data (named name in errors) over the defaults and checks
 // what can be checked from the file alone. A syntax error stops the parse
-// (one *Problem); otherwise every problem found is returned as Errors,
-// each with its line. The checks that need the packages (rules, sources,
-// the recorder's limits) are internal/daemon.Check's.
+// (nil and one *Problem in Errors); otherwise every problem found is
+// returned as Errors, each with its line, along with the decoded File so
+// that the checks that need the packages (rules, sources, the recorder's
+// limits: internal/daemon.Check) can report theirs too. Use the File only
+// when the error is nil, or to find more problems.
 func Parse(name string, data []byte) (*File, error) {
 	f := defaultFile()
 	f.name = name
@@ -305,7 +307,7 @@ func Parse(name string, data []byte) (*File, error) {
 	}
 	ps = append(ps, f.check()...)
 	if len(ps) > 0 {
-		return nil, ps.Sorted()
+		return f, ps.Sorted()
 	}
 	return f, nil
 }

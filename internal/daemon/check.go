@@ -24,14 +24,17 @@ import (
 // Load reads the configuration file at path and checks it exactly as "run"
 // does before it builds anything: config.Load, then Check. "edr-lite
 // config check" and "edr-lite run" both call it; an error is
-// config.Errors with every problem found, each with its file and line.
+// config.Errors with every problem found (the file's own and Check's),
+// each with its file and line.
 func Load(path string) (*config.File, error) {
 	f, err := config.Load(path)
-	if err != nil {
-		return nil, err
+	var ps config.Errors
+	if err != nil && (f == nil || !errors.As(err, &ps)) {
+		return nil, err // unreadable, or a syntax error: nothing more to check
 	}
-	if err := Check(f); err != nil {
-		return nil, err
+	ps = append(ps, check(f, len(ps) > 0)...)
+	if len(ps) > 0 {
+		return nil, ps.Sorted()
 	}
 	return f, nil
 }
@@ -48,13 +51,25 @@ func Load(path string) (*config.File, error) {
 // reason (only what cannot be known beforehand remains: a port in use, a
 // full disk).
 func Check(f *config.File) error {
+	if ps := check(f, false); len(ps) > 0 {
+		return ps.Sorted()
+	}
+	return nil
+}
+
+// check is Check; with parseFailed (the file has problems of its own,
+// which config.Parse reported) it leaves out the recorder's and the dump
+// pipeline's own validation, which would repeat them in other words.
+func check(f *config.File, parseFailed bool) config.Errors {
 	var ps config.Errors
 	add := func(key, format string, args ...any) { ps = append(ps, f.Problem(key, format, args...)) }
 
 	ec, dc, err := RecorderConfig(f)
-	if err != nil {
+	switch {
+	case parseFailed:
+	case err != nil:
 		add("recorder", "%v", err)
-	} else {
+	default:
 		if err := ec.Validate(); err != nil {
 			add(engineKey(err), "%v", err)
 		}
@@ -91,10 +106,7 @@ func Check(f *config.File) error {
 			add("hooks.exec", "%v", err)
 		}
 	}
-	if len(ps) == 0 {
-		return nil
-	}
-	return ps.Sorted()
+	return ps
 }
 
 // engineKey maps an engine.ConfigError's field to the configuration key
@@ -250,7 +262,7 @@ func checkRules(f *config.File, add func(key, format string, args ...any)) {
 	names := map[string]int{}
 	for i, rc := range f.Rules {
 		key := fmt.Sprintf("rule[%d]", i)
-		if (rc.File == "") == (rc.Name == "") {
+		if (rc.File == "") == (rc.Name == "") || (rc.Time != "" && rc.Time != scripts.TimeProducer && rc.Time != scripts.TimeCapture) {
 			continue // config.Parse said so
 		}
 		r, err := loadRule(rc, scripts.Options{})
