@@ -30,17 +30,17 @@ type ArenaStatus struct {
 
 // DumpStatus counts dumps and triggers.
 type DumpStatus struct {
-	Written            uint64   `json:"written"`
-	Failed             uint64   `json:"failed"`
-	RefusedDisk        uint64   `json:"refused_low_disk"`
-	Coalesced          uint64   `json:"triggers_coalesced"`
-	RateLimited        uint64   `json:"triggers_rate_limited"`
+	Written     uint64 `json:"written"`
+	Failed      uint64 `json:"failed"`
+	RefusedDisk uint64 `json:"refused_low_disk"`
+	Coalesced   uint64 `json:"triggers_coalesced"`
+	RateLimited uint64 `json:"triggers_rate_limited"`
 	// ManualRateLimited counts operators' triggers refused by their own
 	// limit (max_manual_dumps_per_minute); ManualRefused and RuleRefused
 	// triggers that selected no topic or no message.
-	ManualRateLimited uint64 `json:"manual_triggers_rate_limited"`
-	ManualRefused     uint64 `json:"manual_triggers_refused"`
-	RuleRefused       uint64 `json:"rule_triggers_refused"`
+	ManualRateLimited  uint64   `json:"manual_triggers_rate_limited"`
+	ManualRefused      uint64   `json:"manual_triggers_refused"`
+	RuleRefused        uint64   `json:"rule_triggers_refused"`
 	Rotated            uint64   `json:"rotated"`
 	HookResultsDropped uint64   `json:"hook_results_dropped"`
 	Pending            int      `json:"pending"`

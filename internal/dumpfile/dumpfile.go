@@ -37,20 +37,20 @@ type Topic struct {
 
 // Info summarises one dump.
 type Info struct {
-	Path        string             `json:"path"`
-	Format      string             `json:"format"`
-	Size        int64              `json:"size"`
-	Messages    uint64             `json:"messages"`
-	Bytes       uint64             `json:"bytes"`
-	StartNs     int64              `json:"start_ns"`
-	EndNs       int64              `json:"end_ns"`
-	Indexed     bool               `json:"indexed"`
-	Frames      int                `json:"frames,omitempty"`
-	Chunks      int                `json:"chunks,omitempty"`
-	Compression []string           `json:"compression,omitempty"`  // codecs in use ("none", "lz4", "zstd")
-	StoredBytes int64              `json:"stored_bytes,omitempty"` // pack: frame data as stored
-	RawBytes    int64              `json:"raw_bytes,omitempty"`    // pack: the same, uncompressed
-	Writer      string             `json:"writer,omitempty"`
+	Path        string   `json:"path"`
+	Format      string   `json:"format"`
+	Size        int64    `json:"size"`
+	Messages    uint64   `json:"messages"`
+	Bytes       uint64   `json:"bytes"`
+	StartNs     int64    `json:"start_ns"`
+	EndNs       int64    `json:"end_ns"`
+	Indexed     bool     `json:"indexed"`
+	Frames      int      `json:"frames,omitempty"`
+	Chunks      int      `json:"chunks,omitempty"`
+	Compression []string `json:"compression,omitempty"`  // codecs in use ("none", "lz4", "zstd")
+	StoredBytes int64    `json:"stored_bytes,omitempty"` // pack: frame data as stored
+	RawBytes    int64    `json:"raw_bytes,omitempty"`    // pack: the same, uncompressed
+	Writer      string   `json:"writer,omitempty"`
 	// HeldStartNs and HeldEndNs are the capture times of the first and
 	// last message the dump holds (StartNs, EndNs: the window asked).
 	HeldStartNs int64              `json:"held_start_ns,omitempty"`
