@@ -395,8 +395,14 @@ func (f *File) check() Errors {
 		add("recorder.topic_bytes", "%s: want at least %s (omit it for the default %s)", units.FormatSize(int64(r.TopicBytes)),
 			units.FormatSize(defaults.MinRingBytes), units.FormatSize(defaults.TopicBytes))
 	} else if r.TopicBytes > r.CacheSize && r.CacheSize >= Size(defaults.MinCacheSize) {
-		add(f.setKey("recorder.cache_size", "recorder.topic_bytes"), "recorder.cache_size %s cannot hold one topic's ring of recorder.topic_bytes %s%s: raise cache_size or lower topic_bytes",
-			units.FormatSize(int64(r.CacheSize)), units.FormatSize(int64(r.TopicBytes)), f.defaultNote("recorder.topic_bytes"))
+		cache, ring := units.FormatSize(int64(r.CacheSize)), units.FormatSize(int64(r.TopicBytes))
+		if k := f.setKey("recorder.cache_size", "recorder.topic_bytes"); k == "recorder.cache_size" {
+			add(k, "%s cannot hold one topic's ring: recorder.topic_bytes is %s%s; raise cache_size or lower topic_bytes",
+				cache, ring, f.defaultNote("recorder.topic_bytes"))
+		} else {
+			add(k, "%s: one topic's ring does not fit in recorder.cache_size %s%s; raise cache_size or lower topic_bytes",
+				ring, cache, f.defaultNote("recorder.cache_size"))
+		}
 	}
 	if r.FrameTargetSize <= 0 {
 		add("recorder.frame_target_size", "%d: want > 0 (omit it for the default %s)", r.FrameTargetSize, units.FormatSize(defaults.FrameSize))
