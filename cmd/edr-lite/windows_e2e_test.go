@@ -259,6 +259,16 @@ func TestE2EBuiltinRuleUsesRecorderWindows(t *testing.T) {
 	if !strings.Contains(out, "pre 2s (recorder) post 500ms (recorder)") {
 		t.Errorf("status does not show the rule's window:\n%s", out)
 	}
+	// #15.11: SIGHUP and "reload" reload a built-in rule (from the binary)
+	r.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, func() bool { return strings.Contains(r.logs.String(), "rules reloaded") || strings.Contains(r.logs.String(), "rule reload") },
+		"the SIGHUP reload")
+	if l := r.logs.String(); strings.Contains(l, "rule reload") || strings.Contains(l, "no such file") {
+		t.Errorf("SIGHUP reload of a built-in rule failed:\n%s", l)
+	}
+	if code, out, errs := runBin(t, "reload", "--socket", r.sock); code != 0 || !strings.Contains(out, "rules reloaded") {
+		t.Errorf("reload: %d %s %s", code, out, errs)
+	}
 }
 
 // TestE2ETriggerAtLast (#15.4): a dump asked for after the producer went

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edr-lite/edr-lite/internal/defaults"
 )
 
 func TestDefaultParsesToDefaults(t *testing.T) {
@@ -135,5 +137,40 @@ func TestREADMEConfigurationParses(t *testing.T) {
 		if _, err := Parse(fmt.Sprintf("README.md toml block %d", i), []byte(src)); err != nil {
 			t.Errorf("%v", err)
 		}
+	}
+}
+
+// TestDefaultFileShowsTheTable: "config init" is rendered from the one
+// table of defaults: the commented examples, uncommented, carry the
+// defaults too (the UDP receive buffer sized for bursts, not the kernel's).
+func TestDefaultFileShowsTheTable(t *testing.T) {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(Default(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "# [[source.udp]]"):
+			in = true
+		case in && !strings.HasPrefix(l, "# ") || in && l == "#":
+			in = false
+		}
+		if in {
+			l = strings.TrimPrefix(l, "# ")
+		}
+		b.WriteString(l + "\n")
+	}
+	f, err := Parse("default.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatalf("the default file with its UDP example uncommented: %v", err)
+	}
+	if len(f.Sources.UDP) != 1 || f.Sources.UDP[0].RcvBuf == nil || int64(*f.Sources.UDP[0].RcvBuf) != defaults.UDPRcvBuf {
+		t.Errorf("the UDP example shows rcvbuf %v, want the default %d", f.Sources.UDP, defaults.UDPRcvBuf)
+	}
+	for _, want := range []string{`pre = "15s"`, `post = "5s"`, `guard = "500ms"`, `max_manual_dumps_per_minute = 6`, `stop_deadline = "30s"`} {
+		if !strings.Contains(Default(), "\n"+want+"\n") {
+			t.Errorf("the default file lacks %q", want)
+		}
+	}
+	if Duration(defaults.Pre) != defaultFile().Recorder.Pre || defaultFile().Recorder.MaxManualPerMinute != defaults.ManualPerMinute {
+		t.Error("defaultFile() is not the table")
 	}
 }
