@@ -106,9 +106,9 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 	fmt.Fprintf(w, "messages:   %d (%s of payload)\n", in.Messages, units.FormatSize(int64(in.Bytes)))
 	fmt.Fprintf(w, "start:      %s\n", fmtTime(in.StartNs))
 	fmt.Fprintf(w, "end:        %s\n", fmtTime(in.EndNs))
-	if in.HeldEndNs > in.HeldStartNs && (in.HeldStartNs != in.StartNs || in.HeldEndNs != in.EndNs) {
-		fmt.Fprintf(w, "duration:   %s asked, %s held (%s to %s)\n", fmtDur(in.EndNs-in.StartNs), fmtDur(in.HeldEndNs-in.HeldStartNs),
-			fmtTime(in.HeldStartNs), fmtTime(in.HeldEndNs))
+	if from, to, ok := heldSpan(in); ok && (from != in.StartNs || to != in.EndNs) {
+		fmt.Fprintf(w, "duration:   %s asked, %s held (%s to %s)\n", fmtDur(in.EndNs-in.StartNs), fmtDur(to-from),
+			fmtTime(from), fmtTime(to))
 	} else {
 		fmt.Fprintf(w, "duration:   %s\n", fmtDur(in.EndNs-in.StartNs))
 	}
@@ -147,6 +147,20 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 			topicHeld(&t), t.Overwritten, t.LostAtSource, t.Oversize, t.SkippedBusy, typ)
 	}
 	tw.Flush()
+}
+
+// heldSpan is the part of the asked window the dump's messages cover:
+// first to last message, within [StartNs, EndNs] (keep_last messages from
+// before the window do not lengthen it).
+func heldSpan(in *dumpfile.Info) (from, to int64, ok bool) {
+	if in.HeldEndNs <= in.HeldStartNs && in.Messages == 0 {
+		return 0, 0, false
+	}
+	from, to = in.HeldStartNs, in.HeldEndNs
+	if in.StartNs != 0 || in.EndNs != 0 {
+		from, to = max(from, in.StartNs), min(to, in.EndNs)
+	}
+	return from, max(from, to), true
 }
 
 // triggerWindow renders the window a trigger selected, relative to its

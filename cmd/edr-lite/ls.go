@@ -67,19 +67,17 @@ separately; "edr-lite recover" salvages them.`,
 	return rc
 }
 
-// heldOf renders the window a dump holds (first to last message), "of"
-// the window asked when that is longer: "7.7s of 20s".
+// heldOf renders the window a dump holds (first to last message, within
+// the window asked), "of" the window asked when that is longer: "7.7s of
+// 20s".
 func heldOf(in *dumpfile.Info) string {
 	asked := in.EndNs - in.StartNs
-	if in.HeldEndNs <= in.HeldStartNs {
-		if in.Messages == 0 {
-			return "0s of " + fmtDur(asked)
-		}
-		return fmtDur(asked)
+	from, to, ok := heldSpan(in)
+	if !ok {
+		return "0s of " + fmtDur(asked)
 	}
-	held := in.HeldEndNs - in.HeldStartNs
-	if fmtDur(held) == fmtDur(asked) {
-		return fmtDur(held)
+	if held := fmtDur(to - from); held != fmtDur(asked) {
+		return held + " of " + fmtDur(asked)
 	}
-	return fmtDur(held) + " of " + fmtDur(asked)
+	return fmtDur(asked)
 }
