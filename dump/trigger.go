@@ -21,12 +21,12 @@ type TriggerParams struct {
 	// dumpinfo.SourceAPI when empty); Rule names the rule when a rule
 	// fired.
 	Source, Rule string
-	// TimeNs is the trigger instant (0 = the recorder clock's now, or the
-	// newest message with At dumpinfo.AtLast).
+	// TimeNs is the trigger instant (0 = the recorder clock's now).
 	TimeNs int64
 	// At dumpinfo.AtLast anchors the trigger at the newest message of the
-	// selected topics instead of now: a dump asked for after the producers
-	// went silent holds their last window. TimeNs must then be 0.
+	// selected topics instead: a dump asked for after the producers went
+	// silent holds their last window. TimeNs (or now) is then recorded as
+	// when it was asked (dumpinfo.Trigger.RequestedNs).
 	At string
 	// Pre and Post, when set, override every selected topic's windows
 	// (nil = the topics' own; zero is zero).
@@ -51,7 +51,7 @@ func (p *TriggerParams) record(id TriggerID, from, to, requested int64) dumpinfo
 	if p.Post != nil {
 		t.PostNs, t.PostSet = int64(*p.Post), true
 	}
-	if requested != p.TimeNs {
+	if p.At == dumpinfo.AtLast {
 		t.RequestedNs = requested
 	}
 	return t
@@ -117,6 +117,7 @@ func (d *Dumper) Trigger(p TriggerParams) (TriggerID, error) {
 		p.Source = dumpinfo.SourceAPI
 	}
 	now := d.rec.Now()
+	requested := now
 	switch p.At {
 	case dumpinfo.AtNow:
 		if p.TimeNs == 0 {
@@ -124,7 +125,7 @@ func (d *Dumper) Trigger(p TriggerParams) (TriggerID, error) {
 		}
 	case dumpinfo.AtLast:
 		if p.TimeNs != 0 {
-			return 0, fmt.Errorf("dump: trigger %q: At %q and a TimeNs exclude each other", p.Reason, p.At)
+			requested = p.TimeNs // a rule's message time
 		}
 		t, ok := d.rec.Newest(p.Topics)
 		if !ok {
@@ -149,7 +150,7 @@ func (d *Dumper) Trigger(p TriggerParams) (TriggerID, error) {
 	d.nextTrig++
 	id := TriggerID(d.nextTrig)
 	from, to, due := windowHull(sel, p.TimeNs, int64(d.rec.Guard()))
-	rec := p.record(id, from, to, now)
+	rec := p.record(id, from, to, requested)
 	if d.cfg.Policy == PolicyMerge {
 		for _, j := range d.pending {
 			if j.writing || to < j.from || from > j.to {

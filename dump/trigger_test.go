@@ -207,3 +207,28 @@ func TestShortCauses(t *testing.T) {
 		t.Errorf("stopped dump: %+v, want end short %q", info.Topics[0], dumpinfo.ShortStopped)
 	}
 }
+
+// TestTriggerAtLastFromARule: a rule's trigger at the last message records
+// the rule's message time as when it was asked.
+func TestTriggerAtLastFromARule(t *testing.T) {
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(100 * time.Millisecond), Post: new(time.Duration(0)), Guard: new(time.Duration(0))}})
+	ids := discover(t, r, "a")
+	feed(r, vc, ids, t0, t0+500*ms, 10*ms)
+	ruleTime := t0 + 2000*ms
+	vc.Set(t0 + 2100*ms)
+	id, err := r.Trigger(TriggerParams{Reason: "silent", Source: dumpinfo.SourceLua, Rule: "hb", TimeNs: ruleTime, At: dumpinfo.AtLast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := wait(t, r, id)
+	if tr := res.Records[0]; tr.TimeNs != t0+500*ms || tr.RequestedNs != ruleTime || res.Messages != 11 {
+		t.Errorf("record %+v with %d messages, want anchored at the last message, asked at the rule's time", tr, res.Messages)
+	}
+	now, err := r.Trigger(TriggerParams{Reason: "now", TimeNs: t0 + 400*ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := wait(t, r, now).Records[0]; tr.RequestedNs != 0 || tr.At != "" {
+		t.Errorf("a trigger at a given time records %+v, want no RequestedNs", tr)
+	}
+}

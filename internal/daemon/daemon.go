@@ -375,9 +375,6 @@ func (d *Daemon) HTTPAddr() string {
 func (d *Daemon) ruleTriggered(t scripts.Trigger) {
 	p := dump.TriggerParams{Reason: t.Reason, Source: dumpinfo.SourceLua, Rule: t.Rule, TimeNs: t.TimeNs,
 		At: t.At, Pre: t.Pre, Post: t.Post, Topics: t.Topics, Tag: t.Tag, Severity: t.Severity, Params: t.Params}
-	if t.At == dumpinfo.AtLast {
-		p.TimeNs = 0 // the recorder finds the newest message
-	}
 	id, err := d.dumper.Trigger(p)
 	if err != nil {
 		d.log.Warn("rule trigger not accepted", "rule", t.Rule, "reason", t.Reason, "err", err)
