@@ -261,7 +261,9 @@ func TestE2EBuiltinRuleUsesRecorderWindows(t *testing.T) {
 	}
 	// #15.11: SIGHUP and "reload" reload a built-in rule (from the binary)
 	r.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, func() bool { return strings.Contains(r.logs.String(), "rules reloaded") || strings.Contains(r.logs.String(), "rule reload") },
+	waitFor(t, func() bool {
+		return strings.Contains(r.logs.String(), "rules reloaded") || strings.Contains(r.logs.String(), "rule reload")
+	},
 		"the SIGHUP reload")
 	if l := r.logs.String(); strings.Contains(l, "rule reload") || strings.Contains(l, "no such file") {
 		t.Errorf("SIGHUP reload of a built-in rule failed:\n%s", l)
