@@ -283,13 +283,37 @@ func Load(path string) (*File, error) {
 }
 
 // Parse decodes data (named name in errors) over the defaults and checks
-// what can be checked from the file alone. A syntax error stops the parse
-// (nil and one *Problem in Errors); otherwise every problem found is
-// returned as Errors, each with its line, along with the decoded File so
-// that the checks that need the packages (rules, sources, the recorder's
-// limits: internal/daemon.Check) can report theirs too. Use the File only
-// when the error is nil, or to find more problems.
+// what can be checked from the file alone. On any problem it returns nil
+// and Errors, every problem found, each with its line (a syntax error
+// stops the parse: then it is the only one). The checks that need the
+// packages (rules, sources, the recorder's limits) are
+// internal/daemon.Check's.
 func Parse(name string, data []byte) (*File, error) {
+	f, ps := parse(name, data)
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	return f, nil
+}
+
+// LoadForCheck is Load for a checker that goes on past the file's own
+// problems: it returns the decoded file with them (nil file only when the
+// file cannot be read or has a syntax error, err then says why), so that
+// the checks that need the packages report theirs too.
+func LoadForCheck(path string) (*File, Errors, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, ps := parse(path, data)
+	if f == nil {
+		return nil, nil, ps
+	}
+	return f, ps, nil
+}
+
+// parse decodes and checks data; a nil File means a syntax error.
+func parse(name string, data []byte) (*File, Errors) {
 	f := defaultFile()
 	f.name = name
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(f)
@@ -306,10 +330,7 @@ func Parse(name string, data []byte) (*File, error) {
 		ps = append(ps, &Problem{File: name, Line: lineOfKey(data, k), Msg: fmt.Sprintf("unknown key %q", k.String())})
 	}
 	ps = append(ps, f.check()...)
-	if len(ps) > 0 {
-		return f, ps.Sorted()
-	}
-	return f, nil
+	return f, ps.Sorted()
 }
 
 // lineOfKey finds the line where the last component of key is assigned, at

@@ -27,9 +27,8 @@ import (
 // config.Errors with every problem found (the file's own and Check's),
 // each with its file and line.
 func Load(path string) (*config.File, error) {
-	f, err := config.Load(path)
-	var ps config.Errors
-	if err != nil && (f == nil || !errors.As(err, &ps)) {
+	f, ps, err := config.LoadForCheck(path)
+	if err != nil {
 		return nil, err // unreadable, or a syntax error: nothing more to check
 	}
 	ps = append(ps, check(f, len(ps) > 0)...)
