@@ -53,18 +53,22 @@ func BenchmarkIngestClockEach(b *testing.B) {
 	for _, n := range []int{64, 1024} {
 		b.Run(fmt.Sprint("size=", n), func(b *testing.B) {
 			r, ids := newIngestRecorder(b, 1, ringBytesFor(n))
-			p := makePayload(n)
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			ok := 0
-			for b.Loop() {
-				if r.Ingest(ids[0], 1, p) {
-					ok++
-				}
-			}
-			sink += ok
+			benchIngestClockEach(b, r, ids[0], n)
 		})
 	}
+}
+
+func benchIngestClockEach(b *testing.B, r *engine.Recorder, id ingest.TopicID, n int) {
+	p := makePayload(n)
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	ok := 0
+	for b.Loop() {
+		if r.Ingest(id, 1, p) {
+			ok++
+		}
+	}
+	sink += ok
 }
 
 // BenchmarkCopy is the same-run ceiling: a plain copy of the same payloads
