@@ -145,7 +145,7 @@ func New(opts Options) (d *Daemon, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s (%s): %w", key, addr, err)
 		}
-		if got, err := u.RcvBuf(); err == nil && got < rcvbuf {
+		if got, err := u.RcvBuf(); err == nil && got/2 < rcvbuf {
 			// the kernel reports twice what it grants; less than asked
 			// means net.core.rmem_max capped it (no CAP_NET_ADMIN)
 			d.log.Warn("UDP receive buffer smaller than configured: bursts may be dropped (counted); raise net.core.rmem_max or run with CAP_NET_ADMIN",
