@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkIngest: one topic, one writer, the ingest path as every source
-// drives it (ARCHITECTURE.md, "Source → recorder"): Recorder.Now read once
+// drives it (ARCHITECTURE.md, "Source → recorder (`ingest.Sink`)"): Recorder.Now read once
 // per batch of ingestBatch messages, IngestAt for each.
 func BenchmarkIngest(b *testing.B) {
 	for _, n := range sizes {
