@@ -3,6 +3,8 @@ package dump
 import (
 	"os"
 	"time"
+
+	"github.com/edr-lite/edr-lite/internal/defaults"
 )
 
 // Policy says what happens to a trigger whose window overlaps a dump that
@@ -17,12 +19,12 @@ const (
 	PolicySeparate Policy = "separate"
 )
 
-// Dump defaults.
+// Dump defaults (the user-facing ones from internal/defaults/defaults.go).
 const (
 	DefaultHookQueue    = 16
-	DefaultStopTimeout  = 10 * time.Second
+	DefaultStopTimeout  = defaults.StopDeadline
 	DefaultPollInterval = 2 * time.Millisecond
-	DefaultFrameSize    = 1 << 20
+	DefaultFrameSize    = defaults.FrameSize
 )
 
 // Config configures a Dumper: dump files, triggers and hooks.
@@ -52,17 +54,23 @@ type Config struct {
 	FrameSize int
 	// Policy for overlapping triggers (PolicyMerge when "").
 	Policy Policy
-	// MaxPerMinute caps the dumps started per minute of clock time
+	// MaxPerMinute caps the dumps rules start per minute of clock time
 	// (0 = no cap). Excess triggers are rejected with ErrRateLimited and
 	// counted.
 	MaxPerMinute int
+	// MaxManualPerMinute caps, apart, the dumps operators start per minute
+	// (triggers whose Source is not dumpinfo.SourceLua: control socket,
+	// signal, Go API), so a rule that spends its budget never eats an
+	// operator's trigger (0 = no cap).
+	MaxManualPerMinute int
 	// ReorderWindow, when > 0, writes each dump in producer-time order
 	// (capture time for messages without one) through a bounded reorder
 	// stage holding this much capture time, at most ReorderMaxMessages
 	// (DefaultReorderMaxMessages when 0) messages. Off: capture order.
 	ReorderWindow      time.Duration
 	ReorderMaxMessages int
-	// Hooks are called after each finalized dump, on their own goroutine.
+	// Hooks are told every dump's outcome (written or not), on their own
+	// goroutine.
 	Hooks []Hook
 	// HookQueue bounds the results waiting for the hooks
 	// (DefaultHookQueue when 0); when full, results are dropped for the
@@ -122,6 +130,13 @@ func (d Config) withDefaults() Config {
 	return d
 }
 
+// Validate applies the defaults to a copy of d and checks it, as New does,
+// without touching the directory.
+func (d Config) Validate() error {
+	d = d.withDefaults()
+	return d.validate()
+}
+
 func (d *Config) validate() error {
 	if d.Dir == "" {
 		return configErr("Dir", "required")
@@ -151,6 +166,9 @@ func (d *Config) validate() error {
 	}
 	if d.MaxPerMinute < 0 {
 		return configErr("MaxPerMinute", "must be >= 0, got %d", d.MaxPerMinute)
+	}
+	if d.MaxManualPerMinute < 0 {
+		return configErr("MaxManualPerMinute", "must be >= 0, got %d", d.MaxManualPerMinute)
 	}
 	if d.HookQueue < 0 {
 		return configErr("HookQueue", "must be >= 0, got %d", d.HookQueue)

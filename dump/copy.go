@@ -145,7 +145,8 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 // account builds the dump's self-description from the merge's per-topic
 // figures: what each window lost, and the drops that fall in it.
 func (d *Dumper) account(j *job, srcs []*source, res *Result) dumpinfo.Info {
-	info := dumpinfo.Info{Triggers: j.records, Writer: d.cfg.WriterName, StartNs: j.from, EndNs: j.to, CreatedNs: d.rec.Now()}
+	now := d.rec.Now()
+	info := dumpinfo.Info{Triggers: j.records, Writer: d.cfg.WriterName, StartNs: j.from, EndNs: j.to, CreatedNs: now}
 	if host, err := os.Hostname(); err == nil {
 		info.Host = host
 	}
@@ -167,8 +168,13 @@ func (d *Dumper) account(j *job, srcs []*source, res *Result) dumpinfo.Info {
 		if !exact {
 			upper = append(upper, s.acct.Topic)
 		}
+		s.acct.WindowFromNs, s.acct.WindowToNs = s.w.From, s.w.To
+		s.acct.StartShort, s.acct.EndShort = shortCauses(&s.acct, d.rec.Coverage(&s.w.Window), now)
 		res.Messages += s.acct.Messages
 		res.Lost += s.acct.Overwritten
+		res.Oversize += s.acct.Oversize
+		res.SkippedBusy += s.acct.SkippedBusy
+		res.LostAtSource += s.acct.LostAtSource
 		info.Topics = append(info.Topics, s.acct)
 	}
 	if len(upper) > 0 || len(startLost) > 0 {
@@ -181,4 +187,29 @@ func (d *Dumper) account(j *job, srcs []*source, res *Result) dumpinfo.Info {
 		}
 	}
 	return info
+}
+
+// shortCauses says why a topic's held window (a.FirstNs, a.LastNs) starts
+// after or ends before the window asked (a.WindowFromNs, a.WindowToNs),
+// from what the recorder knows (cov) and when the dump was written (now).
+// A shortfall with no known cause (a slow or silent topic) gets "".
+func shortCauses(a *dumpinfo.TopicAccount, cov engine.Coverage, now int64) (start, end string) {
+	from, to := a.WindowFromNs, a.WindowToNs
+	if a.Messages == 0 || a.FirstNs > from {
+		switch {
+		case cov.DiscoveredNs > from:
+			start = dumpinfo.ShortNotRecorded
+		case a.Overwritten > 0 || cov.EvictedBelowNs > from:
+			start = dumpinfo.ShortOverwritten
+		}
+	}
+	if a.Messages == 0 || a.LastNs < to {
+		switch {
+		case now < to:
+			end = dumpinfo.ShortStopped
+		case cov.OfflineNs != 0 && cov.OfflineNs < to:
+			end = dumpinfo.ShortOffline
+		}
+	}
+	return start, end
 }

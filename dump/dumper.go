@@ -33,8 +33,10 @@ type Dumper struct {
 	byTrig   map[TriggerID]*job
 	nextTrig uint64
 	nextDump uint64
-	recent   []int64 // clock times of dumps started, for the rate limit
-	leftover []string
+	recent   []int64 // clock times of dumps rules started, for the rate limit
+	// recentManual: the same for operators' dumps (their own limit)
+	recentManual []int64
+	leftover     []string
 
 	wake     chan struct{}
 	stop     chan struct{}
@@ -49,11 +51,15 @@ type Dumper struct {
 	failed      atomic.Uint64
 	coalesced   atomic.Uint64
 	rateLimited atomic.Uint64
-	refusedDisk atomic.Uint64
-	hookDropped atomic.Uint64
-	rotated     atomic.Uint64
-	lastErr     atomic.Pointer[string]
-	gid         int // group of dump files, -1: the process's
+	// manual triggers refused by their own rate limit; triggers refused
+	// because they selected nothing, by origin
+	rateLimitedManual          atomic.Uint64
+	refusedManual, refusedRule atomic.Uint64
+	refusedDisk                atomic.Uint64
+	hookDropped                atomic.Uint64
+	rotated                    atomic.Uint64
+	lastErr                    atomic.Pointer[string]
+	gid                        int // group of dump files, -1: the process's
 }
 
 // New validates cfg, prepares the dump directory (created if missing,
@@ -282,8 +288,19 @@ func (d *Dumper) runJob(j *job) {
 	d.rec.SetBusy(false)
 	d.writing.Store(false)
 	res.Triggers = j.trigs
+	res.Records = j.records
 	for _, rec := range j.records {
 		res.Reasons = append(res.Reasons, rec.Reason)
+	}
+	switch {
+	case res.Err == nil:
+		res.Status = StatusWritten
+	case errors.Is(res.Err, ErrStopped):
+		res.Status = StatusAbandoned
+	case errors.Is(res.Err, ErrDiskLow):
+		res.Status = StatusRefused
+	default:
+		res.Status = StatusFailed
 	}
 	if res.Err != nil {
 		d.failed.Add(1)
@@ -299,12 +316,10 @@ func (d *Dumper) runJob(j *job) {
 		d.rec.Unpin(j.topics[id].Window)
 	}
 	close(j.done)
-	if res.Err == nil {
-		select {
-		case d.hookq <- res:
-		default:
-			d.hookDropped.Add(1)
-		}
+	select { // failures too: hooks hear every outcome (Result.Status)
+	case d.hookq <- res:
+	default:
+		d.hookDropped.Add(1)
 	}
 }
 

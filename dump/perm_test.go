@@ -19,7 +19,7 @@ func TestDumpFileModes(t *testing.T) {
 	defer syscall.Umask(old)
 	write := func(cfg Config) (file, dir os.FileInfo) {
 		t.Helper()
-		r, vc, d := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: 10 * time.Millisecond, Guard: time.Millisecond}, Dump: cfg})
+		r, vc, d := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Second), Post: new(10 * time.Millisecond), Guard: new(time.Millisecond)}, Dump: cfg})
 		ids := discover(t, r, "a")
 		feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 		id, err := r.Trigger(TriggerParams{Reason: "perm"})

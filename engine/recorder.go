@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/edr-lite/edr-lite/arena"
 	"github.com/edr-lite/edr-lite/ingest"
@@ -21,10 +20,9 @@ import (
 // discovered with MultiProducer. Close must not run concurrently with
 // Ingest: stop sources first.
 type Recorder struct {
-	cfg    Config
-	clk    clock.Clock
-	coarse *clock.Coarse // owned clock, closed by Close (nil when cfg.Clock set)
-	arena  *arena.Arena
+	cfg   Config
+	clk   clock.Clock
+	arena *arena.Arena
 
 	// table is indexed by TopicID; slots are written under mu and read
 	// lock-free on the hot path.
@@ -55,6 +53,10 @@ type topic struct {
 	skippedBusy dropLog       // messages dropped while a dump was written (BusySkipData)
 	sourceLost  dropLog       // messages the source reported lost before they reached the recorder
 	onlineNs    atomic.Int64  // when the topic was (re)discovered
+	offlineNs   atomic.Int64  // when the topic last went offline
+	// discoveredNs is when the topic was first discovered (set before the
+	// topic is published, never changed).
+	discoveredNs int64
 	// pins counts open Readers and pending dumps that need the ring; a
 	// destroy_on_offline topic's ring is freed when it drops to zero.
 	pins  atomic.Int32
@@ -81,8 +83,7 @@ func New(cfg Config) (*Recorder, error) {
 		busySkip: cfg.BusySkipData,
 	}
 	if r.clk == nil {
-		r.coarse = clock.NewCoarse(clock.System{}, time.Millisecond)
-		r.clk = r.coarse
+		r.clk = clock.System{}
 	}
 	return r, nil
 }
@@ -130,7 +131,8 @@ func (r *Recorder) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
 		block:    blk,
 		multi:    info.MultiProducer,
 	}
-	t.onlineNs.Store(r.clk.Now())
+	t.discoveredNs = r.clk.Now()
+	t.onlineNs.Store(t.discoveredNs)
 	t.online.Store(true)
 	r.topics = append(r.topics, t)
 	r.byName[key] = t.id
@@ -184,8 +186,9 @@ func (r *Recorder) Lost(id ingest.TopicID, atNs int64, n uint64) {
 	}
 }
 
-// Ingest is IngestAt stamped with the recorder's clock (one clock read; with
-// the default coarse clock an atomic load).
+// Ingest is IngestAt stamped with the recorder's clock, read at this call
+// (with the default system clock one clock_gettime, tens of ns: a source
+// with batches reads Now once per batch and calls IngestAt).
 func (r *Recorder) Ingest(id ingest.TopicID, genNs int64, payload []byte) bool {
 	return r.IngestAt(id, r.clk.Now(), genNs, payload)
 }
@@ -197,6 +200,7 @@ func (r *Recorder) Ingest(id ingest.TopicID, genNs int64, payload []byte) bool {
 // ingest for id after calling Offline.
 func (r *Recorder) Offline(id ingest.TopicID) {
 	if t := r.topic(id); t != nil {
+		t.offlineNs.Store(r.clk.Now())
 		t.online.Store(false)
 		r.maybeFree(t)
 	}
@@ -297,9 +301,6 @@ func (r *Recorder) Close() error {
 	}
 	release := r.readers == 0
 	r.mu.Unlock()
-	if r.coarse != nil {
-		r.coarse.Close()
-	}
 	if release {
 		return r.arena.Close()
 	}

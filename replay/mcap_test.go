@@ -167,6 +167,32 @@ func (s *segmentSink) IngestAt(_ ingest.TopicID, _, gen int64, b []byte) bool {
 func (s *segmentSink) Offline(ingest.TopicID)             {}
 func (s *segmentSink) Lost(ingest.TopicID, int64, uint64) {}
 
+// drainingShm is a ShmOutput whose Close first drains every segment, as a
+// consumer would before the output removes them.
+type drainingShm struct {
+	*ShmOutput
+	t      *testing.T
+	dir    string
+	topics []Topic
+	out    map[string]*segmentSink
+}
+
+func (d *drainingShm) Open(topics []Topic) error {
+	d.topics = topics
+	return d.ShmOutput.Open(topics)
+}
+
+func (d *drainingShm) Close() error {
+	for _, tp := range d.topics {
+		s := &segmentSink{}
+		if _, err := shm.DrainFile(filepath.Join(d.dir, shm.SegmentFileName(tp.Name, tp.Channel)), s, shm.ConsumerOptions{}); err != nil {
+			d.t.Error(err)
+		}
+		d.out[tp.String()] = s
+	}
+	return d.ShmOutput.Close()
+}
+
 // replayToShm replays paths into fresh segments and drains every segment.
 func replayToShm(t *testing.T, paths []string) map[string]*segmentSink {
 	t.Helper()
@@ -176,19 +202,13 @@ func replayToShm(t *testing.T, paths []string) map[string]*segmentSink {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	st, err := p.Run(context.Background(), NewShm(ShmOptions{Dir: dir, Capacity: 8 << 20}))
+	out := &drainingShm{ShmOutput: NewShm(ShmOptions{Dir: dir, Capacity: 8 << 20, DrainWait: time.Millisecond}), t: t, dir: dir,
+		out: map[string]*segmentSink{}}
+	st, err := p.Run(context.Background(), out)
 	if err != nil || st.Dropped != 0 {
 		t.Fatalf("replay to shm: %+v, %v", st, err)
 	}
-	out := map[string]*segmentSink{}
-	for _, tp := range p.Topics() {
-		s := &segmentSink{}
-		if _, err := shm.DrainFile(filepath.Join(dir, shm.SegmentFileName(tp.Name, tp.Channel)), s, shm.ConsumerOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		out[tp.String()] = s
-	}
-	return out
+	return out.out
 }
 
 // TestReplayMCAPToShm replays a pack dump and its MCAP export into shm

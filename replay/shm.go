@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/edr-lite/edr-lite/shm"
 )
@@ -21,18 +22,29 @@ type ShmOptions struct {
 	Capacity int
 	// Mode is the segments' permission bits (0600 when 0).
 	Mode os.FileMode
+	// DrainWait is how long Close waits for a consumer to drain and remove
+	// the closed segments before it removes them itself
+	// (DefaultDrainWait when 0).
+	DrainWait time.Duration
 }
+
+// DefaultDrainWait is ShmOptions.DrainWait's default.
+const DefaultDrainWait = 500 * time.Millisecond
 
 // ShmOutput publishes each topic into its own shared-memory segment
 // through a shm.Producer, with the recorded producer time (gen_ts) and the
 // payload bytes exactly as recorded; the topic's name, channel and type are
-// carried over. Close closes the producers: the segment files stay, marked
-// closed, for the consumer to drain and remove.
+// carried over. Close closes the producers (each segment is marked closed),
+// gives a consumer DrainWait to drain and remove them, and removes what is
+// left: a replay leaves no segment behind, whether or not a recorder was
+// listening. Removing a segment a consumer has mapped loses nothing: the
+// consumer reads what is left of a removed segment.
 //
 // An ShmOutput is not safe for concurrent use (the Player drives it).
 type ShmOutput struct {
 	opts  ShmOptions
 	prods []*shm.Producer
+	files []os.FileInfo // each segment as created, so Close removes only its own
 }
 
 // NewShm returns an Output into the segment directory opts.Dir.
@@ -51,7 +63,14 @@ func (o *ShmOutput) Open(topics []Topic) error {
 			o.Close()
 			return fmt.Errorf("replay: shm segment for %s: %w", t, err)
 		}
+		fi, err := os.Lstat(p.Path())
+		if err != nil {
+			p.Close()
+			o.Close()
+			return fmt.Errorf("replay: shm segment for %s: %w", t, err)
+		}
 		o.prods = append(o.prods, p)
+		o.files = append(o.files, fi)
 	}
 	return nil
 }
@@ -65,14 +84,36 @@ func (o *ShmOutput) Write(m *Message) error {
 	return err
 }
 
-// Close closes every producer.
+// Close closes every producer, waits up to DrainWait for a consumer to
+// remove the segments, and removes those still there that are its own.
 func (o *ShmOutput) Close() error {
-	var first error
-	for _, p := range o.prods {
-		if err := p.Close(); err != nil && first == nil {
-			first = err
+	var errs []error
+	paths := make([]string, len(o.prods))
+	for i, p := range o.prods {
+		paths[i] = p.Path()
+		if err := p.Close(); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	o.prods = nil
-	return first
+	wait := o.opts.DrainWait
+	if wait <= 0 {
+		wait = DefaultDrainWait
+	}
+	deadline := time.Now().Add(wait)
+	for i := 0; i < len(paths); {
+		fi, err := os.Lstat(paths[i])
+		switch {
+		case err != nil || !os.SameFile(fi, o.files[i]):
+			i++ // removed by the consumer (or replaced: not ours)
+		case time.Now().Before(deadline):
+			time.Sleep(10 * time.Millisecond)
+		default:
+			if err := os.Remove(paths[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			i++
+		}
+	}
+	o.prods, o.files = nil, nil
+	return errors.Join(errs...)
 }

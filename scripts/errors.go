@@ -1,6 +1,10 @@
 package scripts
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Sentinel errors. Errors returned by Load and Reload wrap one of these and
 // name the rule file and, where there is one, the line.
@@ -23,3 +27,18 @@ var (
 	// LiveOptions.ControlWait, so a reload could not be carried out.
 	ErrBusy = errors.New("scripts: rule busy in a callback")
 )
+
+// UnknownParamsError is returned by Load when the configuration gives a
+// rule params it does not declare (a typo such as "topik"). It matches
+// ErrDeclaration.
+type UnknownParamsError struct {
+	File     string
+	Names    []string // the unknown ones, sorted
+	Declared []string // what the rule declares, sorted
+}
+
+func (e *UnknownParamsError) Error() string {
+	return fmt.Sprintf("%v: %s: unknown params %s", ErrDeclaration, e.File, strings.Join(e.Names, ", "))
+}
+
+func (e *UnknownParamsError) Unwrap() error { return ErrDeclaration }

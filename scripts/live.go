@@ -133,6 +133,15 @@ func (l *Live) Status() []RuleStatus {
 	return out
 }
 
+// Decl returns the declaration of the i-th rule (Status order), as
+// currently loaded (a reload may change it).
+func (l *Live) Decl(i int) Decl {
+	ru := l.runners[i]
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	return ru.rule.Decl()
+}
+
 // Reload reloads the named rule from its file on the rule's goroutine; see
 // Host.Reload.
 func (l *Live) Reload(name string) error {

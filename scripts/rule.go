@@ -21,8 +21,9 @@ import (
 type Message struct {
 	// Topic is the topic name, e.g. "vehicle/speed".
 	Topic string
-	// TS is the capture time in UNIX ns; it is the message time rules see
-	// as m.ts and now().
+	// TS is the capture time in UNIX ns. A rule whose time is TimeCapture
+	// sees it as m.ts and now(); a TimeProducer rule (the default) sees
+	// GenTS instead when the producer gave one.
 	TS int64
 	// GenTS is the generation time the source reported (0 when unknown).
 	GenTS int64
@@ -42,11 +43,18 @@ type Trigger struct {
 	Tag string
 	// Severity defaults to 1.
 	Severity int
-	// TimeNs is the message time the trigger fired at.
+	// TimeNs is the capture time the trigger fired at: the capture time of
+	// the message being handled, or for a tick (and a TimeProducer rule's
+	// at = <time>) the rule's time mapped to capture time through its
+	// latest message.
 	TimeNs int64
+	// At is dumpinfo.AtLast ("last") when the rule asked for the dump to
+	// be anchored at the newest message of its topics; "" otherwise.
+	At string
 	// Pre and Post are the history to keep before and the time to keep
-	// recording after TimeNs; 0 means the recorder's default.
-	Pre, Post time.Duration
+	// recording after TimeNs; nil means the recorder's (the topics')
+	// windows, zero is zero.
+	Pre, Post *time.Duration
 	// Topics restricts the dump to these topic globs; nil means all.
 	Topics []string
 	// Params are the rule's effective parameters; shared between the
@@ -60,10 +68,13 @@ type DumpResult struct {
 	Reason   string
 	Bytes    int64
 	Messages int64
-	// TimeNs is when the dump finished; 0 keeps the rules' current time.
+	// TimeNs is when the dump finished (capture time); 0 keeps the rules'
+	// current time.
 	TimeNs int64
-	// Err is non-nil when the dump failed.
-	Err error
+	// Status is the outcome ("written", "failed", "refused",
+	// "abandoned"); Err is non-nil when the dump was not written.
+	Status string
+	Err    error
 }
 
 // Options configure a rule at load.
@@ -79,13 +90,32 @@ type Options struct {
 	// Logger receives log(...) lines and rule failures; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Time, when set (TimeProducer or TimeCapture), overrides the time
+	// domain the rule declares.
+	Time string
 }
+
+// Time domains a rule can run in (Decl.Time, Options.Time).
+const (
+	// TimeProducer: message time is the producer's time (m.gen_ts) when the
+	// message has one, else its capture time. Replay jitter, batching and
+	// a loaded recorder then cannot change what a rule computes from time
+	// differences. The default.
+	TimeProducer = "producer"
+	// TimeCapture: message time is the recorder's capture time (for rules
+	// about what the recorder sees, such as a heartbeat).
+	TimeCapture = "capture"
+)
 
 // Decl is a rule's declaration: rule{...} plus its parameters.
 type Decl struct {
-	Name         string
-	Topics       []string
-	Pre, Post    time.Duration
+	Name   string
+	Topics []string
+	// Pre and Post are the rule's windows; nil means the recorder's (the
+	// topics' own), zero is zero.
+	Pre, Post *time.Duration
+	// Time is the rule's time domain: TimeProducer or TimeCapture.
+	Time         string
 	Cooldown     time.Duration
 	MaxPerMinute int
 	// Tick is the on_tick period (1s when on_tick is defined and tick is
@@ -183,8 +213,12 @@ type Rule struct {
 	onTick     *lua.LFunction
 	onDump     *lua.LFunction
 
-	cur      *Message
+	cur *Message
+	// now is the rule's time (its time domain); capOff maps it to capture
+	// time: capture time of the latest message minus its rule time.
 	now      int64
+	capOff   int64
+	shipped  bool // loaded by LoadShipped: reloads read the embedded file
 	topicStr string
 	topicVal lua.LValue
 	topicSet bool // topicVal is stored in the view's methods table
@@ -323,11 +357,26 @@ func (r *Rule) load() error {
 		}
 		if len(unknown) > 0 {
 			sort.Strings(unknown)
-			return fmt.Errorf("%w: %s: unknown params %s", ErrDeclaration, r.file, strings.Join(unknown, ", "))
+			declared := make([]string, 0, len(r.paramSet))
+			for k := range r.paramSet {
+				declared = append(declared, k)
+			}
+			sort.Strings(declared)
+			return &UnknownParamsError{File: r.file, Names: unknown, Declared: declared}
 		}
 	}
 	for k, v := range r.opts.Params {
 		d.Params[k] = v
+	}
+	if r.opts.Time != "" {
+		d.Time = r.opts.Time
+	}
+	switch d.Time {
+	case "":
+		d.Time = TimeProducer
+	case TimeProducer, TimeCapture:
+	default:
+		return fmt.Errorf("%w: %s: time %q: want %q or %q", ErrDeclaration, r.file, d.Time, TimeProducer, TimeCapture)
 	}
 	if d.MaxPerMinute > 0 {
 		r.window = make([]int64, 0, d.MaxPerMinute)
@@ -367,17 +416,27 @@ func (r *Rule) Matches(topic string) bool {
 // Disabled reports whether the rule has been disabled by an error.
 func (r *Rule) Disabled() bool { return r.dead }
 
-// Feed delivers the ticks due up to m.TS, then m to on_message when the
-// topic matches. m and m.Data are not kept.
+// msgTime is m's time in the rule's time domain.
+func (r *Rule) msgTime(m *Message) int64 {
+	if r.decl.Time == TimeProducer && m.GenTS != 0 {
+		return m.GenTS
+	}
+	return m.TS
+}
+
+// Feed delivers the ticks due up to m's time, then m to on_message when
+// the topic matches. m and m.Data are not kept.
 func (r *Rule) Feed(m *Message) {
 	if r.dead {
 		return
 	}
-	r.advance(m.TS)
+	t := r.msgTime(m)
+	r.capOff = m.TS - t
+	r.advance(t)
 	if r.dead || !r.Matches(m.Topic) {
 		return
 	}
-	r.cur, r.now = m, m.TS
+	r.cur, r.now = m, t
 	r.storeFields(m)
 	err := r.call(r.onMessage, r.budget.Instructions, r.view)
 	r.cur = nil
@@ -387,11 +446,13 @@ func (r *Rule) Feed(m *Message) {
 	}
 }
 
-// Tick delivers the ticks due up to now (message time), for when no
-// message arrives to carry time forward.
-func (r *Rule) Tick(now int64) {
+// Tick delivers the ticks due up to captureNs, for when no message
+// arrives to carry time forward. captureNs is capture time (the
+// recorder's clock, or the last capture time replayed); a TimeProducer
+// rule maps it to its own time through its latest message.
+func (r *Rule) Tick(captureNs int64) {
 	if !r.dead {
-		r.advance(now)
+		r.advance(captureNs - r.capOff)
 	}
 }
 
@@ -402,13 +463,16 @@ func (r *Rule) DumpFinished(d DumpResult) {
 		return
 	}
 	if d.TimeNs != 0 {
-		r.now = d.TimeNs
+		r.now = d.TimeNs - r.capOff
 	}
 	t := r.L.NewTable()
 	t.RawSetString("path", lua.LString(d.Path))
 	t.RawSetString("reason", lua.LString(d.Reason))
 	t.RawSetString("bytes", lua.LNumber(d.Bytes))
 	t.RawSetString("messages", lua.LNumber(d.Messages))
+	if d.Status != "" {
+		t.RawSetString("status", lua.LString(d.Status))
+	}
 	if d.Err != nil {
 		t.RawSetString("error", lua.LString(d.Err.Error()))
 	}
@@ -595,6 +659,16 @@ func luaMessage(err error) string {
 		}
 	}
 	return err.Error()
+}
+
+// optDurationArg is durationArg for a window that may be left unset:
+// the result points to the value.
+func optDurationArg(v lua.LValue) (*time.Duration, error) {
+	d, err := durationArg(v)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
 }
 
 // durationArg converts a Lua duration: a string ("15s", "500ms") or a

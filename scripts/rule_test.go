@@ -57,8 +57,8 @@ rule { name = "d", topics = { topic, "b/**" }, pre = "15s", post = 2.5, cooldown
 function on_message(m) end
 function on_tick(now) end
 `, map[string]string{"gain": "5", "on": "true"})
-	want := Decl{Name: "d", Topics: []string{"vehicle/*", "b/**"}, Pre: 15 * time.Second, Post: 2500 * time.Millisecond,
-		Cooldown: time.Minute, MaxPerMinute: 4, Tick: 250 * time.Millisecond,
+	want := Decl{Name: "d", Topics: []string{"vehicle/*", "b/**"}, Pre: new(15 * time.Second), Post: new(2500 * time.Millisecond),
+		Time: TimeProducer, Cooldown: time.Minute, MaxPerMinute: 4, Tick: 250 * time.Millisecond,
 		Params: map[string]string{"topic": "vehicle/*", "gain": "5", "on": "true"}}
 	if got := r.Decl(); !reflect.DeepEqual(got, want) {
 		t.Errorf("decl\n got  %+v\n want %+v", got, want)
@@ -285,8 +285,19 @@ function on_message(m) out = m[acc](m, off) end`, nil)
 function on_message(m) out = table.concat({m.topic, m.ts, m.gen_ts, m.seq, m.size, m:str(0, 8), #m:bytes(0, 8)}, '|') end`, nil)
 	fields.Feed(&Message{Topic: "cam/front", TS: 1234567, GenTS: 1234000, Seq: 42, Data: []byte("hi\x00there!")})
 	mustNotBeDisabled(t, fields)
-	if got := fields.L.GetGlobal("out").String(); got != "cam/front|1234567|1234000|42|9|hi|8" {
+	// producer time by default: m.ts is the producer's time when given
+	if got := fields.L.GetGlobal("out").String(); got != "cam/front|1234000|1234000|42|9|hi|8" {
 		t.Errorf("fields = %q", got)
+	}
+	fields.Feed(&Message{Topic: "cam/front", TS: 1234567, Seq: 43, Data: []byte("hi\x00there!")})
+	if got := fields.L.GetGlobal("out").String(); got != "cam/front|1234567|0|43|9|hi|8" {
+		t.Errorf("fields without a producer time = %q, want m.ts the capture time", got)
+	}
+	capture, _ := load(t, `rule{name='f', topics='**', time='capture'}
+function on_message(m) out = table.concat({m.ts, m.gen_ts}, '|') end`, nil)
+	capture.Feed(&Message{Topic: "cam/front", TS: 1234567, GenTS: 1234000, Seq: 42, Data: []byte("x")})
+	if got := capture.L.GetGlobal("out").String(); got != "1234567|1234000" {
+		t.Errorf("time = 'capture' fields = %q", got)
 	}
 
 	bad := func(body, text string) {
@@ -324,7 +335,7 @@ function on_message(m) trigger{} end`, nil)
 	if st := r.Status(); st.TriggersFired != 4 || st.TriggersSuppressed != 7 {
 		t.Errorf("counters: %+v", st)
 	}
-	want := Trigger{Rule: "lim", Reason: "lim", Severity: 1, TimeNs: base, Pre: 15 * time.Second, Post: 5 * time.Second, Params: map[string]string{}}
+	want := Trigger{Rule: "lim", Reason: "lim", Severity: 1, TimeNs: base, Pre: new(15 * time.Second), Post: new(5 * time.Second), Params: map[string]string{}}
 	if !reflect.DeepEqual(f.list[0], want) {
 		t.Errorf("default trigger\n got  %+v\n want %+v", f.list[0], want)
 	}
@@ -337,7 +348,7 @@ function on_message(m) ok = trigger{ reason='r', pre=1, post='2s', topics={'x/*'
 	if got, want := f.times(base), []int64{0, 10000, 60000, 70000, 120000}; !reflect.DeepEqual(got, want) {
 		t.Errorf("max_per_minute 2: fired at %v ms, want %v", got, want)
 	}
-	want = Trigger{Rule: "rate", Reason: "r", Tag: "t", Severity: 3, TimeNs: base, Pre: time.Second, Post: 2 * time.Second, Topics: []string{"x/*"}, Params: map[string]string{}}
+	want = Trigger{Rule: "rate", Reason: "r", Tag: "t", Severity: 3, TimeNs: base, Pre: new(time.Second), Post: new(2 * time.Second), Topics: []string{"x/*"}, Params: map[string]string{}}
 	if !reflect.DeepEqual(f.list[0], want) {
 		t.Errorf("trigger fields\n got  %+v\n want %+v", f.list[0], want)
 	}

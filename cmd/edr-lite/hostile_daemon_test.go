@@ -116,7 +116,7 @@ func (d *runningDaemon) rules(t *testing.T) []ruleState {
 }
 
 // publish publishes on topic every 5 ms until stop is closed.
-func publish(t *testing.T, shmDir, topic string, stop chan struct{}, wg *sync.WaitGroup) {
+func publishUntil(t *testing.T, shmDir, topic string, stop chan struct{}, wg *sync.WaitGroup) {
 	t.Helper()
 	p, err := shm.NewProducer(shmDir, shm.ProducerOptions{Name: topic})
 	if err != nil {
@@ -180,7 +180,7 @@ http = "127.0.0.1:0"
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer func() { close(stop); wg.Wait() }()
-	publish(t, filepath.Join(d.dir, "shm"), "sensor/a", stop, &wg)
+	publishUntil(t, filepath.Join(d.dir, "shm"), "sensor/a", stop, &wg)
 	waitFor(t, func() bool { r := d.rules(t); return len(r) == 1 && r[0].Stuck }, "the rule reported stuck")
 	if r := d.rules(t)[0]; r.CallNs < int64(time.Second) || r.Disabled {
 		t.Errorf("stuck rule status %+v", r)
@@ -274,7 +274,7 @@ socket = "$DIR/edr.sock"
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer func() { close(stop); wg.Wait() }()
-	publish(t, filepath.Join(d.dir, "shm"), "sensor/a", stop, &wg)
+	publishUntil(t, filepath.Join(d.dir, "shm"), "sensor/a", stop, &wg)
 	waitFor(t, func() bool { r := d.rules(t); return len(r) == 1 && r[0].TriggersFired > 0 }, "the rule firing")
 
 	loop := "setmetatable(_G, {__index = function() while true do end end})\n"

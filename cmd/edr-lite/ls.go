@@ -17,7 +17,8 @@ func init() {
 func runLs(e *env) int {
 	c := newCommand(e, "ls", "edr-lite ls [DIR]",
 		`List the dumps (*.pack, *.mcap) in DIR (default: the current directory),
-oldest first, with trigger time, reason, size, duration and message count.
+oldest first, with trigger time, reason, size, the window held (first to last
+message; "of" the window asked when shorter) and message count.
 Leftover *.tmp files (a dump interrupted by a crash or power loss) are listed
 separately; "edr-lite recover" salvages them.`,
 		"edr-lite ls /var/lib/edr-lite/dumps", 0, 1)
@@ -34,7 +35,7 @@ separately; "edr-lite recover" salvages them.`,
 		return c.fail(err)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "TRIGGER TIME\tREASON\tSIZE\tDURATION\tMESSAGES\tFILE\n")
+	fmt.Fprintf(tw, "TRIGGER TIME\tREASON\tSIZE\tHELD\tMESSAGES\tFILE\n")
 	rc := exitOK
 	var total int64
 	for _, f := range l.Dumps {
@@ -55,7 +56,7 @@ separately; "edr-lite recover" salvages them.`,
 			}
 			reason = strings.Join(rs, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", when, reason, units.FormatSize(in.Size), fmtDur(in.EndNs-in.StartNs), in.Messages, n)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", when, reason, units.FormatSize(in.Size), heldOf(in), in.Messages, n)
 	}
 	tw.Flush()
 	fmt.Fprintf(e.stdout, "%d dumps, %s\n", len(l.Dumps), units.FormatSize(total))
@@ -64,4 +65,19 @@ separately; "edr-lite recover" salvages them.`,
 			f.Name, units.FormatSize(f.Size), f.Path, strings.TrimSuffix(f.Path, dump.TmpExt))
 	}
 	return rc
+}
+
+// heldOf renders the window a dump holds (first to last message, within
+// the window asked), "of" the window asked when that is longer: "7.7s of
+// 20s".
+func heldOf(in *dumpfile.Info) string {
+	asked := in.EndNs - in.StartNs
+	from, to, ok := heldSpan(in)
+	if !ok {
+		return "0s of " + fmtDur(asked)
+	}
+	if held := fmtDur(to - from); held != fmtDur(asked) {
+		return held + " of " + fmtDur(asked)
+	}
+	return fmtDur(asked)
 }

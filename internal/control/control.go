@@ -12,14 +12,21 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
 )
 
 // Request is one operation.
 type Request struct {
-	Op      string   `json:"op"` // "trigger", "status" or "reload"
-	Reason  string   `json:"reason,omitempty"`
-	Pre     string   `json:"pre,omitempty"`  // duration, "" = configured default
-	Post    string   `json:"post,omitempty"` // duration, "" = configured default
+	Op     string `json:"op"` // "trigger", "status" or "reload"
+	Reason string `json:"reason,omitempty"`
+	// Pre and Post are durations ("20s", "0s"); "" (absent) means the
+	// configured windows, "0s" a zero window.
+	Pre  string `json:"pre,omitempty"`
+	Post string `json:"post,omitempty"`
+	// At is "" (now) or "last": anchor the dump at the newest message of
+	// the selected topics.
+	At      string   `json:"at,omitempty"`
 	Topics  []string `json:"topics,omitempty"`
 	Tag     string   `json:"tag,omitempty"`
 	NoWait  bool     `json:"no_wait,omitempty"` // trigger: answer once accepted, not once written
@@ -34,6 +41,28 @@ type Response struct {
 	Path   string          `json:"path,omitempty"`   // finalized dump
 	Bytes  int64           `json:"bytes,omitempty"`  // dump size
 	Status json.RawMessage `json:"status,omitempty"` // status document
+	// Dump describes the dump a waited-for trigger ended in (written or
+	// not), which may be one another trigger started.
+	Dump *Dump `json:"dump,omitempty"`
+}
+
+// Dump is the outcome of the dump a trigger ended in.
+type Dump struct {
+	Status   string `json:"status"` // written, failed, refused, abandoned
+	Messages uint64 `json:"messages"`
+	// StartNs and EndNs bound the window the dump covers.
+	StartNs int64 `json:"start_ns"`
+	EndNs   int64 `json:"end_ns"`
+	// Merged is set when the trigger joined a dump another trigger
+	// started (the first of Triggers); Triggers are every trigger the
+	// dump holds, each with its reason, source and window.
+	Merged   bool               `json:"merged,omitempty"`
+	Triggers []dumpinfo.Trigger `json:"triggers"`
+	// Losses inside the window, by cause (see dumpinfo.TopicAccount).
+	Overwritten  uint64 `json:"overwritten"`
+	LostAtSource uint64 `json:"lost_at_source"`
+	Oversize     uint64 `json:"oversize"`
+	SkippedBusy  uint64 `json:"skipped_busy"`
 }
 
 // Handler carries out requests.

@@ -214,7 +214,7 @@ dst_ports = ["30490-30500", "7400"]
 	if !ec.BusySkipData || dc.ReorderWindow != 50*time.Millisecond {
 		t.Errorf("busy_skip_data / reorder not mapped: %+v", ec)
 	}
-	if ec.Guard >= 0 || len(ec.Topics) != 1 || !ec.Topics[0].OnlyFront || ec.Topics[0].KeepLast != 3 {
+	if ec.Guard == nil || *ec.Guard != 0 || len(ec.Topics) != 1 || !ec.Topics[0].OnlyFront || ec.Topics[0].KeepLast != 3 {
 		t.Errorf("engine config = %+v", ec)
 	}
 	flt, err := rawFilter(f.Sources.Raw[0].Filter)

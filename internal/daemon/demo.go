@@ -62,12 +62,12 @@ func DemoConfig(dumpDir, shmDir string) *config.File {
 	r.Guard = config.Duration(250 * time.Millisecond)
 	f.Rotation.MinFreeDisk = 16 << 20
 	f.Topics = []config.Topic{
-		{Match: demo.TopicCamera, MaxBytes: 64 << 20, MaxPacket: 1 << 20},
+		{Match: demo.TopicCamera, MaxBytes: new(config.Size(64 << 20)), MaxPacket: new(config.Size(1 << 20))},
 		{Match: demo.TopicCalibration, KeepLast: 1},
 	}
 	f.Sources.SHM = []config.SHMSource{{Dir: shmDir}}
-	f.Rules = []config.Rule{{Name: "hard_brake", Params: map[string]string{
-		"topic": demo.TopicSpeed, "pre": DemoPre.String(), "post": DemoPost.String(), "decel": "6"}}}
+	// the rule sets no window: its dumps use the recorder's pre and post
+	f.Rules = []config.Rule{{Name: "hard_brake", Params: map[string]string{"topic": demo.TopicSpeed, "decel": "6"}}}
 	f.Control.Socket = ""
 	f.Control.HTTP = ""
 	return f

@@ -38,11 +38,17 @@ type ArenaStatus struct {
 
 // DumpStatus counts dumps and triggers.
 type DumpStatus struct {
-	Written            uint64   `json:"written"`
-	Failed             uint64   `json:"failed"`
-	RefusedDisk        uint64   `json:"refused_low_disk"`
-	Coalesced          uint64   `json:"triggers_coalesced"`
-	RateLimited        uint64   `json:"triggers_rate_limited"`
+	Written     uint64 `json:"written"`
+	Failed      uint64 `json:"failed"`
+	RefusedDisk uint64 `json:"refused_low_disk"`
+	Coalesced   uint64 `json:"triggers_coalesced"`
+	RateLimited uint64 `json:"triggers_rate_limited"`
+	// ManualRateLimited counts operators' triggers refused by their own
+	// limit (max_manual_dumps_per_minute); ManualRefused and RuleRefused
+	// triggers that selected no topic or no message.
+	ManualRateLimited  uint64   `json:"manual_triggers_rate_limited"`
+	ManualRefused      uint64   `json:"manual_triggers_refused"`
+	RuleRefused        uint64   `json:"rule_triggers_refused"`
 	Rotated            uint64   `json:"rotated"`
 	HookResultsDropped uint64   `json:"hook_results_dropped"`
 	Pending            int      `json:"pending"`
@@ -74,8 +80,16 @@ type TopicStatus struct {
 	LostAtSource     uint64  `json:"lost_at_source"` // lost before reaching the recorder (shm overwrite, kernel drop)
 }
 
-// RuleStatus is one rule's figures.
-type RuleStatus = scripts.RuleStatus
+// RuleStatus is one rule's figures and the window its dumps use: the
+// rule's own, or the recorder's ([recorder] pre and post, to which
+// [[topic]] overrides still apply) as PreFrom / PostFrom say.
+type RuleStatus struct {
+	scripts.RuleStatus
+	PreS     float64 `json:"pre_s"`
+	PostS    float64 `json:"post_s"`
+	PreFrom  string  `json:"pre_from"`  // "rule" or "recorder"
+	PostFrom string  `json:"post_from"` // "rule" or "recorder"
+}
 
 // SourceStat is one source's figures.
 type SourceStat struct {
@@ -95,6 +109,7 @@ func (d *Daemon) Status() Status {
 		Arena: ArenaStatus{Total: st.Arena.Total, Used: st.Arena.Used, LargestFree: st.Arena.LargestFree, Locked: st.Arena.Locked},
 		Dumps: DumpStatus{Written: ds.Written, Failed: ds.Failed, RefusedDisk: ds.RefusedDisk,
 			Coalesced: ds.TriggersCoalesced, RateLimited: ds.TriggersRateLimited, Rotated: ds.Rotated,
+			ManualRateLimited: ds.ManualRateLimited, ManualRefused: ds.ManualRefused, RuleRefused: ds.RuleRefused,
 			HookResultsDropped: ds.HookResultsDropped, Pending: ds.Pending, Dumping: ds.Dumping,
 			LastError: ds.LastError, LeftoverTmp: ds.LeftoverTmp},
 		Topics:  []TopicStatus{},
@@ -123,7 +138,11 @@ func (d *Daemon) Status() Status {
 	live := d.live
 	d.liveMu.Unlock()
 	if live != nil {
-		out.Rules = append(out.Rules, live.Status()...)
+		for i, rs := range live.Status() {
+			w := windowOf(d.cfg, live.Decl(i))
+			out.Rules = append(out.Rules, RuleStatus{RuleStatus: rs, PreS: w.Pre.Seconds(), PostS: w.Post.Seconds(),
+				PreFrom: w.PreFrom, PostFrom: w.PostFrom})
+		}
 	}
 	for i, c := range d.shms {
 		s := c.Stats()
@@ -158,7 +177,10 @@ var (
 	descTopicBytes   = prometheus.NewDesc("edr_topic_held_bytes", "Bytes of history the topic's ring holds now.", []string{"topic"}, nil)
 	descTopicHeld    = prometheus.NewDesc("edr_topic_held_seconds", "Seconds of history the topic's ring holds now.", []string{"topic"}, nil)
 	descTopicRate    = prometheus.NewDesc("edr_topic_rate_hz", "Message rate over the history held.", []string{"topic"}, nil)
-	descTopicDropped = prometheus.NewDesc("edr_topic_dropped_total", "Messages dropped or lost, by cause.", []string{"topic", "cause"}, nil)
+	descTopicDropped = prometheus.NewDesc("edr_topic_dropped_total", "Messages lost before a dump could hold them, by cause.", []string{"topic", "cause"}, nil)
+	descTopicEvicted = prometheus.NewDesc("edr_topic_evicted_total",
+		"Messages the ring let go: age (older than the retention, the normal end of every message) or size (pushed out by the ring's byte cap before reaching the retention: the ring holds less than its window).",
+		[]string{"topic", "cause"}, nil)
 	descArena        = prometheus.NewDesc("edr_cache_bytes", "Cache (arena) bytes by state.", []string{"state"}, nil)
 	descDumps        = prometheus.NewDesc("edr_dumps_total", "Dumps by outcome.", []string{"outcome"}, nil)
 	descTriggers     = prometheus.NewDesc("edr_triggers_total", "Triggers not turned into their own dump, by cause.", []string{"cause"}, nil)
@@ -170,7 +192,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped,
+	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped, descTopicEvicted,
 		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descRuleCall, descRuleStuck, descSourceLost} {
 		ch <- d
 	}
@@ -187,11 +209,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descTopicBytes, prometheus.GaugeValue, float64(t.HeldBytes), name)
 		ch <- prometheus.MustNewConstMetric(descTopicHeld, prometheus.GaugeValue, t.HeldSeconds, name)
 		ch <- prometheus.MustNewConstMetric(descTopicRate, prometheus.GaugeValue, t.RateHz, name)
-		for cause, v := range map[string]uint64{"evicted_age": t.EvictedAge, "evicted_size": t.EvictedSize,
-			"oversize": t.RejectedOversize, "lost_to_readers": t.LostToReaders, "offline": t.RejectedOffline,
-			"skipped_busy": t.SkippedBusy, "lost_at_source": t.LostAtSource} {
+		for cause, v := range map[string]uint64{"oversize": t.RejectedOversize, "lost_to_readers": t.LostToReaders,
+			"offline": t.RejectedOffline, "skipped_busy": t.SkippedBusy, "lost_at_source": t.LostAtSource} {
 			ch <- prometheus.MustNewConstMetric(descTopicDropped, prometheus.CounterValue, float64(v), name, cause)
 		}
+		ch <- prometheus.MustNewConstMetric(descTopicEvicted, prometheus.CounterValue, float64(t.EvictedAge), name, "age")
+		ch <- prometheus.MustNewConstMetric(descTopicEvicted, prometheus.CounterValue, float64(t.EvictedSize), name, "size")
 	}
 	ch <- prometheus.MustNewConstMetric(descArena, prometheus.GaugeValue, float64(st.Arena.Used), "used")
 	ch <- prometheus.MustNewConstMetric(descArena, prometheus.GaugeValue, float64(st.Arena.Total-st.Arena.Used), "free")
@@ -201,6 +224,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Rotated), "rotated")
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.Coalesced), "coalesced")
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.RateLimited), "rate_limited")
+	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.ManualRateLimited), "manual_rate_limited")
+	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.ManualRefused), "manual_refused")
+	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.RuleRefused), "rule_refused")
 	for _, r := range st.Rules {
 		ch <- prometheus.MustNewConstMetric(descRuleTriggers, prometheus.CounterValue, float64(r.TriggersFired), r.Name)
 		dis := 0.0

@@ -25,24 +25,36 @@ type Topic struct {
 	// LostAtSource: lost before reaching the recorder (shm overwrite,
 	// kernel drop), as the source reported them.
 	LostAtSource uint64 `json:"lost_at_source"`
+	// WindowFromNs and WindowToNs are the window asked for the topic
+	// (FirstNs, LastNs what it holds); StartShort and EndShort why it
+	// holds less, when known (dumpinfo.Short*). From the dump information;
+	// absent in older dumps.
+	WindowFromNs int64  `json:"window_from_ns,omitempty"`
+	WindowToNs   int64  `json:"window_to_ns,omitempty"`
+	StartShort   string `json:"start_short,omitempty"`
+	EndShort     string `json:"end_short,omitempty"`
 }
 
 // Info summarises one dump.
 type Info struct {
-	Path        string             `json:"path"`
-	Format      string             `json:"format"`
-	Size        int64              `json:"size"`
-	Messages    uint64             `json:"messages"`
-	Bytes       uint64             `json:"bytes"`
-	StartNs     int64              `json:"start_ns"`
-	EndNs       int64              `json:"end_ns"`
-	Indexed     bool               `json:"indexed"`
-	Frames      int                `json:"frames,omitempty"`
-	Chunks      int                `json:"chunks,omitempty"`
-	Compression []string           `json:"compression,omitempty"`  // codecs in use ("none", "lz4", "zstd")
-	StoredBytes int64              `json:"stored_bytes,omitempty"` // pack: frame data as stored
-	RawBytes    int64              `json:"raw_bytes,omitempty"`    // pack: the same, uncompressed
-	Writer      string             `json:"writer,omitempty"`
+	Path        string   `json:"path"`
+	Format      string   `json:"format"`
+	Size        int64    `json:"size"`
+	Messages    uint64   `json:"messages"`
+	Bytes       uint64   `json:"bytes"`
+	StartNs     int64    `json:"start_ns"`
+	EndNs       int64    `json:"end_ns"`
+	Indexed     bool     `json:"indexed"`
+	Frames      int      `json:"frames,omitempty"`
+	Chunks      int      `json:"chunks,omitempty"`
+	Compression []string `json:"compression,omitempty"`  // codecs in use ("none", "lz4", "zstd")
+	StoredBytes int64    `json:"stored_bytes,omitempty"` // pack: frame data as stored
+	RawBytes    int64    `json:"raw_bytes,omitempty"`    // pack: the same, uncompressed
+	Writer      string   `json:"writer,omitempty"`
+	// HeldStartNs and HeldEndNs are the capture times of the first and
+	// last message the dump holds (StartNs, EndNs: the window asked).
+	HeldStartNs int64              `json:"held_start_ns,omitempty"`
+	HeldEndNs   int64              `json:"held_end_ns,omitempty"`
 	Topics      []Topic            `json:"topics"`
 	Triggers    []dumpinfo.Trigger `json:"triggers"`
 	Metadata    []string           `json:"metadata,omitempty"`
@@ -108,7 +120,21 @@ func packInfoOf(path string, s pack.Summary, cs pack.CodecStats, d dumpinfo.Info
 		in.addDumpInfo(d)
 	}
 	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
+	in.setHeld()
 	return in
+}
+
+// setHeld sets the held window from the topics' first and last messages.
+func (in *Info) setHeld() {
+	for _, t := range in.Topics {
+		if t.Messages == 0 || t.FirstNs == 0 {
+			continue
+		}
+		if in.HeldStartNs == 0 || t.FirstNs < in.HeldStartNs {
+			in.HeldStartNs = t.FirstNs
+		}
+		in.HeldEndNs = max(in.HeldEndNs, t.LastNs)
+	}
 }
 
 // addDumpInfo merges a dump's information into in: its window and writer,
@@ -138,6 +164,7 @@ func (in *Info) addDumpInfo(d dumpinfo.Info) {
 		}
 		t.Overwritten, t.Oversize, t.SkippedBusy = a.Overwritten, a.Oversize, a.SkippedBusy
 		t.LostAtSource = a.LostAtSource
+		t.WindowFromNs, t.WindowToNs, t.StartShort, t.EndShort = a.WindowFromNs, a.WindowToNs, a.StartShort, a.EndShort
 		if a.FirstNs != 0 {
 			t.FirstNs, t.LastNs = a.FirstNs, a.LastNs
 		}
@@ -196,6 +223,7 @@ func mcapInfo(path string) (*Info, error) {
 		in.addDumpInfo(d)
 	}
 	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
+	in.setHeld()
 	return in, nil
 }
 
