@@ -79,7 +79,7 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 		}
 		s.c = engine.NewWindowCursor(&win.Window)
 		s.c.Position()
-		s.acct = dumpinfo.TopicAccount{Topic: pack.Topic(win.Info.Name, win.Info.Channel), Type: win.Info.Type}
+		s.acct = dumpinfo.TopicAccount{Topic: pack.Topic(win.Info.Name, win.Info.Channel), Type: win.Info.Type.Schema.Name}
 		srcs = append(srcs, s)
 		if s.advance() {
 			h.Push(s)

@@ -38,7 +38,7 @@ func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
 func (m *mcapDump) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
 	if !m.seen[t] {
 		m.seen[t] = true
-		m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type})
+		m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type.Schema.Name})
 	}
 	return m.w.Add(t.Name, t.Channel, nil, genNs, captureNs, data)
 }

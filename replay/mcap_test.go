@@ -197,7 +197,7 @@ func replayToShm(t *testing.T, paths []string) map[string]*segmentSink {
 func TestReplayMCAPToShm(t *testing.T) {
 	a := richPackDump(t, "a.pack", 0)
 	want := replayToShm(t, []string{a})
-	if len(want) != 4 || len(want["vehicle/speed"].msgs) != 400 || want["imu#0"].info.Type != "edr.Imu" {
+	if len(want) != 4 || len(want["vehicle/speed"].msgs) != 400 || want["imu#0"].info.Type.Schema.Name != "edr.Imu" {
 		t.Fatalf("pack to shm: %+v", want)
 	}
 	for _, comp := range []string{mcap.CompressionNone, mcap.CompressionZstd} {
@@ -207,7 +207,7 @@ func TestReplayMCAPToShm(t *testing.T) {
 		}
 		for topic, w := range want {
 			g := got[topic]
-			if g == nil || g.info.Name != w.info.Name || g.info.Channel != w.info.Channel || g.info.Type != w.info.Type {
+			if g == nil || g.info.Name != w.info.Name || g.info.Channel != w.info.Channel || !g.info.Type.Equal(w.info.Type) {
 				t.Fatalf("%q: segment %s: %+v, want %+v", comp, topic, g, w.info)
 			}
 			if !reflect.DeepEqual(g.msgs, w.msgs) {

@@ -121,7 +121,7 @@ func TestShmOutputCarriesTypeAndDropsOversize(t *testing.T) {
 	if _, err := shm.DrainFile(dir+"/"+shm.SegmentFileName("cam", ""), &sink, shm.ConsumerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if sink.info.Type != "gray8" || sink.n != 1 {
+	if sink.info.Type.Schema.Name != "gray8" || sink.n != 1 {
 		t.Errorf("segment type %q with %d messages, want gray8 with 1", sink.info.Type, sink.n)
 	}
 	if err := NewShm(ShmOptions{}).Open(topics); !errors.Is(err, ErrOptions) {

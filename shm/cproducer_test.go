@@ -132,7 +132,7 @@ func TestCProducerEveryMessageBitExactInOrder(t *testing.T) {
 			t.Fatalf("message %d: index %d gen %d: %v", i, got, m.gen, err)
 		}
 	}
-	if typ := sink.topics[id].Type; typ != "test/Checkable" {
+	if typ := sink.topics[id].Type.Schema.Name; typ != "test/Checkable" {
 		t.Errorf("type %q", typ)
 	}
 }

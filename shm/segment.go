@@ -100,7 +100,7 @@ func (s *segment) init(opts *ConsumerOptions) error {
 	if s.batch > int(h.capacity) {
 		s.batch = int(h.capacity)
 	}
-	s.info = ingest.TopicInfo{Name: h.name, Channel: h.chn, Type: h.typ, Source: "shm:" + s.path}
+	s.info = ingest.TopicInfo{Name: h.name, Channel: h.chn, Type: ingest.Raw(h.typ), Source: "shm:" + s.path}
 	w, t, err := s.cursors()
 	if err != nil {
 		return err

@@ -33,7 +33,7 @@ func TestRoundTripInOrder(t *testing.T) {
 		}
 	}
 	info := sink.topics[id]
-	if info.Type != "f32" || info.Source != "shm:"+p.Path() {
+	if info.Type.Schema.Name != "f32" || info.Source != "shm:"+p.Path() {
 		t.Errorf("topic info %+v", info)
 	}
 }

@@ -54,7 +54,7 @@ func TestReplayToShm(t *testing.T) {
 		if _, err := shm.DrainFile(filepath.Join(seg, shm.SegmentFileName(topic, "")), &s, shm.ConsumerOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if s.n != n || s.info.Type != typ || s.first[0] != first {
+		if s.n != n || s.info.Type.Schema.Name != typ || s.first[0] != first {
 			t.Errorf("%s: %d messages, type %q, first byte %d; want %d, %q, %d", topic, s.n, s.info.Type, s.first[0], n, typ, first)
 		}
 	}

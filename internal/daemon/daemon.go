@@ -21,6 +21,7 @@ import (
 	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
@@ -130,7 +131,7 @@ func New(opts Options) (d *Daemon, err error) {
 			}
 			addr = net.JoinHostPort(s.Group, port)
 		}
-		u, err := capture.NewUDP(capture.UDPOptions{Addr: addr, Interface: s.Interface, Topic: s.Topic, Type: s.Type,
+		u, err := capture.NewUDP(capture.UDPOptions{Addr: addr, Interface: s.Interface, Topic: s.Topic, Type: ingest.Raw(s.Type),
 			RcvBuf: int(s.RcvBuf), MaxPacket: int(s.MaxPacket), GRO: s.GRO,
 			Channel: udpChannel(i, len(opts.Config.Sources.UDP))}, d.rec)
 		if err != nil {

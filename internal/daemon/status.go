@@ -45,9 +45,15 @@ type DumpStatus struct {
 
 // TopicStatus is one topic's figures: rate, window held, drops by cause.
 type TopicStatus struct {
-	Name             string  `json:"name"`
-	Channel          string  `json:"channel,omitempty"`
-	Type             string  `json:"type,omitempty"`
+	Name           string `json:"name"`
+	Channel        string `json:"channel,omitempty"`
+	Type           string `json:"type,omitempty"`     // schema (type) name
+	Encoding       string `json:"encoding,omitempty"` // message encoding it is recorded under
+	SchemaEncoding string `json:"schema_encoding,omitempty"`
+	// TypeError is why the type the topic declared was refused (it is then
+	// recorded as raw bytes); TypeChanges counts restarts with another type.
+	TypeError        string  `json:"type_error,omitempty"`
+	TypeChanges      int     `json:"type_changes,omitempty"`
 	Source           string  `json:"source,omitempty"`
 	Online           bool    `json:"online"`
 	RateHz           float64 `json:"rate_hz"`
@@ -98,11 +104,16 @@ func (d *Daemon) Status() Status {
 	}
 	for _, t := range st.Topics {
 		c := t.Counters
-		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type, Source: t.Info.Source,
+		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type.Schema.Name,
+			Encoding: t.Info.Type.MessageEncoding, SchemaEncoding: t.Info.Type.Schema.Encoding, TypeChanges: t.TypeChanges,
+			Source: t.Info.Source,
 			Online: t.Online, RateHz: t.RateHz, RingBytes: t.RingBytes, HeldBytes: c.HeldBytes, HeldMessages: c.HeldMessages,
 			RetentionSeconds: float64(t.RetentionNs) / 1e9, Written: c.Written, EvictedAge: c.EvictedAge,
 			EvictedSize: c.EvictedSize, RejectedOversize: c.RejectedOversize, LostToReaders: c.LostToReaders,
 			RejectedOffline: c.RejectedOffline, SkippedBusy: c.SkippedBusy, LostAtSource: c.LostAtSource}
+		if t.TypeErr != nil {
+			ts.TypeError = t.TypeErr.Error()
+		}
 		if c.NewestNs > c.OldestNs {
 			ts.HeldSeconds = float64(c.NewestNs-c.OldestNs) / 1e9
 		}
