@@ -27,7 +27,11 @@ func exportBytes(t *testing.T, file []byte) []byte {
 	}
 	defer r.Close()
 	var b bytes.Buffer
-	if _, err := dumpfile.Export(dumpfile.FromPack(r), dumpfile.FormatJSONL, &b, dumpfile.ExportOptions{}); err != nil {
+	src, err := dumpfile.FromPack(r)
+	if err != nil {
+		t.Fatalf("an imported file's types do not read: %v", err)
+	}
+	if _, err := dumpfile.Export(src, dumpfile.FormatJSONL, &b, dumpfile.ExportOptions{}); err != nil {
 		t.Fatalf("an imported file does not export: %v", err)
 	}
 	return b.Bytes()

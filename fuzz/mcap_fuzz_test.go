@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/mcap"
 )
@@ -183,8 +184,8 @@ func mcapSeed(compression string) []byte {
 	if err != nil {
 		panic(err)
 	}
-	a, _ := w.AddTopic(mcap.Topic{Name: "speed", Type: "edr.Speed"})
-	b, _ := w.AddTopic(mcap.Topic{Name: "imu", Channel: "1", Type: "Imu", Encoding: "protobuf", SchemaEncoding: "protobuf", Schema: []byte{1, 2}})
+	a, _ := w.AddTopic(mcap.Topic{Name: "speed", Type: ingest.Raw("edr.Speed")})
+	b, _ := w.AddTopic(mcap.Topic{Name: "imu", Channel: "1", Type: ingest.Type{MessageEncoding: "protobuf", Schema: ingest.Schema{Name: "Imu", Encoding: "protobuf", Data: []byte{1, 2}}}})
 	for i := range 8 {
 		data := binary.LittleEndian.AppendUint32(nil, uint32(i*1000))
 		_ = w.WriteMessage(&mcap.Message{ChannelID: []uint16{a, b}[i%2], LogTime: uint64(i), PublishTime: uint64(i), Data: data})
@@ -205,7 +206,7 @@ func packWriterSeed(compression string) []byte {
 	if err != nil {
 		panic(err)
 	}
-	pw.DeclareTopic(mcap.Topic{Name: "speed", Type: "f32"})
+	pw.DeclareTopic(mcap.Topic{Name: "speed", Type: ingest.Raw("f32")})
 	for i, done := range []int64{30, 10, 20, 10, 50, 40} {
 		var meta []byte
 		if i%2 == 0 {

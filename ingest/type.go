@@ -244,3 +244,15 @@ func hashParts(parts ...[]byte) ContentID {
 	copy(id[:], h.Sum(nil))
 	return id
 }
+
+// Packed is the Type of a packed struct described by layout (edr-lite's
+// layout language, docs/schemas.md) and named name: message encoding
+// x-edr-packed, schema encoding x-edr-layout, the layout as the schema.
+func Packed(name, layout string) Type {
+	return Type{MessageEncoding: EncodingPacked, Schema: Schema{Name: name, Encoding: SchemaLayout, Data: []byte(layout)}}
+}
+
+// Named is a Type that gives only a type name: the encoding is not
+// declared (the recorder records raw bytes, or what its configuration
+// says). It is what sources that know no more than a name declare.
+func Named(name string) Type { return Type{Schema: Schema{Name: name}} }

@@ -132,8 +132,8 @@ func TestReplayMCAPLikePack(t *testing.T) {
 	a := richPackDump(t, "a.pack", 0)
 	b := richPackDump(t, "b.pack", 2500e3) // interleaves with a, some equal times
 	want := replayAll(t, []string{a}, Options{})
-	if len(want.topics) != 4 || want.topics[0].String() != "camera#front" || want.topics[0].Type != "gray8" ||
-		want.topics[2].Type != "edr.Imu" || len(want.msgs) != 734 {
+	if len(want.topics) != 4 || want.topics[0].String() != "camera#front" || want.topics[0].Type.Schema.Name != "gray8" ||
+		want.topics[2].Type.Schema.Name != "edr.Imu" || len(want.msgs) != 734 {
 		t.Fatalf("pack replay: %d messages, topics %+v", len(want.msgs), want.topics)
 	}
 	window := Options{Start: 500 * time.Millisecond, Duration: 700 * time.Millisecond}

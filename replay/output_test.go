@@ -103,7 +103,7 @@ func TestShmIntoRecorder(t *testing.T) {
 func TestShmOutputCarriesTypeAndDropsOversize(t *testing.T) {
 	dir := t.TempDir()
 	o := NewShm(ShmOptions{Dir: dir, Capacity: 4096})
-	topics := []Topic{{Index: 0, Name: "cam", Type: "gray8"}}
+	topics := []Topic{{Index: 0, Name: "cam", Type: ingest.Named("gray8")}}
 	if err := o.Open(topics); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
@@ -236,7 +237,7 @@ func TestMCAPDumps(t *testing.T) {
 	cfg.Control.HTTP = ""
 	cfg.Hooks.Exec = nil
 	d := startDaemon(t, cfg)
-	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "imu", Type: "edr.test.IMU"})
+	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "imu", Type: ingest.Named("edr.test.IMU")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -54,7 +55,14 @@ type Msg struct {
 	TimeNs int64 // capture time (pack done_ts, MCAP log_time)
 	GenNs  int64 // producer time, 0 when unknown
 	Data   []byte
+	// Type is the message's type as the file stores it: a pack file's
+	// (SourceTopic.Type), an MCAP channel's message encoding and schema
+	// as they are (a transcoded packed topic is json there). Never nil.
+	Type *ingest.Type
 }
+
+// rawType is the type of messages of a channel the file does not list.
+var rawType = ingest.Raw("")
 
 // ReadInfo summarises the dump at path.
 func ReadInfo(path string) (*Info, error) {
@@ -219,9 +227,20 @@ func walkMCAP(path string, fn func(m *Msg) error) error {
 		return err
 	}
 	defer r.Close()
+	info, err := r.Info()
+	if err != nil {
+		return err
+	}
+	types := map[uint16]*ingest.Type{}
+	for i := range info.Channels {
+		types[info.Channels[i].ID] = mcap.ChannelType(&info.Channels[i])
+	}
 	var m Msg
 	return r.Messages(func(c *mcap.Channel, mm *mcap.Message) error {
-		m = Msg{Topic: c.Topic, TimeNs: int64(mm.LogTime), GenNs: int64(mm.PublishTime), Data: mm.Data}
+		m = Msg{Topic: c.Topic, TimeNs: int64(mm.LogTime), GenNs: int64(mm.PublishTime), Data: mm.Data, Type: types[c.ID]}
+		if m.Type == nil {
+			m.Type = &rawType
+		}
 		return fn(&m)
 	})
 }
@@ -232,9 +251,13 @@ func walkPack(path string, fn func(m *Msg) error) error {
 		return err
 	}
 	defer r.Close()
+	s, err := FromPack(r)
+	if err != nil {
+		return err
+	}
 	var m Msg
-	return FromPack(r).InFileOrder(func(pm *Message) error {
-		m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data}
+	return s.InFileOrder(func(pm *Message) error {
+		m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data, Type: pm.Type}
 		return fn(&m)
 	})
 }

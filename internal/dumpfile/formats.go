@@ -272,7 +272,11 @@ func exportJSONL(src *Source, w io.Writer, _ ExportOptions) (*ConvertReport, err
 		h.Metadata[n] = sections[i]
 	}
 	for _, t := range src.Topics() {
-		h.Topics = append(h.Topics, jsonl.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages})
+		jt := jsonl.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type.Schema.Name, Messages: t.Messages}
+		for _, ts := range t.Types {
+			jt.Types = append(jt.Types, ts.Type)
+		}
+		h.Topics = append(h.Topics, jt)
 	}
 	rep, err := jsonl.Export(w, src.Path, h, func(fn func(m *jsonl.Message) error) error {
 		return src.InFileOrder(func(m *Message) error {
