@@ -17,9 +17,20 @@ type mcapDump struct {
 	types typeTracker
 }
 
-// NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place).
-func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
+// NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place), its
+// packed-struct topics transcoded to json for viewers (MCAPWriter(false)).
+func NewMCAPWriter(path string, o WriterOptions) (Writer, error) { return newMCAPWriter(path, o, false) }
+
+// MCAPWriter returns the NewWriterFunc of MCAP dumps; keepPacked writes
+// packed-struct topics as they are (x-edr-packed with their layout)
+// instead of transcoding them to json (mcap.Options.KeepPacked).
+func MCAPWriter(keepPacked bool) NewWriterFunc {
+	return func(path string, o WriterOptions) (Writer, error) { return newMCAPWriter(path, o, keepPacked) }
+}
+
+func newMCAPWriter(path string, o WriterOptions, keepPacked bool) (Writer, error) {
 	fo := mcap.FileOptions{InPlace: true}
+	fo.KeepPacked = keepPacked
 	fo.Library = o.WriterName
 	fo.Compression = o.Compression
 	if fo.Compression == "none" {

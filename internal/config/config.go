@@ -115,6 +115,7 @@ type Recorder struct {
 	BusySkipData      bool     `toml:"busy_skip_data"`
 	DestroyOnOffline  bool     `toml:"destroy_on_offline"`
 	Format            string   `toml:"format"`
+	MCAPKeepPacked    bool     `toml:"mcap_keep_packed"`
 	Compression       string   `toml:"compression"`
 	FrameTargetSize   Size     `toml:"frame_target_size"`
 	Coalesce          string   `toml:"coalesce"`
@@ -141,6 +142,9 @@ type Topic struct {
 	OnlyFront bool     `toml:"only_front"`
 	OnlyBack  bool     `toml:"only_back"`
 	KeepLast  int      `toml:"keep_last"`
+	// The type matching topics are recorded under, whatever their
+	// source declared (types.go).
+	TypeKeys
 }
 
 // Sources lists where messages come from.
@@ -163,10 +167,11 @@ type UDPSource struct {
 	Group     string `toml:"group"`
 	Interface string `toml:"interface"` // the interface that joins Group ("" = the kernel's choice)
 	Topic     string `toml:"topic"`
-	Type      string `toml:"type"` // type name given to every topic of the listener
 	RcvBuf    Size   `toml:"rcvbuf"`
 	MaxPacket Size   `toml:"max_packet"` // largest datagram kept (0 = capture.DefaultMaxPacket)
 	GRO       bool   `toml:"gro"`        // UDP_GRO: take coalesced datagrams from GRO/GSO traffic
+	// The type of every topic of the listener (types.go).
+	TypeKeys
 }
 
 // RawSource is an AF_PACKET capture on one interface.
@@ -176,6 +181,8 @@ type RawSource struct {
 	Topic       string    `toml:"topic"`
 	Payload     string    `toml:"payload"`
 	Filter      RawFilter `toml:"filter"`
+	// The type of every topic of the capture (types.go).
+	TypeKeys
 }
 
 // RawFilter is the structured eBPF socket filter of a raw source.
@@ -234,6 +241,9 @@ func Parse(name string, data []byte) (*File, error) {
 	}
 	if err := f.check(); err != nil {
 		return nil, invalidf("%s: %v", name, err)
+	}
+	if err := f.resolveTypes(name, data); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
 	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/schema"
 	"github.com/edr-lite/edr-lite/scripts"
 	"github.com/edr-lite/edr-lite/shm"
 )
@@ -97,6 +98,15 @@ func New(opts Options) (d *Daemon, err error) {
 		return nil, err
 	}
 	ec.Clock = opts.Clock
+	check := ec.CheckType
+	ec.CheckType = func(info ingest.TopicInfo) error {
+		err := check(info)
+		if err != nil {
+			d.log.Warn("topic type refused, recording it as raw bytes", "topic", info.Name, "channel", info.Channel,
+				"source", info.Source, "type", info.Type.String(), "err", err)
+		}
+		return err
+	}
 	dc.WriterName = opts.Version
 	dc.Hooks = []dump.Hook{dump.HookFunc(d.dumpFinished)}
 	if d.rec, err = engine.New(ec); err != nil {
@@ -115,6 +125,11 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 		dir := s.Dir
 		c, err := shm.NewConsumer(s.Dir, d.rec, shm.ConsumerOptions{AllowUIDs: uids, OnError: func(err error) {
+			var te *shm.TypeError
+			if errors.As(err, &te) {
+				d.log.Warn("shm segment's type not used, recording it as raw bytes", "dir", dir, "topic", te.Topic, "err", err)
+				return
+			}
 			d.log.Warn("shm segment not recorded", "dir", dir, "err", err)
 		}})
 		if err != nil {
@@ -131,7 +146,7 @@ func New(opts Options) (d *Daemon, err error) {
 			}
 			addr = net.JoinHostPort(s.Group, port)
 		}
-		u, err := capture.NewUDP(capture.UDPOptions{Addr: addr, Interface: s.Interface, Topic: s.Topic, Type: ingest.Raw(s.Type),
+		u, err := capture.NewUDP(capture.UDPOptions{Addr: addr, Interface: s.Interface, Topic: s.Topic, Type: s.Type,
 			RcvBuf: int(s.RcvBuf), MaxPacket: int(s.MaxPacket), GRO: s.GRO,
 			Channel: udpChannel(i, len(opts.Config.Sources.UDP))}, d.rec)
 		if err != nil {
@@ -140,7 +155,7 @@ func New(opts Options) (d *Daemon, err error) {
 		d.udps = append(d.udps, u)
 	}
 	for i, s := range opts.Config.Sources.Raw {
-		ro := capture.RawOptions{Interface: s.Interface, Topic: s.Topic, Promiscuous: s.Promiscuous,
+		ro := capture.RawOptions{Interface: s.Interface, Topic: s.Topic, Promiscuous: s.Promiscuous, Type: s.Type,
 			Channel: rawChannel(i, len(opts.Config.Sources.Raw))}
 		if s.Payload == "udp" {
 			ro.Payload = capture.PayloadUDP
@@ -231,17 +246,54 @@ func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 	for _, t := range f.Topics {
 		ec.Topics = append(ec.Topics, engine.TopicOverride{Match: t.Match, Pre: t.Pre.D(), Post: t.Post.D(),
 			MaxPacket: int(t.MaxPacket), MaxBytes: int64(t.MaxBytes), OnlyFront: t.OnlyFront, OnlyBack: t.OnlyBack,
-			KeepLast: t.KeepLast})
+			KeepLast: t.KeepLast, Type: t.Type})
 	}
+	ec.CheckType = newTypeChecker().check
 	switch r.Format {
 	case "pack", "":
 	case "mcap":
 		dc.Extension = dump.MCAPExt
-		dc.NewWriter = dump.NewMCAPWriter
+		dc.NewWriter = dump.MCAPWriter(r.MCAPKeepPacked)
 	default:
 		return ec, dc, fmt.Errorf("recorder.format = %q: want pack or mcap", r.Format)
 	}
 	return ec, dc, nil
+}
+
+// typeChecker checks topic types as the recorder is told them
+// (schema.Check: layouts compile, descriptor sets build and hold their
+// message, JSON Schemas parse), once per distinct type: producers that
+// restart declare the same schema again.
+type typeChecker struct {
+	mu   sync.Mutex
+	seen map[ingest.ContentID]error
+}
+
+// maxCheckedTypes bounds the checker's memory (hostile producers declaring
+// ever new schemas): past it the cache starts again.
+const maxCheckedTypes = 1024
+
+func newTypeChecker() *typeChecker { return &typeChecker{seen: map[ingest.ContentID]error{}} }
+
+func (c *typeChecker) check(info ingest.TopicInfo) error {
+	if err := info.Type.Validate(); err != nil {
+		return err // cheap, and bounds what is hashed below
+	}
+	id := info.Type.ID()
+	c.mu.Lock()
+	err, ok := c.seen[id]
+	c.mu.Unlock()
+	if ok {
+		return err
+	}
+	err = schema.Check(info.Type)
+	c.mu.Lock()
+	if len(c.seen) >= maxCheckedTypes {
+		clear(c.seen)
+	}
+	c.seen[id] = err
+	c.mu.Unlock()
+	return err
 }
 
 func rawFilter(f config.RawFilter) (*capture.Filter, error) {

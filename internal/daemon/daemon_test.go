@@ -330,7 +330,8 @@ func TestUDPSourceFromConfig(t *testing.T) {
 	}
 	addr := l.LocalAddr().String()
 	l.Close() // a free port for the recorder
-	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}", Type: "radar.Frame", MaxPacket: 16}}
+	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}", MaxPacket: 16,
+		TypeKeys: config.TypeKeys{Type: ingest.Packed("radar.Frame", "char s[11]")}}}
 	d := startDaemon(t, cfg)
 	c, err := net.Dial("udp", addr)
 	if err != nil {
@@ -343,8 +344,8 @@ func TestUDPSourceFromConfig(t *testing.T) {
 		c.Write([]byte("radar-frame-over-16-bytes"))
 		for _, tp := range d.Status().Topics {
 			if tp.Name == "radar/"+port && tp.Written >= 10 {
-				if tp.Type != "radar.Frame" {
-					t.Fatalf("topic type %q, want radar.Frame from the listener's type", tp.Type)
+				if tp.Type != "radar.Frame" || tp.Encoding != ingest.EncodingPacked || tp.TypeError != "" {
+					t.Fatalf("topic type %q %q (%s), want the listener's packed radar.Frame", tp.Encoding, tp.Type, tp.TypeError)
 				}
 				return true
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/scripts"
 )
 
@@ -102,6 +103,16 @@ func (d *Daemon) Status() Status {
 	if !d.started.IsZero() {
 		out.UptimeS = time.Since(d.started).Seconds()
 	}
+	// A segment's type the shm consumer could not use (a schema too large
+	// to read) is the topic's type error too.
+	shmTypeErrs := map[[2]string]string{}
+	for _, c := range d.shms {
+		for _, seg := range c.Segments() {
+			if seg.TypeErr != nil {
+				shmTypeErrs[[2]string{seg.Topic.Name, seg.Topic.Channel}] = seg.TypeErr.Error()
+			}
+		}
+	}
 	for _, t := range st.Topics {
 		c := t.Counters
 		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type.Schema.Name,
@@ -113,6 +124,8 @@ func (d *Daemon) Status() Status {
 			RejectedOffline: c.RejectedOffline, SkippedBusy: c.SkippedBusy, LostAtSource: c.LostAtSource}
 		if t.TypeErr != nil {
 			ts.TypeError = t.TypeErr.Error()
+		} else if e, ok := shmTypeErrs[[2]string{t.Info.Name, t.Info.Channel}]; ok && t.Info.Type.MessageEncoding == ingest.EncodingRaw {
+			ts.TypeError = e
 		}
 		if c.NewestNs > c.OldestNs {
 			ts.HeldSeconds = float64(c.NewestNs-c.OldestNs) / 1e9

@@ -14,8 +14,20 @@ import (
 
 // Topic is one topic's figures.
 type Topic struct {
-	Name        string `json:"name"`
-	Type        string `json:"type,omitempty"`
+	Name string `json:"name"`
+	// Type is the type (schema) name, Encoding the message encoding and
+	// SchemaEncoding the schema's (see ingest.Type): the topic's first
+	// type in the file; for a file without types (pack 1.0), the
+	// accounting's type name, opaque bytes.
+	Type           string `json:"type,omitempty"`
+	Encoding       string `json:"encoding,omitempty"`
+	SchemaEncoding string `json:"schema_encoding,omitempty"`
+	// TypeID is the type's content ID (ingest.Type.ID, hex): two types
+	// with the same names and different schemas differ by it.
+	TypeID string `json:"type_id,omitempty"`
+	// TypeChanges lists the types the topic changed to in the dump (its
+	// producer restarted with another schema), with when.
+	TypeChanges []TypeChange `json:"type_changes,omitempty"`
 	Messages    uint64 `json:"messages"`
 	Bytes       uint64 `json:"bytes"`
 	FirstNs     int64  `json:"first_ns,omitempty"`
@@ -26,6 +38,33 @@ type Topic struct {
 	// LostAtSource: lost before reaching the recorder (shm overwrite,
 	// kernel drop), as the source reported them.
 	LostAtSource uint64 `json:"lost_at_source"`
+}
+
+// TypeChange is a topic's change of type inside a dump.
+type TypeChange struct {
+	AtNs           int64  `json:"at_ns"` // the first message of the new type (0 when the file does not say)
+	Encoding       string `json:"encoding"`
+	Type           string `json:"type,omitempty"`
+	SchemaEncoding string `json:"schema_encoding,omitempty"`
+	TypeID         string `json:"type_id"`
+}
+
+// setType records t as the topic's type (its first), or as a change.
+func (t *Topic) setType(typ ingest.Type, atNs int64) {
+	typ = typ.OrRaw()
+	id := typ.ID().String()
+	if t.Encoding == "" {
+		t.Type, t.Encoding, t.SchemaEncoding, t.TypeID = typ.Schema.Name, typ.MessageEncoding, typ.Schema.Encoding, id
+		return
+	}
+	last := t.TypeID
+	if n := len(t.TypeChanges); n > 0 {
+		last = t.TypeChanges[n-1].TypeID
+	}
+	if id != last {
+		t.TypeChanges = append(t.TypeChanges, TypeChange{AtNs: atNs, Encoding: typ.MessageEncoding, Type: typ.Schema.Name,
+			SchemaEncoding: typ.Schema.Encoding, TypeID: id})
+	}
 }
 
 // Info summarises one dump.
@@ -92,12 +131,17 @@ func packInfo(path string) (*Info, error) {
 	}
 	defer r.Close()
 	d, hasDI := r.DumpInfo()
-	return packInfoOf(path, r.Summary(), r.Codecs(), d, hasDI), nil
+	types, err := r.Types()
+	if err != nil {
+		return nil, err
+	}
+	return packInfoOf(path, r.Summary(), r.Codecs(), d, hasDI, types), nil
 }
 
-// packInfoOf summarises a pack dump from its summary, codecs and dump
-// information, however they were read (the file's index, a stream).
-func packInfoOf(path string, s pack.Summary, cs pack.CodecStats, d dumpinfo.Info, hasDI bool) *Info {
+// packInfoOf summarises a pack dump from its summary, codecs, dump
+// information and type sections, however they were read (the file's
+// index, a stream).
+func packInfoOf(path string, s pack.Summary, cs pack.CodecStats, d dumpinfo.Info, hasDI bool, types []pack.TopicType) *Info {
 	in := &Info{Path: path, Format: FormatPack, Size: s.Size, Messages: s.Messages, StartNs: s.FirstNs,
 		EndNs: s.LastNs, Indexed: s.Indexed, Frames: s.Frames, Writer: s.Header.Writer, Metadata: s.Metadata,
 		Topics: []Topic{}, Triggers: []dumpinfo.Trigger{}}
@@ -108,12 +152,22 @@ func packInfoOf(path string, s pack.Summary, cs pack.CodecStats, d dumpinfo.Info
 	}
 	sort.Strings(in.Compression)
 	in.StoredBytes, in.RawBytes = cs.StoredBytes, cs.RawBytes
+	x := pack.NewTypeIndex(types)
 	for _, t := range s.Topics {
-		in.Topics = append(in.Topics, Topic{Name: topicName(t.Topic), Messages: t.Messages, Bytes: t.Bytes, FirstNs: t.FirstNs, LastNs: t.LastNs})
+		tp := Topic{Name: topicName(t.Topic), Messages: t.Messages, Bytes: t.Bytes, FirstNs: t.FirstNs, LastNs: t.LastNs}
+		for _, tt := range x.Topic(t.Name, t.Channel) {
+			tp.setType(tt.Type, tt.FromNs)
+		}
+		in.Topics = append(in.Topics, tp)
 		in.Bytes += t.Bytes
 	}
 	if hasDI {
 		in.addDumpInfo(d)
+	}
+	for i := range in.Topics { // untyped (pack 1.0): raw bytes, named by the accounting
+		if t := &in.Topics[i]; t.Encoding == "" {
+			t.setType(ingest.Raw(t.Type), 0)
+		}
 	}
 	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
 	return in
@@ -141,7 +195,7 @@ func (in *Info) addDumpInfo(d dumpinfo.Info) {
 			in.Topics = append(in.Topics, Topic{Name: topicName(a.Topic)})
 		}
 		t := &in.Topics[i]
-		if a.Type != "" {
+		if a.Type != "" && t.Encoding == "" { // the file's types come first
 			t.Type = a.Type
 		}
 		t.Overwritten, t.Oversize, t.SkippedBusy = a.Overwritten, a.Oversize, a.SkippedBusy
@@ -185,11 +239,10 @@ func mcapInfo(path string) (*Info, error) {
 		in.Compression = append(in.Compression, name)
 	}
 	sort.Strings(in.Compression)
-	for _, c := range mi.Channels {
+	for i := range mi.Channels {
+		c := &mi.Channels[i]
 		t := Topic{Name: c.Topic, Messages: c.Messages, Bytes: c.Bytes}
-		if c.Schema != nil {
-			t.Type = c.Schema.Name
-		}
+		t.setType(*mcap.ChannelType(c), 0) // as the file stores it
 		in.Topics = append(in.Topics, t)
 		in.Bytes += c.Bytes
 	}

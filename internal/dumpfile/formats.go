@@ -182,6 +182,9 @@ type ExportOptions struct {
 	// (Format.Compressions: "none", "lz4", "zstd"); "" is "none". Other
 	// formats ignore it.
 	Compression string
+	// KeepPacked (MCAP) writes packed-struct topics as they are instead of
+	// transcoding them to json (mcap.Options.KeepPacked).
+	KeepPacked bool
 }
 
 // ConvertReport says what an Export or Import carried.
@@ -225,6 +228,7 @@ func Import(r io.Reader, format string, mk func(pack.WriterOptions) (*pack.Write
 
 func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error) {
 	var mopts mcap.ExportOptions
+	mopts.KeepPacked = opts.KeepPacked
 	switch opts.Compression {
 	case "lz4":
 		mopts.Compression = mcap.CompressionLZ4

@@ -72,6 +72,7 @@ type Message struct {
 	Data   []byte // nil when the message has no data block
 	// Type is the message's type (see SourceTopic.Type): never nil, the
 	// same pointer for every message of a topic until its type changes.
+	// Its Schema.Data aliases the dump's mapping: valid until Close.
 	Type *ingest.Type
 }
 

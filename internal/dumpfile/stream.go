@@ -119,5 +119,5 @@ func ReadInfoFrom(name string, r io.Reader) (*Info, error) {
 	})
 	sum.Metadata, sum.Indexed, sum.Size = s.MetadataNames(), s.Indexed(), s.Tell()
 	d, hasDI := s.DumpInfo()
-	return packInfoOf(name, sum, s.Codecs(), d, hasDI), nil
+	return packInfoOf(name, sum, s.Codecs(), d, hasDI, s.Types()), nil
 }
