@@ -19,7 +19,9 @@ type mcapDump struct {
 
 // NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place), its
 // packed-struct topics transcoded to json for viewers (MCAPWriter(false)).
-func NewMCAPWriter(path string, o WriterOptions) (Writer, error) { return newMCAPWriter(path, o, false) }
+func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
+	return newMCAPWriter(path, o, false)
+}
 
 // MCAPWriter returns the NewWriterFunc of MCAP dumps; keepPacked writes
 // packed-struct topics as they are (x-edr-packed with their layout)

@@ -28,13 +28,13 @@ type Topic struct {
 	// TypeChanges lists the types the topic changed to in the dump (its
 	// producer restarted with another schema), with when.
 	TypeChanges []TypeChange `json:"type_changes,omitempty"`
-	Messages    uint64 `json:"messages"`
-	Bytes       uint64 `json:"bytes"`
-	FirstNs     int64  `json:"first_ns,omitempty"`
-	LastNs      int64  `json:"last_ns,omitempty"`
-	Overwritten uint64 `json:"overwritten"`
-	Oversize    uint64 `json:"oversize"`
-	SkippedBusy uint64 `json:"skipped_busy"`
+	Messages    uint64       `json:"messages"`
+	Bytes       uint64       `json:"bytes"`
+	FirstNs     int64        `json:"first_ns,omitempty"`
+	LastNs      int64        `json:"last_ns,omitempty"`
+	Overwritten uint64       `json:"overwritten"`
+	Oversize    uint64       `json:"oversize"`
+	SkippedBusy uint64       `json:"skipped_busy"`
 	// LostAtSource: lost before reaching the recorder (shm overwrite,
 	// kernel drop), as the source reported them.
 	LostAtSource uint64 `json:"lost_at_source"`
