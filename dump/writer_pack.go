@@ -172,8 +172,9 @@ func (p *packWriter) Reserve(n int) []byte {
 
 // Commit adds the payload last reserved as one message, without copying.
 // The topic's type is recorded (a pack type section) before its first
-// message and before the first message of another type: the pending frame
-// is written first, so the section precedes exactly the messages it types.
+// message and before the first message of another type, after the frames
+// that hold the topic's earlier messages, so the section precedes exactly
+// the messages it types.
 func (p *packWriter) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
 	if p.err != nil {
 		return p.err
@@ -197,12 +198,13 @@ func (p *packWriter) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []
 	return nil
 }
 
-// setType writes the pending frame, then t's type section, and returns
-// where the reserved payload data now is: it lies in the scratch the
-// pending frame borrows, and moves to the start of the scratch once that
-// frame is written.
+// setType writes t's type section, first the pending frame when it holds
+// messages of the topic (a type change: a topic's first type does not cut
+// the frame), and returns where the reserved payload data now is: it lies
+// in the scratch the pending frame borrows, and moves to the start of the
+// scratch once that frame is written.
 func (p *packWriter) setType(t *ingest.TopicInfo, captureNs int64, data []byte) ([]byte, error) {
-	if p.f.Len() > 0 {
+	if p.f.HasTopic(t.Name, t.Channel) {
 		held := append([]byte(nil), data...) // rare: a type change mid-dump
 		if err := p.flushFrame(); err != nil {
 			return nil, err

@@ -142,8 +142,9 @@ func parseTypePayload(path string, off int64, p []byte, bodies map[ingest.Conten
 // SetTopicType records that the messages of topic name#channel written
 // from now on have type t (t.OrRaw: an undeclared type is raw bytes);
 // fromNs is the time of the first of them when known (0 otherwise). A
-// pending Add frame is written first, so the type applies exactly from the
-// next message. Setting the type the topic already has writes nothing; a
+// pending Add frame that holds messages of the topic is written first, so
+// the type applies exactly from the next message (a topic's first type
+// does not cut the frame). Setting the type the topic already has writes nothing; a
 // type already stored for another topic is referred to by its ID, not
 // stored again. A type that does not validate (ingest.Type.Validate) is
 // refused.
@@ -163,8 +164,10 @@ func (w *Writer) SetTopicType(name, channel string, t ingest.Type, fromNs int64)
 	if cur, ok := w.types[k]; ok && cur == id {
 		return nil
 	}
-	if err := w.writePending(); err != nil {
-		return err
+	if w.pending != nil && w.pending.HasTopic(name, channel) {
+		if err := w.writePending(); err != nil {
+			return err
+		}
 	}
 	if w.types == nil {
 		w.types, w.bodies = map[topicKey]ingest.ContentID{}, map[ingest.ContentID]bool{}
@@ -180,6 +183,16 @@ func (w *Writer) SetTopicType(name, channel string, t ingest.Type, fromNs int64)
 	}
 	w.types[k], w.bodies[id] = id, true
 	return nil
+}
+
+// HasTopic reports whether f holds a message of topic name#channel.
+func (f *Frame) HasTopic(name, channel string) bool {
+	for i := range f.msgs {
+		if f.msgs[i].Name == name && f.msgs[i].Channel == channel {
+			return true
+		}
+	}
+	return false
 }
 
 // Types returns the file's type sections in file order (see TopicType),

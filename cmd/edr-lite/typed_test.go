@@ -314,3 +314,45 @@ socket = %q
 		t.Errorf("info of the re-recorded dump does not show the change of type:\n%s", out)
 	}
 }
+
+// TestConfigCheckTypes: config check reads and checks the type keys as
+// run does: a bad layout exits 1 naming the file, the line of the key and
+// the layout's own line and column; a good configuration with a layout and
+// a protobuf schema file passes.
+func TestConfigCheckTypes(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "ts.binpb"), descriptorSetOf(), 0o600)
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, []byte(`[recorder]
+dump_dir = "/tmp/d"
+
+[[topic]]
+match = "vehicle/speed"
+schema_name = "vehicle.Speed"
+layout = "f32le speed (m/s); u8 gear; pad 3"
+
+[[topic]]
+match = "clock"
+encoding = "protobuf"
+schema_name = "google.protobuf.Timestamp"
+schema_file = "ts.binpb"
+`), 0o600)
+	if code, out, errs := runBin(t, "config", "check", good); code != 0 {
+		t.Errorf("config check of a good file: %d %s %s", code, out, errs)
+	}
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte(`[recorder]
+dump_dir = "/tmp/d"
+
+[[source.udp]]
+listen = ":30490"
+schema_name = "radar.Frame"
+layout = """
+u16le n
+f33le range (m)"""
+`), 0o600)
+	code, out, errs := runBin(t, "config", "check", bad)
+	if want := bad + ":7: source.udp[0].layout: layout:2:1: unknown type f33le"; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("config check of a bad layout: exit %d\n%s%s\nwant exit 1 saying %s", code, out, errs, want)
+	}
+}
