@@ -29,6 +29,7 @@ func FuzzMCAPRead(f *testing.F) {
 	f.Add(mcapSeed(mcap.CompressionZstd))
 	f.Add(packWriterSeed(mcap.CompressionNone))
 	f.Add(packWriterSeed(mcap.CompressionLZ4))
+	f.Add(typedSeed())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := mcap.NewReader(data, "fuzz.mcap", mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk})
 		if err != nil {
@@ -101,6 +102,9 @@ func fuzzDumpStream(t *testing.T, data []byte) {
 		}
 		if !topics[mcap.TopicName(m.Name, m.Channel)] {
 			t.Fatalf("message on topic %q#%q not in Topics", m.Name, m.Channel)
+		}
+		if m.Type == nil || m.Type.Validate() != nil {
+			t.Fatalf("message with type %v", m.Type)
 		}
 		last = m.TimeNs
 		n++
@@ -200,6 +204,29 @@ func mcapSeed(compression string) []byte {
 // packWriterSeed is a small MCAP dump as the recorder writes it: pack
 // messages out of time order across small chunks, one topic with a meta
 // channel, and the dump information.
+// typedSeed is a typed file: a packed struct transcoded to json (its
+// layout in the channel metadata) that changes layout, a short message on
+// the untranscoded channel, and a protobuf-typed topic.
+func typedSeed() []byte {
+	var buf bytes.Buffer
+	pw, err := mcap.NewPackWriter(&buf, mcap.Options{ChunkSize: 128})
+	if err != nil {
+		panic(err)
+	}
+	pw.DeclareTopic(mcap.Topic{Name: "speed", Type: ingest.Packed("v.S", "f32le speed (m/s); u8 gear; str8 note")})
+	pw.DeclareTopic(mcap.Topic{Name: "pb", Type: ingest.Type{MessageEncoding: "protobuf",
+		Schema: ingest.Schema{Name: "p.M", Encoding: "protobuf", Data: []byte{0x0a, 0x03, 'a', '.', 'p'}}}})
+	_ = pw.Add("speed", "", nil, 1, 1, []byte{0, 0, 0x80, 0x3f, 2, 1, 'x'})
+	_ = pw.Add("speed", "", nil, 2, 2, []byte{1})
+	_ = pw.Add("pb", "", nil, 3, 3, []byte{8, 1})
+	_ = pw.DeclareTopic(mcap.Topic{Name: "speed", Type: ingest.Packed("v.S", "u16le speed")})
+	_ = pw.Add("speed", "", nil, 4, 4, []byte{9, 0})
+	if err := pw.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
 func packWriterSeed(compression string) []byte {
 	var buf bytes.Buffer
 	pw, err := mcap.NewPackWriter(&buf, mcap.Options{Compression: compression, ChunkSize: 96})
