@@ -247,3 +247,26 @@ func TestProducerRestartsWithAnotherType(t *testing.T) {
 		t.Errorf("discovered %+v, want type A then B", sink.discovered)
 	}
 }
+
+// TestVersion1SegmentStillReads: testdata/v1-three.seg is a segment as the
+// version 1 producer wrote it (before types: the fuzz seed of that time),
+// three messages on topic "fuzz". It still reads, untyped.
+func TestVersion1SegmentStillReads(t *testing.T) {
+	b, err := os.ReadFile("testdata/v1-three.seg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint32(b[offVersion:]); v != VersionUntyped {
+		t.Fatalf("the pinned segment is version %d", v)
+	}
+	path := filepath.Join(t.TempDir(), SegmentFileName("fuzz", ""))
+	os.WriteFile(path, b, 0o600)
+	sink := newRecSink()
+	st, err := DrainFile(path, sink, ConsumerOptions{})
+	if err != nil || st.Messages != 3 || st.TypeErr != nil {
+		t.Fatalf("drain: %+v, %v", st, err)
+	}
+	if typ := sink.discovered[0].Type; typ.MessageEncoding != "" || len(typ.Schema.Data) != 0 {
+		t.Errorf("type %v, want none declared", typ)
+	}
+}
