@@ -159,6 +159,24 @@ func TestTypedRoundTrips(t *testing.T) {
 		}
 		bin(args...)
 		bin("verify", mc)
+		// info shows the MCAP file as it is: a row per topic, the type
+		// change of speed (a second channel) included.
+		var mi struct {
+			Topics []struct {
+				Name        string
+				Encoding    string
+				TypeChanges []json.RawMessage `json:"type_changes"`
+			}
+		}
+		json.Unmarshal([]byte(bin("info", "--json", mc)), &mi)
+		if len(mi.Topics) != 4 {
+			t.Errorf("info of the MCAP export: %+v", mi.Topics)
+		}
+		for _, tp := range mi.Topics {
+			if tp.Name == "vehicle/speed" && len(tp.TypeChanges) != 1 {
+				t.Errorf("info of the MCAP export: speed %+v, want one type change", tp)
+			}
+		}
 		// Read as a dump, the MCAP file gives the types back.
 		sameTyped(t, "MCAP"+keep, readTyped(t, mc), msgs)
 		back := filepath.Join(dir, "back"+keep+".pack")

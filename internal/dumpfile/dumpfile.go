@@ -239,11 +239,21 @@ func mcapInfo(path string) (*Info, error) {
 		in.Compression = append(in.Compression, name)
 	}
 	sort.Strings(in.Compression)
+	rows := map[string]int{}
 	for i := range mi.Channels {
 		c := &mi.Channels[i]
-		t := Topic{Name: c.Topic, Messages: c.Messages, Bytes: c.Bytes}
-		t.setType(*mcap.ChannelType(c), 0) // as the file stores it
-		in.Topics = append(in.Topics, t)
+		// Channels of one topic (its type changed) are one row; the
+		// types are as the file stores them.
+		j, ok := rows[c.Topic]
+		if !ok {
+			j = len(in.Topics)
+			rows[c.Topic] = j
+			in.Topics = append(in.Topics, Topic{Name: c.Topic})
+		}
+		t := &in.Topics[j]
+		t.Messages += c.Messages
+		t.Bytes += c.Bytes
+		t.setType(*mcap.ChannelType(c), 0)
 		in.Bytes += c.Bytes
 	}
 	for _, md := range mi.Metadata {
