@@ -3,6 +3,7 @@ package capture
 import (
 	"net/netip"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/defaults"
 )
 
@@ -35,8 +36,9 @@ type UDPOptions struct {
 	// kernel reports it (IP_PKTINFO); {ethertype} and {vlan} name the
 	// address family and 0.
 	Topic string
-	// Type is the TopicInfo.Type of discovered topics ("" = unknown).
-	Type string
+	// Type is the TopicInfo.Type of discovered topics: message encoding
+	// and schema (the zero Type: not declared, recorded as raw bytes).
+	Type ingest.Type
 	// Channel is the TopicInfo.Channel of discovered topics. Two sources
 	// that could name the same topic must use different channels: each
 	// source writes its topics from its one Run goroutine.

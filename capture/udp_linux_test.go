@@ -14,11 +14,16 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/internal/testutil"
+	"github.com/edr-lite/edr-lite/ingest"
 	"golang.org/x/sys/unix"
 )
 
 // runSource runs src in a goroutine and returns a function that closes it
 // and returns Run's result.
+// packedU8 is a declared type the listener gives its topics.
+var packedU8 = ingest.Type{MessageEncoding: ingest.EncodingPacked,
+	Schema: ingest.Schema{Name: "p.U8", Encoding: ingest.SchemaLayout, Data: []byte("u8 a")}}
+
 func runSource(t *testing.T, run func(context.Context) error, closeFn func() error) func() error {
 	t.Helper()
 	done := make(chan error, 1)
@@ -53,7 +58,7 @@ func payloadFor(sender, seq, n int) []byte {
 
 func TestUDPLoopback(t *testing.T) {
 	sink := newRecordingSink()
-	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", Topic: "udp/{src}:{sport}", Type: "raw"}, sink)
+	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", Topic: "udp/{src}:{sport}", Type: packedU8}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +94,7 @@ func TestUDPLoopback(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("topics %v, want %d", sink.names, len(want))
 	}
-	if info := sink.infos[0]; info.Source != "udp:127.0.0.1:0" || info.Type != "raw" {
+	if info := sink.infos[0]; info.Source != "udp:127.0.0.1:0" || !info.Type.Equal(packedU8) {
 		t.Errorf("TopicInfo %+v", info)
 	}
 	if err := stop(); err != nil {

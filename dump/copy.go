@@ -7,6 +7,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/kway"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -24,6 +25,19 @@ type source struct {
 	// anchorOK (see window).
 	anchor   uint64
 	anchorOK bool
+	// infos holds the topic's info once per type span (types.go); span
+	// is the span of the message being written.
+	infos []ingest.TopicInfo
+	spans []spanStart
+	span  int
+}
+
+// info returns the TopicInfo of the peeked message's type span.
+func (s *source) info() *ingest.TopicInfo {
+	for s.span+1 < len(s.spans) && s.e.Seq >= s.spans[s.span+1].from {
+		s.span++
+	}
+	return &s.infos[s.span]
 }
 
 // before orders the merge: capture time, then topic id (deterministic ties).
@@ -79,7 +93,11 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 		}
 		s.c = engine.NewWindowCursor(&win.Window)
 		s.c.Position()
-		s.acct = dumpinfo.TopicAccount{Topic: pack.Topic(win.Info.Name, win.Info.Channel), Type: win.Info.Type}
+		s.acct = dumpinfo.TopicAccount{Topic: pack.Topic(win.Info.Name, win.Info.Channel), Type: win.Info.Type.Schema.Name}
+		for _, sp := range win.Types {
+			s.spans = append(s.spans, spanStart{from: sp.FromSeq, typ: sp.Type})
+		}
+		s.infos = spanInfos(win.Info, s.spans)
 		srcs = append(srcs, s)
 		if s.advance() {
 			h.Push(s)
@@ -105,9 +123,9 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 		if s.c.Copy(s.e, data) {
 			var err error
 			if direct {
-				err = rs.Commit(&s.w.Info, s.e.GenNs, s.e.CaptureNs, data)
+				err = rs.Commit(s.info(), s.e.GenNs, s.e.CaptureNs, data)
 			} else {
-				err = w.WriteMessage(&s.w.Info, s.e.GenNs, s.e.CaptureNs, data)
+				err = w.WriteMessage(s.info(), s.e.GenNs, s.e.CaptureNs, data)
 			}
 			if err != nil {
 				return dumpinfo.Info{}, err

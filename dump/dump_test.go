@@ -143,7 +143,7 @@ func discover(t *testing.T, r *rig, names ...string) map[string]ingest.TopicID {
 	t.Helper()
 	ids := make(map[string]ingest.TopicID)
 	for _, n := range names {
-		id, err := r.Discover(ingest.TopicInfo{Name: n, Type: "test/" + n})
+		id, err := r.Discover(ingest.TopicInfo{Name: n, Type: ingest.Raw("test/" + n)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,6 +69,16 @@ type Config struct {
 	// DestroyOnOffline returns an offline topic's ring to the arena once
 	// no Reader or pending dump needs it.
 	DestroyOnOffline bool
+
+	// CheckType checks the type a topic is to be recorded under (its
+	// declared type or a TopicOverride's), once per Discover, off the
+	// ingest path; info.Type is that type. An error makes the recorder
+	// record the topic as raw bytes (ingest.Raw of the schema name) and
+	// keep the error in TopicStatus.TypeErr. nil means ingest.Type.Validate
+	// (structure only; the daemon passes schema.Check, which also parses
+	// layouts and descriptors). A topic that declares no type is raw and
+	// not checked.
+	CheckType func(info ingest.TopicInfo) error
 }
 
 // TopicOverride overrides defaults for the topics its Match glob selects.
@@ -86,6 +96,10 @@ type TopicOverride struct {
 	KeepLast            int
 	// Disabled leaves matching topics out entirely.
 	Disabled bool
+	// Type, when not zero, is the type matching topics are recorded under,
+	// whatever their source declared (a UDP listener's payloads, a
+	// producer that declares none or a wrong one).
+	Type ingest.Type
 }
 
 // topicSettings are the resolved settings of one topic.
@@ -155,6 +169,11 @@ func (c *Config) validate() error {
 		}
 		if o.OnlyFront && o.OnlyBack {
 			return configErr(f("OnlyFront"), "OnlyFront and OnlyBack exclude each other")
+		}
+		if !o.Type.IsZero() {
+			if err := o.Type.Validate(); err != nil {
+				return configErr(f("Type"), "%v", err)
+			}
 		}
 	}
 	return nil

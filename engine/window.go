@@ -20,6 +20,10 @@ import (
 type Window struct {
 	Topic ingest.TopicID
 	Info  ingest.TopicInfo
+	// Types is the topic's type history (oldest first, never empty): the
+	// dump writes each message under the span its Seq falls in (TypeAt).
+	// Info.Type is the last span's type.
+	Types []TypeSpan
 	// From and To bound the window in capture time (ns).
 	From, To int64
 	// Post is the topic's post window (0 for an only_front topic): the
@@ -60,7 +64,7 @@ func (r *Recorder) Select(s Selection) []Window {
 		if s.Post != nil {
 			post = int64(*s.Post)
 		}
-		w := Window{Topic: t.id, Info: t.info, From: s.TimeNs - pre, To: s.TimeNs + post, Post: post,
+		w := Window{Topic: t.id, Info: t.info, Types: t.spans(), From: s.TimeNs - pre, To: s.TimeNs + post, Post: post,
 			KeepLast: st.ring.keepLast, t: t}
 		if st.onlyFront {
 			w.To, w.Post = s.TimeNs, 0

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/pack"
@@ -181,7 +182,8 @@ func firstDiff(a, b []byte) string {
 func TestLineFormat(t *testing.T) {
 	js := string(exportFile(t, richDump(t, pack.CompressNone)))
 	lines := strings.Split(js, "\n")
-	if !strings.HasPrefix(lines[0], `{"format":"edr-lite-jsonl","version":1,"writer":"rich test","created_ns":1234,"topics":[{"topic":"camera/front","name":"camera/front","type":"gray8","messages":50},`) {
+	if !strings.HasPrefix(lines[0], `{"format":"edr-lite-jsonl","version":1,"writer":"rich test","created_ns":1234,"topics":[{"topic":"camera/front","name":"camera/front","type":"gray8","type_id":"`+
+		ingest.Raw("gray8").ID().String()+`","messages":50},`) || !strings.Contains(lines[0], `"types":[{"id":"`+ingest.Raw("gray8").ID().String()+`","encoding":"x-edr-raw","schema_name":"gray8"},`) {
 		t.Errorf("header %s", lines[0])
 	}
 	for i, want := range []string{

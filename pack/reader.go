@@ -35,6 +35,10 @@ type Reader struct {
 	scanErr error // why a scan for the index stopped early
 	closed  bool
 	meta    Frame // scratch for scans
+
+	types     []TopicType // Types, once walked
+	typesErr  error
+	typesDone bool
 }
 
 var readerIDs atomic.Uint64

@@ -132,8 +132,8 @@ func TestReplayMCAPLikePack(t *testing.T) {
 	a := richPackDump(t, "a.pack", 0)
 	b := richPackDump(t, "b.pack", 2500e3) // interleaves with a, some equal times
 	want := replayAll(t, []string{a}, Options{})
-	if len(want.topics) != 4 || want.topics[0].String() != "camera#front" || want.topics[0].Type != "gray8" ||
-		want.topics[2].Type != "edr.Imu" || len(want.msgs) != 734 {
+	if len(want.topics) != 4 || want.topics[0].String() != "camera#front" || want.topics[0].Type.Schema.Name != "gray8" ||
+		want.topics[2].Type.Schema.Name != "edr.Imu" || len(want.msgs) != 734 {
 		t.Fatalf("pack replay: %d messages, topics %+v", len(want.msgs), want.topics)
 	}
 	window := Options{Start: 500 * time.Millisecond, Duration: 700 * time.Millisecond}
@@ -217,7 +217,7 @@ func replayToShm(t *testing.T, paths []string) map[string]*segmentSink {
 func TestReplayMCAPToShm(t *testing.T) {
 	a := richPackDump(t, "a.pack", 0)
 	want := replayToShm(t, []string{a})
-	if len(want) != 4 || len(want["vehicle/speed"].msgs) != 400 || want["imu#0"].info.Type != "edr.Imu" {
+	if len(want) != 4 || len(want["vehicle/speed"].msgs) != 400 || want["imu#0"].info.Type.Schema.Name != "edr.Imu" {
 		t.Fatalf("pack to shm: %+v", want)
 	}
 	for _, comp := range []string{mcap.CompressionNone, mcap.CompressionZstd} {
@@ -227,7 +227,7 @@ func TestReplayMCAPToShm(t *testing.T) {
 		}
 		for topic, w := range want {
 			g := got[topic]
-			if g == nil || g.info.Name != w.info.Name || g.info.Channel != w.info.Channel || g.info.Type != w.info.Type {
+			if g == nil || g.info.Name != w.info.Name || g.info.Channel != w.info.Channel || !g.info.Type.Equal(w.info.Type) {
 				t.Fatalf("%q: segment %s: %+v, want %+v", comp, topic, g, w.info)
 			}
 			if !reflect.DeepEqual(g.msgs, w.msgs) {

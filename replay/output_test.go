@@ -108,7 +108,7 @@ func TestShmIntoRecorder(t *testing.T) {
 func TestShmOutputCarriesTypeAndDropsOversize(t *testing.T) {
 	dir := t.TempDir()
 	o := NewShm(ShmOptions{Dir: dir, Capacity: 4096})
-	topics := []Topic{{Index: 0, Name: "cam", Type: "gray8"}}
+	topics := []Topic{{Index: 0, Name: "cam", Type: ingest.Named("gray8")}}
 	if err := o.Open(topics); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestShmOutputCarriesTypeAndDropsOversize(t *testing.T) {
 	if _, err := shm.DrainFile(dir+"/"+shm.SegmentFileName("cam", ""), &sink, shm.ConsumerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if sink.info.Type != "gray8" || sink.n != 1 {
+	if sink.info.Type.Schema.Name != "gray8" || sink.n != 1 {
 		t.Errorf("segment type %q with %d messages, want gray8 with 1", sink.info.Type, sink.n)
 	}
 	if err := o.Close(); err != nil {

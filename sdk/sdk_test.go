@@ -171,8 +171,8 @@ func recorderDump(dir string) (string, error) {
 	}
 	defer d.Stop()
 	var ids []ingest.TopicID
-	for _, ti := range []ingest.TopicInfo{{Name: "lidar", Channel: "top", Type: "points"}, {Name: "lidar", Channel: "front", Type: "points"},
-		{Name: "can/frame", Type: "can"}} {
+	for _, ti := range []ingest.TopicInfo{{Name: "lidar", Channel: "top", Type: ingest.Raw("points")}, {Name: "lidar", Channel: "front", Type: ingest.Raw("points")},
+		{Name: "can/frame", Type: ingest.Raw("can")}} {
 		id, err := rec.Discover(ti)
 		if err != nil {
 			return "", err

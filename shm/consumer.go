@@ -73,7 +73,9 @@ type ConsumerOptions struct {
 	NoPIDCheck bool
 
 	// OnError is called (from consumer goroutines) for every segment that
-	// is quarantined or not recorded. It must not block.
+	// is quarantined or not recorded, and for a declared type that is not
+	// used (a *TypeError: the topic is recorded as raw bytes). It must not
+	// block.
 	OnError func(error)
 
 	// Clock judges heartbeat age; the system clock when nil.
@@ -227,6 +229,9 @@ type SegmentStats struct {
 	Rejected  uint64
 	Err       error // quarantine reason, nil when healthy
 	Recording bool  // false when the sink refused the topic
+	// TypeErr is why the type the segment declares is not used (the topic
+	// is recorded as raw bytes); nil when it was handed to the sink.
+	TypeErr error
 }
 
 // Stats returns the totals.

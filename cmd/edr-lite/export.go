@@ -33,8 +33,13 @@ into a pack dump with the same messages, times, channels, dump info and
 metadata. -o - writes to stdout.
 
 --format mcap writes an MCAP file (Foxglove, ros2 bag tooling): one channel
-per topic with its type, the dump information and metadata as MCAP metadata
-records; --compression picks the chunk compression.
+per topic and type with its message encoding and Schema record (protobuf
+descriptor sets as they are), the dump information and metadata as MCAP
+metadata records; --compression picks the chunk compression. Packed-struct
+topics (x-edr-packed) are transcoded to json with a generated JSON Schema so
+viewers plot them, their layout kept in the channel metadata so reading the
+file back gives the packed bytes again; --keep-packed writes them as they are.
+JSON lines carry each topic's type in the header ("types", base64 schemas).
 
 An MCAP input (an MCAP dump, an MCAP export, a file of another tool) is read
 as pack messages: a channel's topic and type, log_time as the capture time,
@@ -45,6 +50,7 @@ to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`
 		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.mcap -o - | head -3\nedr-lite export --format mcap dump.pack -o dump.mcap --compression zstd", 1, 1)
 	format := c.fs.String("format", "jsonl", "output format: "+orList(names))
 	comp := c.fs.String("compression", "none", "mcap: chunk compression, none, lz4 or zstd")
+	keepPacked := c.fs.Bool("keep-packed", false, "mcap: write packed-struct topics as they are, not transcoded to json")
 	out := c.fs.String("o", "", "output file, or - for stdout (required)")
 	args, code, ok := c.parse()
 	if !ok {
@@ -68,7 +74,7 @@ to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`
 	var rep *dumpfile.ConvertReport
 	err = writeOutput(*out, e.stdout, func(w io.Writer) error {
 		var err error
-		rep, err = dumpfile.Export(src, *format, w, dumpfile.ExportOptions{Compression: *comp})
+		rep, err = dumpfile.Export(src, *format, w, dumpfile.ExportOptions{Compression: *comp, KeepPacked: *keepPacked})
 		return err
 	})
 	if err != nil {

@@ -133,20 +133,42 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 	}
 	fmt.Fprintf(w, "topics:     %d\n", len(in.Topics))
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "  topic\tmessages\tbytes\trate\theld\tlost\tsrc-lost\toversize\tbusy\ttype\n")
+	fmt.Fprintf(tw, "  topic\tmessages\tbytes\trate\theld\tlost\tsrc-lost\toversize\tbusy\tencoding\ttype\n")
 	for _, t := range in.Topics {
 		rate := "-"
 		if t.Messages > 1 && t.LastNs > t.FirstNs {
 			rate = fmt.Sprintf("%.1f Hz", float64(t.Messages-1)/(float64(t.LastNs-t.FirstNs)/1e9))
 		}
-		typ := t.Type
-		if typ == "" {
-			typ = "-"
-		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", t.Name, t.Messages, units.FormatSize(int64(t.Bytes)), rate,
-			topicHeld(&t), t.Overwritten, t.LostAtSource, t.Oversize, t.SkippedBusy, typ)
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", t.Name, t.Messages, units.FormatSize(int64(t.Bytes)), rate,
+			topicHeld(&t), t.Overwritten, t.LostAtSource, t.Oversize, t.SkippedBusy, orDash(t.Encoding), orDash(t.Type))
 	}
 	tw.Flush()
+	var changes [][2]string
+	for _, t := range in.Topics {
+		prevID := t.TypeID
+		for _, c := range t.TypeChanges {
+			at := "at an unrecorded time"
+			if c.AtNs != 0 {
+				at = "at " + fmtTime(c.AtNs)
+			}
+			changes = append(changes, [2]string{t.Name, fmt.Sprintf("%s to %s %s (type %.8s, was %.8s)", at, c.Encoding,
+				orDash(c.Type), c.TypeID, prevID)})
+			prevID = c.TypeID
+		}
+	}
+	if len(changes) > 0 {
+		fmt.Fprintf(w, "type changes (a producer restarted with another type):\n")
+		for _, c := range changes {
+			fmt.Fprintf(w, "  %s  %s\n", c[0], c[1])
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // heldSpan is the part of the asked window the dump's messages cover:

@@ -107,7 +107,7 @@ func TestReplayToShm(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 			s = sink.topic(topic)
 		}
-		if s.n != n || s.info.Type != typ || len(s.first) == 0 || s.first[0] != first {
+		if s.n != n || s.info.Type.Schema.Name != typ || len(s.first) == 0 || s.first[0] != first {
 			t.Errorf("%s: %d messages, type %q, first %v; want %d, %q, %d", topic, s.n, s.info.Type, s.first, n, typ, first)
 		}
 	}

@@ -256,17 +256,29 @@ recorder's), messages, triggers, lag and errors.`,
 		fmt.Fprintf(w, "leftover incomplete dump: %s (salvage with edr-lite recover)\n", t)
 	}
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nTOPIC\tONLINE\tRATE\tHELD\tWINDOW\tOVERSIZE\tLOST\tSRC-LOST\tEVICTED(size)\tSOURCE\n")
+	fmt.Fprintf(tw, "\nTOPIC\tONLINE\tRATE\tHELD\tWINDOW\tOVERSIZE\tLOST\tSRC-LOST\tEVICTED(size)\tTYPE\tSOURCE\n")
+	var typeErrs []string
 	for _, t := range st.Topics {
 		name := t.Name
 		if t.Channel != "" {
 			name += "#" + t.Channel
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%.1f Hz\t%s\t%.1fs of %.1fs\t%d\t%d\t%d\t%d\t%s\n", name, t.Online, t.RateHz,
+		typ := t.Encoding
+		if t.Type != "" {
+			typ += " " + t.Type
+		}
+		if t.TypeError != "" {
+			typ += " (!)"
+			typeErrs = append(typeErrs, fmt.Sprintf("%s: %s", name, t.TypeError))
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%.1f Hz\t%s\t%.1fs of %.1fs\t%d\t%d\t%d\t%d\t%s\t%s\n", name, t.Online, t.RateHz,
 			units.FormatSize(int64(t.HeldBytes)), t.HeldSeconds, t.RetentionSeconds, t.RejectedOversize,
-			t.LostToReaders, t.LostAtSource, t.EvictedSize, t.Source)
+			t.LostToReaders, t.LostAtSource, t.EvictedSize, typ, t.Source)
 	}
 	tw.Flush()
+	for _, e := range typeErrs {
+		fmt.Fprintf(w, "type refused, recorded as raw bytes: %s\n", e)
+	}
 	if len(st.Rules) > 0 {
 		tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 		fmt.Fprintf(tw, "\nRULE\tWINDOW\tMESSAGES\tTRIGGERS\tSUPPRESSED\tSKIPPED\tLAG\tSTATE\n")

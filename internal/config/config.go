@@ -172,6 +172,7 @@ type Recorder struct {
 	BusySkipData     bool     `toml:"busy_skip_data"`
 	DestroyOnOffline bool     `toml:"destroy_on_offline"`
 	Format           string   `toml:"format"`
+	MCAPKeepPacked   bool     `toml:"mcap_keep_packed"`
 	Compression      string   `toml:"compression"`
 	FrameTargetSize  Size     `toml:"frame_target_size"`
 	Coalesce         string   `toml:"coalesce"`
@@ -217,6 +218,9 @@ type Topic struct {
 	OnlyFront bool      `toml:"only_front"`
 	OnlyBack  bool      `toml:"only_back"`
 	KeepLast  int       `toml:"keep_last"`
+	// The type matching topics are recorded under, whatever their
+	// source declared (types.go).
+	TypeKeys
 }
 
 // Sources lists where messages come from.
@@ -239,13 +243,14 @@ type UDPSource struct {
 	Group     string `toml:"group"`
 	Interface string `toml:"interface"` // the interface that joins Group ("" = the kernel's choice)
 	Topic     string `toml:"topic"`
-	Type      string `toml:"type"` // type name given to every topic of the listener
 	// Channel is given to every topic of the listener ("" = none): two
 	// listeners that name the same topic need different channels.
 	Channel   string `toml:"channel"`
 	RcvBuf    *Size  `toml:"rcvbuf"`     // nil = defaults.UDPRcvBuf
 	MaxPacket Size   `toml:"max_packet"` // largest datagram kept (0 = capture.DefaultMaxPacket)
 	GRO       bool   `toml:"gro"`        // UDP_GRO: take coalesced datagrams from GRO/GSO traffic
+	// The type of every topic of the listener (types.go).
+	TypeKeys
 }
 
 // RawSource is an AF_PACKET capture on one interface.
@@ -256,6 +261,8 @@ type RawSource struct {
 	Channel     string    `toml:"channel"`
 	Payload     string    `toml:"payload"`
 	Filter      RawFilter `toml:"filter"`
+	// The type of every topic of the capture (types.go).
+	TypeKeys
 }
 
 // RawFilter is the structured eBPF socket filter of a raw source.
@@ -388,6 +395,7 @@ func parse(name string, data []byte) (*File, Errors) {
 		ps = append(ps, &Problem{File: name, Line: lineOfKey(data, k), Msg: fmt.Sprintf("unknown key %q", k.String())})
 	}
 	ps = append(ps, f.check()...)
+	ps = append(ps, f.resolveTypes(name, data)...)
 	return f, ps.Sorted()
 }
 

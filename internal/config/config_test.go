@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/internal/defaults"
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 func TestDefaultParsesToDefaults(t *testing.T) {
@@ -44,7 +45,7 @@ listen = "127.0.0.1:9000"
 listen = ":30490"
 group = "ff15::1"
 interface = "eth1"
-type = "someip"
+schema_name = "someip"
 max_packet = "1KiB"
 gro = true
 
@@ -62,7 +63,8 @@ params = { decel = "7" }
 	if len(f.Topics) != 1 || *f.Topics[0].MaxBytes != 1<<20 || f.Topics[0].KeepLast != 2 {
 		t.Errorf("topics = %+v", f.Topics)
 	}
-	if u := f.Sources.UDP; len(u) != 2 || u[1] != (UDPSource{Listen: ":30490", Group: "ff15::1", Interface: "eth1", Type: "someip", MaxPacket: 1024, GRO: true}) {
+	if u := f.Sources.UDP; len(u) != 2 || !reflect.DeepEqual(u[1], UDPSource{Listen: ":30490", Group: "ff15::1", Interface: "eth1",
+		MaxPacket: 1024, GRO: true, TypeKeys: TypeKeys{SchemaName: "someip", Type: ingest.Named("someip")}}) {
 		t.Errorf("source.udp = %+v", u)
 	}
 	if len(f.Rules) != 1 || f.Rules[0].Params["decel"] != "7" {

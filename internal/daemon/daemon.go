@@ -20,11 +20,13 @@ import (
 	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
 	"github.com/edr-lite/edr-lite/internal/defaults"
 	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/schema"
 	"github.com/edr-lite/edr-lite/scripts"
 	"github.com/edr-lite/edr-lite/shm"
 )
@@ -102,6 +104,15 @@ func New(opts Options) (d *Daemon, err error) {
 		return nil, err
 	}
 	ec.Clock = opts.Clock
+	check := ec.CheckType
+	ec.CheckType = func(info ingest.TopicInfo) error {
+		err := check(info)
+		if err != nil {
+			d.log.Warn("topic type refused, recording it as raw bytes", "topic", info.Name, "channel", info.Channel,
+				"source", info.Source, "type", info.Type.String(), "err", err)
+		}
+		return err
+	}
 	dc.WriterName = opts.Version
 	dc.Hooks = []dump.Hook{dump.HookFunc(d.dumpFinished)}
 	if d.rec, err = engine.New(ec); err != nil {
@@ -120,6 +131,11 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 		dir := s.Dir
 		c, err := shm.NewConsumer(s.Dir, d.rec, shm.ConsumerOptions{AllowUIDs: uids, OnError: func(err error) {
+			var te *shm.TypeError
+			if errors.As(err, &te) {
+				d.log.Warn("shm segment's type not used, recording it as raw bytes", "dir", dir, "topic", te.Topic, "err", err)
+				return
+			}
 			d.log.Warn("shm segment not recorded", "dir", dir, "err", err)
 		}})
 		if err != nil {
@@ -155,7 +171,7 @@ func New(opts Options) (d *Daemon, err error) {
 		d.udps = append(d.udps, u)
 	}
 	for i, s := range opts.Config.Sources.Raw {
-		ro := capture.RawOptions{Interface: s.Interface, Topic: s.Topic, Promiscuous: s.Promiscuous, Channel: s.Channel}
+		ro := capture.RawOptions{Interface: s.Interface, Topic: s.Topic, Promiscuous: s.Promiscuous, Channel: s.Channel, Type: s.Type}
 		if s.Payload == "udp" {
 			ro.Payload = capture.PayloadUDP
 		}
@@ -241,7 +257,7 @@ func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 		}
 	}
 	for _, t := range f.Topics {
-		o := engine.TopicOverride{Match: t.Match, OnlyFront: t.OnlyFront, OnlyBack: t.OnlyBack, KeepLast: t.KeepLast}
+		o := engine.TopicOverride{Match: t.Match, OnlyFront: t.OnlyFront, OnlyBack: t.OnlyBack, KeepLast: t.KeepLast, Type: t.Type}
 		if t.Pre != nil {
 			o.Pre = new(t.Pre.D())
 		}
@@ -256,15 +272,52 @@ func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 		}
 		ec.Topics = append(ec.Topics, o)
 	}
+	ec.CheckType = newTypeChecker().check
 	switch r.Format {
 	case "pack", "":
 	case "mcap":
 		dc.Extension = dump.MCAPExt
-		dc.NewWriter = dump.NewMCAPWriter
+		dc.NewWriter = dump.MCAPWriter(r.MCAPKeepPacked)
 	default:
 		return ec, dc, fmt.Errorf("recorder.format = %q: want pack or mcap", r.Format)
 	}
 	return ec, dc, nil
+}
+
+// typeChecker checks topic types as the recorder is told them
+// (schema.Check: layouts compile, descriptor sets build and hold their
+// message, JSON Schemas parse), once per distinct type: producers that
+// restart declare the same schema again.
+type typeChecker struct {
+	mu   sync.Mutex
+	seen map[ingest.ContentID]error
+}
+
+// maxCheckedTypes bounds the checker's memory (hostile producers declaring
+// ever new schemas): past it the cache starts again.
+const maxCheckedTypes = 1024
+
+func newTypeChecker() *typeChecker { return &typeChecker{seen: map[ingest.ContentID]error{}} }
+
+func (c *typeChecker) check(info ingest.TopicInfo) error {
+	if err := info.Type.Validate(); err != nil {
+		return err // cheap, and bounds what is hashed below
+	}
+	id := info.Type.ID()
+	c.mu.Lock()
+	err, ok := c.seen[id]
+	c.mu.Unlock()
+	if ok {
+		return err
+	}
+	err = schema.Check(info.Type)
+	c.mu.Lock()
+	if len(c.seen) >= maxCheckedTypes {
+		clear(c.seen)
+	}
+	c.seen[id] = err
+	c.mu.Unlock()
+	return err
 }
 
 func rawFilter(f config.RawFilter) (*capture.Filter, error) {

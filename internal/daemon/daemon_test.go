@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
@@ -237,7 +238,7 @@ func TestMCAPDumps(t *testing.T) {
 	cfg.Control.HTTP = ""
 	cfg.Hooks.Exec = nil
 	d := startDaemon(t, cfg)
-	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "imu", Type: "edr.test.IMU"})
+	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "imu", Type: ingest.Named("edr.test.IMU")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,8 @@ func TestUDPSourceFromConfig(t *testing.T) {
 	}
 	addr := l.LocalAddr().String()
 	l.Close() // a free port for the recorder
-	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}", Type: "radar.Frame", MaxPacket: 16}}
+	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}", MaxPacket: 16,
+		TypeKeys: config.TypeKeys{Type: ingest.Packed("radar.Frame", "char s[11]")}}}
 	d := startDaemon(t, cfg)
 	c, err := net.Dial("udp", addr)
 	if err != nil {
@@ -343,8 +345,8 @@ func TestUDPSourceFromConfig(t *testing.T) {
 		c.Write([]byte("radar-frame-over-16-bytes"))
 		for _, tp := range d.Status().Topics {
 			if tp.Name == "radar/"+port && tp.Written >= 10 {
-				if tp.Type != "radar.Frame" {
-					t.Fatalf("topic type %q, want radar.Frame from the listener's type", tp.Type)
+				if tp.Type != "radar.Frame" || tp.Encoding != ingest.EncodingPacked || tp.TypeError != "" {
+					t.Fatalf("topic type %q %q (%s), want the listener's packed radar.Frame", tp.Encoding, tp.Type, tp.TypeError)
 				}
 				return true
 			}

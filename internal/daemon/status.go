@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/scripts"
 )
 
@@ -59,9 +60,15 @@ type DumpStatus struct {
 
 // TopicStatus is one topic's figures: rate, window held, drops by cause.
 type TopicStatus struct {
-	Name             string  `json:"name"`
-	Channel          string  `json:"channel,omitempty"`
-	Type             string  `json:"type,omitempty"`
+	Name           string `json:"name"`
+	Channel        string `json:"channel,omitempty"`
+	Type           string `json:"type,omitempty"`     // schema (type) name
+	Encoding       string `json:"encoding,omitempty"` // message encoding it is recorded under
+	SchemaEncoding string `json:"schema_encoding,omitempty"`
+	// TypeError is why the type the topic declared was refused (it is then
+	// recorded as raw bytes); TypeChanges counts restarts with another type.
+	TypeError        string  `json:"type_error,omitempty"`
+	TypeChanges      int     `json:"type_changes,omitempty"`
 	Source           string  `json:"source,omitempty"`
 	Online           bool    `json:"online"`
 	RateHz           float64 `json:"rate_hz"`
@@ -122,13 +129,30 @@ func (d *Daemon) Status() Status {
 	if d.ctl != nil {
 		out.Control.AcceptErrors = d.ctl.AcceptErrors()
 	}
+	// A segment's type the shm consumer could not use (a schema too large
+	// to read) is the topic's type error too.
+	shmTypeErrs := map[[2]string]string{}
+	for _, c := range d.shms {
+		for _, seg := range c.Segments() {
+			if seg.TypeErr != nil {
+				shmTypeErrs[[2]string{seg.Topic.Name, seg.Topic.Channel}] = seg.TypeErr.Error()
+			}
+		}
+	}
 	for _, t := range st.Topics {
 		c := t.Counters
-		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type, Source: t.Info.Source,
+		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type.Schema.Name,
+			Encoding: t.Info.Type.MessageEncoding, SchemaEncoding: t.Info.Type.Schema.Encoding, TypeChanges: t.TypeChanges,
+			Source: t.Info.Source,
 			Online: t.Online, RateHz: t.RateHz, RingBytes: t.RingBytes, HeldBytes: c.HeldBytes, HeldMessages: c.HeldMessages,
 			RetentionSeconds: float64(t.RetentionNs) / 1e9, Written: c.Written, EvictedAge: c.EvictedAge,
 			EvictedSize: c.EvictedSize, RejectedOversize: c.RejectedOversize, LostToReaders: c.LostToReaders,
 			RejectedOffline: c.RejectedOffline, SkippedBusy: c.SkippedBusy, LostAtSource: c.LostAtSource}
+		if t.TypeErr != nil {
+			ts.TypeError = t.TypeErr.Error()
+		} else if e, ok := shmTypeErrs[[2]string{t.Info.Name, t.Info.Channel}]; ok && t.Info.Type.MessageEncoding == ingest.EncodingRaw {
+			ts.TypeError = e
+		}
 		if c.NewestNs > c.OldestNs {
 			ts.HeldSeconds = float64(c.NewestNs-c.OldestNs) / 1e9
 		}

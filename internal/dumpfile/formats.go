@@ -181,6 +181,9 @@ type ExportOptions struct {
 	// (Format.Compressions: "none", "lz4", "zstd"); "" is "none". Other
 	// formats ignore it.
 	Compression string
+	// KeepPacked (MCAP) writes packed-struct topics as they are instead of
+	// transcoding them to json (mcap.Options.KeepPacked).
+	KeepPacked bool
 }
 
 // ConvertReport says what an Export or Import carried.
@@ -224,6 +227,7 @@ func Import(r io.Reader, format string, mk func(pack.WriterOptions) (*pack.Write
 
 func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error) {
 	var mopts mcap.ExportOptions
+	mopts.KeepPacked = opts.KeepPacked
 	switch opts.Compression {
 	case "lz4":
 		mopts.Compression = mcap.CompressionLZ4
@@ -271,7 +275,11 @@ func exportJSONL(src *Source, w io.Writer, _ ExportOptions) (*ConvertReport, err
 		h.Metadata[n] = sections[i]
 	}
 	for _, t := range src.Topics() {
-		h.Topics = append(h.Topics, jsonl.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages})
+		jt := jsonl.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type.Schema.Name, Messages: t.Messages}
+		for _, ts := range t.Types {
+			jt.Types = append(jt.Types, ts.Type)
+		}
+		h.Topics = append(h.Topics, jt)
 	}
 	rep, err := jsonl.Export(w, src.Path, h, func(fn func(m *jsonl.Message) error) error {
 		return src.InFileOrder(func(m *Message) error {
