@@ -27,7 +27,7 @@ const (
 	// refused (and set aside), never read into memory.
 	MaxJournalSize = 16 << 20
 	// maxLedgerLine bounds one ledger line.
-	maxLedgerLine = 64 << 10
+	maxLedgerLine  = 64 << 10
 	journalVersion = 1
 )
 

@@ -50,7 +50,6 @@ func NewOneOff(o Options, convert ConvertFunc) (*OneOff, error) {
 // included.
 func (x *OneOff) Sent() int64 { return x.c.total.Load() + x.c.sent.Load() }
 
-
 // KeyOf returns the object key of the dump at path.
 func (x *OneOff) KeyOf(path string) string {
 	return x.key.Expand(KeyFields{Prefix: x.o.Prefix, Vehicle: x.o.Vehicle, Time: dumpTime(path), File: filepath.Base(path)})
