@@ -98,6 +98,7 @@ type File struct {
 	Rules    []Rule   `toml:"rule"`
 	Control  Control  `toml:"control"`
 	Hooks    Hooks    `toml:"hooks"`
+	Upload   Upload   `toml:"upload"`
 }
 
 // Recorder holds the recorder-wide settings.
@@ -290,6 +291,7 @@ func defaults() *File {
 		},
 		Rotation: Rotation{MaxFiles: 100, MaxTotalBytes: 10 << 30, MinFreeDisk: 512 << 20},
 		Hooks:    Hooks{Timeout: Duration(5 * time.Minute)},
+		Upload:   uploadDefaults(),
 	}
 }
 
@@ -366,6 +368,9 @@ func (f *File) check() error {
 		if (r.File == "") == (r.Name == "") {
 			return fmt.Errorf("rule[%d]: set exactly one of file or builtin", i)
 		}
+	}
+	if _, _, _, err := f.UploadOptions(); err != nil {
+		return err
 	}
 	return f.checkIntSizes()
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/scripts"
 	"github.com/edr-lite/edr-lite/shm"
+	"github.com/edr-lite/edr-lite/upload"
 )
 
 // Options configure a Daemon.
@@ -60,6 +61,8 @@ type Daemon struct {
 	httpSrv *http.Server
 	httpLn  net.Listener
 	started time.Time
+	// uploader is the upload queue, nil when [upload] is off (upload.go).
+	uploader *upload.Uploader
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -98,6 +101,9 @@ func New(opts Options) (d *Daemon, err error) {
 	ec.Clock = opts.Clock
 	dc.WriterName = opts.Version
 	dc.Hooks = []dump.Hook{dump.HookFunc(d.dumpFinished)}
+	if err := d.newUploader(&dc); err != nil {
+		return nil, err
+	}
 	if d.rec, err = engine.New(ec); err != nil {
 		return nil, err
 	}
@@ -300,6 +306,11 @@ func (d *Daemon) Start() error {
 	if err := d.dumper.Start(); err != nil {
 		return err
 	}
+	if d.uploader != nil {
+		if err := d.uploader.Start(); err != nil {
+			return fmt.Errorf("upload: %w", err)
+		}
+	}
 	for _, c := range d.shms {
 		if err := c.Start(); err != nil {
 			return err
@@ -394,6 +405,7 @@ func (d *Daemon) dumpFinished(res dump.Result) {
 		live.DumpFinished(scripts.DumpResult{Path: res.Path, Reason: strings.Join(res.Reasons, ","), Bytes: res.Bytes,
 			Messages: int64(res.Messages), Err: res.Err})
 	}
+	d.enqueueUpload(res)
 	if d.opts.OnDump != nil {
 		d.opts.OnDump(res)
 	}
@@ -499,6 +511,9 @@ func (d *Daemon) release() {
 	d.closeSources()
 	if d.dumper != nil {
 		d.dumper.Stop()
+	}
+	if d.uploader != nil {
+		d.uploader.Stop()
 	}
 	if d.rec != nil {
 		d.rec.Close()

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/edr-lite/edr-lite/scripts"
+	"github.com/edr-lite/edr-lite/upload"
 )
 
 // Status is the document served by "edr-lite status --json" and /status.
@@ -18,6 +19,8 @@ type Status struct {
 	Topics  []TopicStatus `json:"topics"`
 	Rules   []RuleStatus  `json:"rules"`
 	Sources []SourceStat  `json:"sources"`
+	// Upload is the upload queue's state; absent when [upload] is off.
+	Upload *upload.Status `json:"upload,omitempty"`
 }
 
 // ArenaStatus is the cache's occupancy.
@@ -96,6 +99,10 @@ func (d *Daemon) Status() Status {
 	if !d.started.IsZero() {
 		out.UptimeS = time.Since(d.started).Seconds()
 	}
+	if d.uploader != nil {
+		us := d.uploader.Status()
+		out.Upload = &us
+	}
 	for _, t := range st.Topics {
 		c := t.Counters
 		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type, Source: t.Info.Source,
@@ -161,6 +168,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descSourceLost} {
 		ch <- d
 	}
+	for _, d := range uploadDescs() {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -199,4 +209,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range st.Sources {
 		ch <- prometheus.MustNewConstMetric(descSourceLost, prometheus.CounterValue, float64(s.Lost), s.Kind, s.Name)
 	}
+	collectUpload(ch, st.Upload)
 }
