@@ -255,3 +255,13 @@ func (s *Server) Logs() string {
 	defer s.mu.Unlock()
 	return s.logs.String()
 }
+
+// Parts returns how many parts the server holds of a multipart upload (0
+// when it knows no such upload).
+func (s *Server) Parts(bucket, key, id string) int {
+	out, err := s.Client().ListParts(context.Background(), &s3.ListPartsInput{Bucket: &bucket, Key: &key, UploadId: &id})
+	if err != nil {
+		return 0
+	}
+	return len(out.Parts)
+}
