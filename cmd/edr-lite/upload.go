@@ -15,6 +15,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/edr-lite/edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/daemon"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/upload"
 )
@@ -121,7 +122,7 @@ the process list. Exit 0 when every file is confirmed, 1 at the first failure
 	}
 	var convert upload.ConvertFunc
 	if o.Parquet {
-		convert = parquetConvert(o.Vehicle, types)
+		convert = daemon.ParquetConverter(o.Vehicle, types)
 	}
 	x, err := upload.NewOneOff(o, convert)
 	if err != nil {

@@ -17,7 +17,7 @@ func (d *Daemon) newUploader(dc *dump.Config) error {
 	o.Logger = d.log.With("room", "upload")
 	var convert upload.ConvertFunc
 	if o.Parquet {
-		convert = parquetConverter(o.Vehicle, schemas)
+		convert = ParquetConverter(o.Vehicle, schemas)
 	}
 	if d.uploader, err = upload.New(o, convert); err != nil {
 		return err
