@@ -9,6 +9,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	_ "github.com/edr-lite/edr-lite/internal/dumptable" // the parquet format
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/table"

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	_ "github.com/edr-lite/edr-lite/internal/dumptable" // the parquet format
 	"github.com/edr-lite/edr-lite/schema"
 	"github.com/edr-lite/edr-lite/upload"
 )

@@ -2,17 +2,14 @@ package dumpfile
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/schema"
-	"github.com/edr-lite/edr-lite/table"
 )
 
 // FormatParquet is the --format of the Parquet tables (package table): a
-// directory format (Format.Dir), written with ExportDir.
+// directory format (Format.Dir), written with ExportDir once
+// internal/dumptable is linked.
 const FormatParquet = "parquet"
 
 // OutFile is one file of a directory export.
@@ -47,37 +44,30 @@ func (s *Source) TopicType(name, channel string) (schema.Type, bool) {
 	return schema.Type{}, false
 }
 
-// exportParquet writes src as Parquet tables under dir (table.Write).
+// DirExportFunc writes a Source under a directory in a directory format.
+type DirExportFunc func(src *Source, dir string, opts ExportOptions) (*ConvertReport, error)
+
+var dirExports = map[string]DirExportFunc{}
+
+// RegisterDirExport supplies the writer of a directory format of the table
+// (Parquet: package internal/dumptable registers it in its init). The
+// format's row is here; its writer is linked only by the programs that
+// import it, so the C library and other readers of dumps do not carry a
+// Parquet writer (and what it links). Called from init functions only.
+func RegisterDirExport(format string, fn DirExportFunc) {
+	if f := lookup(format); f == nil || f.exportDir == nil {
+		panic("BUG: dumpfile: RegisterDirExport of " + format + ", not a directory format of the table")
+	}
+	dirExports[format] = fn
+}
+
+// exportParquet calls the registered Parquet writer.
 func exportParquet(src *Source, dir string, opts ExportOptions) (*ConvertReport, error) {
-	d := &table.Dump{File: filepath.Base(src.Path), Format: src.Format}
-	d.ID = strings.TrimSuffix(d.File, filepath.Ext(d.File))
-	if st, err := os.Stat(src.Path); err == nil {
-		d.Size = st.Size()
+	fn := dirExports[FormatParquet]
+	if fn == nil {
+		return nil, fmt.Errorf("dumpfile: the parquet writer is not linked into this program (import internal/dumptable)")
 	}
-	d.Info, _ = src.DumpInfo()
-	for _, t := range src.Topics() {
-		d.Topics = append(d.Topics, table.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages})
-	}
-	var tm table.Message
-	d.Walk = func(fn func(m *table.Message) error) error {
-		return src.InFileOrder(func(m *Message) error {
-			tm = table.Message{Name: m.Name, Channel: m.Channel, CaptureNs: m.TimeNs, ProducerNs: m.GenNs, Data: m.Data}
-			return fn(&tm)
-		})
-	}
-	rep, err := table.Write(d, dir, table.Options{Vehicle: opts.Vehicle, Types: src, Schemas: opts.Schemas})
-	out := &ConvertReport{Topics: len(d.Topics), Written: 0}
-	if rep != nil {
-		out.Messages, out.Bytes, out.Notes = rep.Messages, rep.Bytes, rep.Skipped
-		for _, f := range rep.Files {
-			out.Files = append(out.Files, OutFile{Table: f.Table, Path: f.Path, Rows: f.Rows, Size: f.Size})
-			out.Written += f.Size
-		}
-	}
-	if err != nil {
-		return out, fmt.Errorf("%s: %w", src.Path, err)
-	}
-	return out, nil
+	return fn(src, dir, opts)
 }
 
 // ParquetFiles converts the dump at path into Parquet tables under dir:

@@ -1,0 +1,15 @@
+// Package dumptable is internal/dumpfile's parquet format: it reads a
+// dumpfile.Source (pack or MCAP) as a table.Dump and writes the Parquet
+// tables of package table, and registers itself in dumpfile's format table
+// when imported. Programs that export or upload Parquet import it (the
+// command line, the daemon); the readers of dumps that do not (the C
+// library) stay without a Parquet writer and what it links.
+//
+// It is not for: the tables' layout (package table) or choosing a format
+// (internal/dumpfile).
+//
+// # Caveats
+//
+// Export reads the Source from its first message whatever was read before;
+// like a Source, it is not safe for concurrent use on one Source.
+package dumptable
