@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
 )
 
 // Converted is one file a Convert function wrote.
@@ -361,12 +362,22 @@ func (u *Uploader) rescan() {
 }
 
 // dumpTime is the time a dump's key is dated by: the trigger time its
-// name carries (dump.Name), else its modification time.
+// name carries (dump.Name), else its first trigger's (as the Parquet
+// tables' date= partition), else the start of its window, else its
+// modification time.
 func dumpTime(path string) time.Time {
 	base := filepath.Base(path)
 	if i := strings.IndexByte(base, '_'); i > 0 {
 		if t, err := time.Parse("20060102T150405.000000000Z", base[:i]); err == nil {
 			return t
+		}
+	}
+	if in, err := dumpfile.ReadInfo(path); err == nil {
+		if len(in.Triggers) > 0 {
+			return time.Unix(0, in.Triggers[0].TimeNs)
+		}
+		if in.StartNs != 0 {
+			return time.Unix(0, in.StartNs)
 		}
 	}
 	if st, err := os.Stat(path); err == nil {
