@@ -21,6 +21,11 @@ func testOptions(srv *s3test.Server, bucket string) Options {
 
 func randomFile(t *testing.T, dir, name string, n int) string {
 	t.Helper()
+	return randomFileTB(t, dir, name, n)
+}
+
+func randomFileTB(t testing.TB, dir, name string, n int) string {
+	t.Helper()
 	b := make([]byte, n)
 	r := rand.New(rand.NewPCG(uint64(n), 7))
 	for i := range b {
