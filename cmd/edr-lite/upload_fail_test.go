@@ -148,7 +148,7 @@ func TestUploadFailuresAreReported(t *testing.T) {
 		}
 		f.Close()
 		srv.Restart() // the upload succeeds; its journal write cannot
-		waitFor(t, func() bool { return rec.status().Upload.JournalError != "" }, "the journal error in status")
+		waitFor(t, func() bool { u := rec.status().Upload; return u.JournalError != "" && u.Uploaded == 1 }, "the upload done and the journal error in status")
 		st := rec.status()
 		if !strings.Contains(st.Upload.JournalError, "no space left on device") || st.Upload.Uploaded != 1 {
 			t.Errorf("status with a full disk: %+v", st.Upload)
