@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -144,7 +145,9 @@ func (u *Uploader) Start() error {
 		if _, ok := u.sent[e.File]; ok {
 			continue
 		}
-		u.queue = append(u.queue, e)
+		if !slices.ContainsFunc(u.queue, func(x *entry) bool { return x.File == e.File }) {
+			u.queue = append(u.queue, e) // (Enqueue may have come first)
+		}
 	}
 	for _, f := range l.Dumps {
 		u.addLocked(f.Name, f.Size, now)

@@ -303,13 +303,13 @@ func (d *Daemon) Recorder() *engine.Recorder { return d.rec }
 // Start starts the recorder, the sources, the rules and the listeners.
 func (d *Daemon) Start() error {
 	d.started = time.Now()
-	if err := d.dumper.Start(); err != nil {
-		return err
-	}
-	if d.uploader != nil {
+	if d.uploader != nil { // first: rotation asks it what to keep
 		if err := d.uploader.Start(); err != nil {
 			return fmt.Errorf("upload: %w", err)
 		}
+	}
+	if err := d.dumper.Start(); err != nil {
+		return err
 	}
 	for _, c := range d.shms {
 		if err := c.Start(); err != nil {
