@@ -17,6 +17,10 @@ import (
 // uploadRecorder starts "edr-lite run" with a shm topic being published
 // and the given [upload] keys, dumps in dumpDir.
 func uploadRecorder(t *testing.T, dumpDir, uploadKeys string) (*recorder, *syncBuffer) {
+	return uploadRecorderRot(t, dumpDir, "min_free_disk = 0", uploadKeys)
+}
+
+func uploadRecorderRot(t *testing.T, dumpDir, rotation, uploadKeys string) (*recorder, *syncBuffer) {
 	t.Helper()
 	dir := t.TempDir()
 	shmDir, sock, cfg := filepath.Join(dir, "shm"), filepath.Join(dir, "edr.sock"), filepath.Join(dir, "edr.toml")
@@ -31,7 +35,7 @@ guard = "10ms"
 coalesce = "separate"
 max_dumps_per_minute = 0
 [rotation]
-min_free_disk = 0
+%s
 [[source.shm]]
 dir = %q
 [control]
@@ -40,7 +44,7 @@ socket = %q
 retry_min = "50ms"
 retry_max = "200ms"
 %s
-`, dumpDir, shmDir, sock, uploadKeys)), 0o644)
+`, dumpDir, rotation, shmDir, sock, uploadKeys)), 0o644)
 	if code, out, errs := runBin(t, "config", "check", cfg); code != 0 {
 		t.Fatalf("config check: %s %s", out, errs)
 	}
@@ -165,5 +169,58 @@ func TestUploadFailuresAreReported(t *testing.T) {
 		os.Remove(filler)
 		rec.trigger("--reason", "room-again")
 		waitFor(t, func() bool { st = rec.status(); return st.Upload.Queued == 0 && st.Upload.JournalError == "" }, "the journal writable again")
+	})
+	t.Run("disk critically low", func(t *testing.T) {
+		testutil.SkipUnlessRoot(t, "to mount a small tmpfs as the dump directory")
+		dumpDir := t.TempDir()
+		if err := syscall.Mount("tmpfs", dumpDir, "tmpfs", 0, "size=4m"); err != nil {
+			testutil.SkipIfNotSupported(t, err)
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Unmount(dumpDir, syscall.MNT_DETACH) })
+		srv.Stop() // the dumps stay queued
+		defer func() {
+			if !srv.Running() {
+				srv.Restart()
+			}
+		}()
+		rec, logs := uploadRecorderRot(t, dumpDir, "max_files = 2\nmin_free_disk = \"1MiB\"",
+			base+fmt.Sprintf("secret_key = %q\nbucket = \"fleet\"\n", s3test.SecretKey))
+		var paths []string
+		for i := range 4 {
+			paths = append(paths, rec.trigger("--reason", fmt.Sprintf("q%d", i)))
+		}
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("a queued dump was rotated out with room on the disk: %v", err)
+			}
+		}
+		f, _ := os.Create(filepath.Join(dumpDir, "filler"))
+		for b := make([]byte, 64<<10); ; {
+			if _, err := f.Write(b); err != nil {
+				break
+			}
+		}
+		f.Close()
+		code, _, errs := runBin(t, "trigger", "--socket", rec.sock, "--reason", "no-room")
+		if code != 1 || !strings.Contains(errs, "not enough free disk") {
+			t.Errorf("trigger with the disk full: %d %s", code, errs)
+		}
+		for i, p := range paths {
+			_, err := os.Stat(p)
+			if gone := err != nil; gone != (i < 2) {
+				t.Errorf("dump %d: gone=%v, want the 2 oldest evicted down to max_files 2", i, gone)
+			}
+		}
+		st := rec.status()
+		if st.Upload.Evicted != 2 || st.Upload.Queued != 2 || !strings.Contains(st.Upload.LastError, "disk critically low") ||
+			st.Dumps.RefusedDisk != 1 {
+			t.Errorf("status after the eviction: upload %+v, dumps %+v", st.Upload, st.Dumps)
+		}
+		if strings.Count(logs.String(), "queued dump deleted before it was uploaded") != 2 {
+			t.Errorf("no log line per evicted dump:\n%s", logs.String())
+		}
+		before := written(rec)
+		waitFor(t, func() bool { return written(rec) > before+10 }, "recording to go on")
 	})
 }
