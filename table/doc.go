@@ -21,9 +21,10 @@
 //
 // # Caveats
 //
-//   - Memory: one row group per file is built in memory by parquet-go
-//     (columns compressed as pages fill): about the size of the output
-//     plus a page per column, whatever the dump's payload size.
+//   - Memory: parquet-go holds a row group in memory until it writes it;
+//     a row group has at most RowGroupRows rows, so a table costs about
+//     RowGroupRows × its row size (before compression) plus a page per
+//     column, whatever the dump's size.
 //   - Numbers: Numeric reports float64; 64-bit integers beyond 2^53 lose
 //     precision in their INT64 column.
 //   - Columns of varying-length arrays, maps, strings and bytes are not

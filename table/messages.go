@@ -87,6 +87,12 @@ type tableWriter struct {
 
 const batchRows = 1024
 
+// RowGroupRows bounds the rows of one row group: parquet-go holds a row
+// group in memory until it is written, so this bounds the writer's memory
+// whatever the dump's size (about 100 bytes a row before compression), and
+// engines get row groups to skip by their statistics.
+const RowGroupRows = 1 << 17
+
 func newTableWriter(name, path string, cols []column, codec compress.Codec) (*tableWriter, error) {
 	fields := make([]reflect.StructField, len(cols))
 	for i, c := range cols {
@@ -104,7 +110,8 @@ func newTableWriter(name, path string, cols []column, codec compress.Codec) (*ta
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	tw := &tableWriter{name: name, path: path, f: f, bw: bw, cols: cols,
-		w:    parquet.NewWriter(bw, sch, parquet.Compression(codec), parquet.CreatedBy("edr-lite", "", "")),
+		w: parquet.NewWriter(bw, sch, parquet.Compression(codec), parquet.CreatedBy("edr-lite", "", ""),
+			parquet.MaxRowsPerRowGroup(RowGroupRows)),
 		rows: make([]parquet.Row, batchRows)}
 	for i := range tw.rows {
 		tw.rows[i] = make(parquet.Row, len(cols))

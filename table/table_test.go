@@ -188,3 +188,30 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// TestRowGroupsBoundMemory: a table of more than RowGroupRows rows is
+// written in several row groups, not held whole.
+func TestRowGroupsBoundMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 140k rows")
+	}
+	dir := t.TempDir()
+	n := RowGroupRows/2 + 10 // two messages per step: just over RowGroupRows rows
+	if _, err := Write(testDump(n), dir, Options{Vehicle: "v"}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, Messages, "vehicle=v/date=2025-12-02/20251202T100640.000000000Z_hard-brake_1.parquet")
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.NumRows() != int64(2*n) || len(pf.RowGroups()) != 2 {
+		t.Errorf("%d rows in %d row groups, want %d in 2", pf.NumRows(), len(pf.RowGroups()), 2*n)
+	}
+}
