@@ -63,7 +63,7 @@ type labelRow struct {
 	Value string `parquet:"value"`
 }
 
-func writeDumpRow(d *Dump, path string, codec compress.Codec) (File, error) {
+func writeDumpRow(d *Dump, path string, codec compress.Codec, sync bool) (File, error) {
 	in := &d.Info
 	r := dumpRow{Dump: d.ID, File: d.File, Format: d.Format, Size: d.Size, Writer: in.Writer, Host: in.Host,
 		CreatedNs: in.CreatedNs, StartNs: in.StartNs, EndNs: in.EndNs, StartTime: floorDiv(in.StartNs, 1000),
@@ -113,8 +113,10 @@ func writeDumpRow(d *Dump, path string, codec compress.Codec) (File, error) {
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
-	if serr := f.Sync(); err == nil {
-		err = serr
+	if sync {
+		if serr := f.Sync(); err == nil {
+			err = serr
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

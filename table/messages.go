@@ -81,6 +81,7 @@ type tableWriter struct {
 	w     *parquet.Writer
 	cols  []column
 	rows  []parquet.Row
+	sync  bool // fsync at close
 	n     int // rows buffered
 	total int64
 }
@@ -93,7 +94,7 @@ const batchRows = 1024
 // engines get row groups to skip by their statistics.
 const RowGroupRows = 1 << 17
 
-func newTableWriter(name, path string, cols []column, codec compress.Codec) (*tableWriter, error) {
+func newTableWriter(name, path string, cols []column, codec compress.Codec, sync bool) (*tableWriter, error) {
 	fields := make([]reflect.StructField, len(cols))
 	for i, c := range cols {
 		tag := c.name
@@ -109,7 +110,7 @@ func newTableWriter(name, path string, cols []column, codec compress.Codec) (*ta
 		return nil, err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	tw := &tableWriter{name: name, path: path, f: f, bw: bw, cols: cols,
+	tw := &tableWriter{name: name, path: path, f: f, bw: bw, cols: cols, sync: sync,
 		w: parquet.NewWriter(bw, sch, parquet.Compression(codec), parquet.CreatedBy("edr-lite", "", ""),
 			parquet.MaxRowsPerRowGroup(RowGroupRows)),
 		rows: make([]parquet.Row, batchRows)}
@@ -148,8 +149,10 @@ func (t *tableWriter) close() (File, error) {
 	if ferr := t.bw.Flush(); err == nil {
 		err = ferr
 	}
-	if serr := t.f.Sync(); err == nil {
-		err = serr
+	if t.sync {
+		if serr := t.f.Sync(); err == nil {
+			err = serr
+		}
 	}
 	if cerr := t.f.Close(); err == nil {
 		err = cerr
@@ -202,7 +205,7 @@ func newMessageWriters(d *Dump, o *Options, codec compress.Codec, pathOf func(st
 	if err != nil {
 		return nil, err
 	}
-	if w.all, err = newTableWriter(Messages, p, fixedColumns(), codec); err != nil {
+	if w.all, err = newTableWriter(Messages, p, fixedColumns(), codec, !o.NoSync); err != nil {
 		return nil, err
 	}
 	w.order = append(w.order, w.all)
@@ -246,7 +249,7 @@ func newMessageWriters(d *Dump, o *Options, codec compress.Codec, pathOf func(st
 			if err != nil {
 				return w, w.abort(err)
 			}
-			if tw, err = newTableWriter(name, p, append(fixedColumns(), cols...), codec); err != nil {
+			if tw, err = newTableWriter(name, p, append(fixedColumns(), cols...), codec, !o.NoSync); err != nil {
 				return w, w.abort(err)
 			}
 			w.tables[name] = tw

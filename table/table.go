@@ -68,6 +68,10 @@ type Options struct {
 	// Compression of the column chunks: "zstd" (default), "snappy",
 	// "none".
 	Compression string
+	// NoSync skips the fsync of each file at its close: for files that are
+	// thrown away after use (the upload queue's, made again after a
+	// crash).
+	NoSync bool
 }
 
 // DefaultVehicle is the vehicle partition when none is given.
@@ -148,7 +152,7 @@ func Write(d *Dump, dir string, o Options) (rep *Report, err error) {
 	if err != nil {
 		return rep, err
 	}
-	f, err := writeDumpRow(d, p, codec)
+	f, err := writeDumpRow(d, p, codec, !o.NoSync)
 	rep.Files = append(rep.Files, f)
 	return rep, err
 }

@@ -13,7 +13,7 @@ import (
 // carries no type.
 func ParquetConverter(vehicle string, schemas map[string]schema.Type) upload.ConvertFunc {
 	return func(path, dir string) ([]upload.Converted, error) {
-		files, err := dumpfile.ParquetFiles(path, dir, dumpfile.ExportOptions{Vehicle: vehicle, Schemas: schemas})
+		files, err := dumpfile.ParquetFiles(path, dir, dumpfile.ExportOptions{Vehicle: vehicle, Schemas: schemas, NoSync: true})
 		out := make([]upload.Converted, len(files))
 		for i, f := range files {
 			out[i] = upload.Converted{Table: f.Table, Path: f.Path}

@@ -194,6 +194,9 @@ type ExportOptions struct {
 	// Schemas give the Parquet tables the type of topics by name, over
 	// what the dump says (export --schema TOPIC=LAYOUTFILE).
 	Schemas map[string]schema.Type
+	// NoSync: the files of a directory export are not fsynced (they are
+	// temporary: the upload queue's).
+	NoSync bool
 }
 
 // ConvertReport says what an Export or Import carried.

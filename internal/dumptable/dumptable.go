@@ -31,7 +31,7 @@ func Export(src *dumpfile.Source, dir string, opts dumpfile.ExportOptions) (*dum
 			return fn(&tm)
 		})
 	}
-	rep, err := table.Write(d, dir, table.Options{Vehicle: opts.Vehicle, Types: src, Schemas: opts.Schemas})
+	rep, err := table.Write(d, dir, table.Options{Vehicle: opts.Vehicle, Types: src, Schemas: opts.Schemas, NoSync: opts.NoSync})
 	out := &dumpfile.ConvertReport{Topics: len(d.Topics), Written: 0}
 	if rep != nil {
 		out.Messages, out.Bytes, out.Notes = rep.Messages, rep.Bytes, rep.Skipped
