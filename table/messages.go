@@ -82,7 +82,7 @@ type tableWriter struct {
 	cols  []column
 	rows  []parquet.Row
 	sync  bool // fsync at close
-	n     int // rows buffered
+	n     int  // rows buffered
 	total int64
 }
 
