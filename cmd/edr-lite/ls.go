@@ -72,6 +72,7 @@ table), uploaded, or - (unknown to the queue yet).`,
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s%s\n", when, reason, units.FormatSize(in.Size), fmtDur(in.EndNs-in.StartNs), in.Messages, col(n), n)
 	}
 	tw.Flush()
+	fmt.Fprintf(e.stdout, "%d dumps, %s\n", len(l.Dumps), units.FormatSize(total))
 	if hasUp {
 		for _, f := range l.Dumps {
 			if s := up[f.Name]; s.LastError != "" {
@@ -82,7 +83,6 @@ table), uploaded, or - (unknown to the queue yet).`,
 			fmt.Fprintf(e.stdout, "upload queue unreadable: %v\n", upErr)
 		}
 	}
-	fmt.Fprintf(e.stdout, "%d dumps, %s\n", len(l.Dumps), units.FormatSize(total))
 	for _, f := range l.Leftovers {
 		fmt.Fprintf(e.stdout, "leftover: %s (%s) — incomplete dump; salvage with: edr-lite recover %s -o %s\n",
 			f.Name, units.FormatSize(f.Size), f.Path, strings.TrimSuffix(f.Path, dump.TmpExt))

@@ -68,6 +68,14 @@ func TestUploadVerb(t *testing.T) {
 		strings.Count(out, "parquet -> ") != 3 {
 		t.Errorf("upload --parquet: %d\n%s\n%s", code, out, errs)
 	}
+	// the [upload] section of a configuration file, a flag over it
+	cfg := filepath.Join(dir, "edr.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[upload]\nendpoint = %q\nbucket = \"fleet\"\naccess_key = %q\nsecret_key = %q\nprefix = \"cfg\"\nvehicle = \"car-9\"\n",
+		srv.Endpoint, s3test.AccessKey, s3test.SecretKey)), 0o600)
+	code, out, errs = runBin(t, "upload", "--config", cfg, "--prefix", "flag", a)
+	if code != 0 || !strings.Contains(out, "s3://fleet/flag/vehicle=car-9/date=2025-12-02/a.pack: ") {
+		t.Errorf("upload --config: %d\n%s\n%s", code, out, errs)
+	}
 	if code, _, errs := runBinEnv(t, env, "upload", a); code != 2 || !strings.Contains(errs, "no endpoint") {
 		t.Errorf("no endpoint: %d %s", code, errs)
 	}
