@@ -37,7 +37,7 @@ func TestMCAPTypedTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		ts := uint64(1_796_000_000_000_000_000 + i*1e8)
+		ts := uint64(1_796_000_000_000_000_000) + uint64(i)*1e8
 		msg := []byte(`{"speed":` + strings.Repeat("1", i+1) + `.5,"gear":` + string(rune('0'+i)) + `,"label":"x"}`)
 		if err := w.WriteMessage(&mcap.Message{ChannelID: typed, LogTime: ts, PublishTime: ts, Data: msg}); err != nil {
 			t.Fatal(err)
