@@ -38,6 +38,7 @@ type client struct {
 	bucket string
 	lim    *limiter
 	stall  time.Duration
+	tr     *http.Transport
 	sent   atomic.Int64 // bytes sent by the request in flight
 	total  atomic.Int64 // bytes sent by every request
 }
@@ -64,8 +65,11 @@ func newClient(o *Options) *client {
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		so.APIOptions = append(so.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 	})
-	return &client{s3: c, bucket: o.Bucket, lim: newLimiter(o.Bandwidth), stall: o.Stall}
+	return &client{s3: c, bucket: o.Bucket, lim: newLimiter(o.Bandwidth), stall: o.Stall, tr: tr}
 }
+
+// close drops the idle connections (and their goroutines).
+func (c *client) close() { c.tr.CloseIdleConnections() }
 
 type staticCreds struct{ ak, sk, token string }
 

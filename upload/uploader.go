@@ -172,6 +172,7 @@ func (u *Uploader) Stop() {
 	if started {
 		<-u.done
 	}
+	u.c.close()
 }
 
 // Enqueue queues a finalized dump of the directory (the dump pipeline's
