@@ -234,6 +234,20 @@ func (c *client) complete(ctx context.Context, key, id string, parts []serverPar
 	return err
 }
 
+// abortAll drops every multipart upload of key still open (orphans of
+// crashes between their creation and the journal's write), best effort.
+func (c *client) abortAll(ctx context.Context, key string) {
+	out, err := c.s3.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &c.bucket, Prefix: &key})
+	if err != nil {
+		return
+	}
+	for _, u := range out.Uploads {
+		if aws.ToString(u.Key) == key {
+			_ = c.abort(ctx, key, aws.ToString(u.UploadId))
+		}
+	}
+}
+
 // abort drops an upload the queue gave up (the file vanished).
 func (c *client) abort(ctx context.Context, key, id string) error {
 	_, err := c.s3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &c.bucket, Key: &key, UploadId: &id})

@@ -224,6 +224,7 @@ func (c *client) sendParts(ctx context.Context, f *os.File, key string, partSize
 		}
 		return &opErr{"complete multipart upload", err}
 	}
+	c.abortAll(ctx, key) // orphans of earlier attempts hold parts (storage) forever otherwise
 	if err := setID(""); err != nil {
 		return &opErr{"journal", err}
 	}

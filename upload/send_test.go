@@ -129,3 +129,30 @@ func TestSendFileResumes(t *testing.T) {
 		t.Errorf("%d multipart uploads left on the server", len(u))
 	}
 }
+
+// TestOrphanUploadsAreAborted: multipart uploads of the key the journal
+// does not know (a crash right after their creation) are adopted (the
+// newest) or aborted once the object is complete.
+func TestOrphanUploadsAreAborted(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.CreateBucket("fleet")
+	o, err := testOptions(srv, "fleet").Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(&o)
+	defer c.close()
+	ctx := context.Background()
+	for range 2 {
+		if _, err := c.create(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := randomFile(t, t.TempDir(), "f", MinPartSize+10)
+	if _, err := c.sendFile(ctx, p, "k", sendOpts{PartSize: o.PartSize}); err != nil {
+		t.Fatal(err)
+	}
+	if u := srv.Uploads("fleet"); len(u) != 0 {
+		t.Errorf("%d uploads of the key left open", len(u))
+	}
+}
