@@ -21,6 +21,8 @@ type Status struct {
 	UploadedBytes uint64  `json:"uploaded_bytes"` // their sizes
 	SentBytes     uint64  `json:"sent_bytes"`     // bytes sent, retries included
 	Evicted       uint64  `json:"evicted"`        // queued dumps rotation deleted (disk critically low)
+	// LastEvicted says which queued dump rotation deleted last, and why.
+	LastEvicted string `json:"last_evicted,omitempty"`
 	Missing       uint64  `json:"missing"`        // queued dumps deleted by someone else
 	LastError     string  `json:"last_error,omitempty"`
 	LastErrorAt   string  `json:"last_error_at,omitempty"` // RFC 3339
@@ -53,7 +55,7 @@ func (u *Uploader) Status() Status {
 	now := u.o.Now()
 	st := Status{Endpoint: u.o.Endpoint, Bucket: u.o.Bucket, State: u.state, Queued: len(u.queue),
 		Uploaded: u.uploaded, UploadedBytes: u.upBytes, SentBytes: uint64(u.c.total.Load() + u.inflight()),
-		Evicted: u.evicted, Missing: u.missing, LastError: u.lastErr, JournalError: u.journalErr,
+		Evicted: u.evicted, LastEvicted: u.lastEvicted, Missing: u.missing, LastError: u.lastErr, JournalError: u.journalErr,
 		Window: u.o.Window, WindowOpen: u.window.Open(now), Bandwidth: u.o.Bandwidth, Entries: []EntryStatus{}}
 	if !u.lastErrAt.IsZero() {
 		st.LastErrorAt = u.lastErrAt.UTC().Format(time.RFC3339)

@@ -61,6 +61,7 @@ type Uploader struct {
 	uploaded    uint64
 	upBytes     uint64
 	evicted     uint64
+	lastEvicted string
 	missing     uint64
 	globalFails int
 	globalUntil time.Time
@@ -263,7 +264,8 @@ func (u *Uploader) Evicted(path, why string) {
 		if e.File == name {
 			u.queue = append(u.queue[:i], u.queue[i+1:]...)
 			u.evicted++
-			u.setErrLocked(fmt.Sprintf("%s deleted before it was uploaded: %s", name, why))
+			u.lastEvicted = fmt.Sprintf("%s deleted before it was uploaded: %s", name, why)
+			u.setErrLocked(u.lastEvicted)
 			u.log.Warn("queued dump deleted before it was uploaded", "file", name, "why", why)
 			u.saveLocked()
 			return

@@ -207,6 +207,9 @@ func printUploadStatus(w io.Writer, u *upload.Status) {
 	if u.LastError != "" {
 		fmt.Fprintf(w, "last upload error (%s): %s\n", u.LastErrorAt, u.LastError)
 	}
+	if u.LastEvicted != "" {
+		fmt.Fprintf(w, "last evicted: %s\n", u.LastEvicted)
+	}
 	if u.RetryInS > 0 {
 		fmt.Fprintf(w, "next upload attempt in %s\n", (time.Duration(u.RetryInS * float64(time.Second))).Round(time.Second))
 	}

@@ -213,12 +213,15 @@ func TestUploadFailuresAreReported(t *testing.T) {
 			}
 		}
 		st := rec.status()
-		if st.Upload.Evicted != 2 || st.Upload.Queued != 2 || !strings.Contains(st.Upload.LastError, "disk critically low") ||
+		if st.Upload.Evicted != 2 || st.Upload.Queued != 2 || !strings.Contains(st.Upload.LastEvicted, "disk critically low") ||
 			st.Dumps.RefusedDisk != 1 {
 			t.Errorf("status after the eviction: upload %+v, dumps %+v", st.Upload, st.Dumps)
 		}
 		if strings.Count(logs.String(), "queued dump deleted before it was uploaded") != 2 {
 			t.Errorf("no log line per evicted dump:\n%s", logs.String())
+		}
+		if code, out, _ := runBin(t, "status", "--socket", rec.sock); code != 0 || !strings.Contains(out, "2 evicted") || !strings.Contains(out, "last evicted: ") {
+			t.Errorf("status text after the eviction: %d\n%s", code, out)
 		}
 		before := written(rec)
 		waitFor(t, func() bool { return written(rec) > before+10 }, "recording to go on")
