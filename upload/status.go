@@ -11,26 +11,26 @@ type Status struct {
 	Bucket   string `json:"bucket"`
 	// State: "idle", "uploading", "backing off" (after a failure),
 	// "waiting for window", "stopped".
-	State         string  `json:"state"`
-	Queued        int     `json:"queued"` // dumps not yet confirmed, failed ones included
-	Failed        int     `json:"failed"` // queued dumps whose last attempt failed
-	Uploading     string  `json:"uploading,omitempty"`
-	UploadingSent int64   `json:"uploading_sent,omitempty"` // bytes of the request in flight
-	UploadingSize int64   `json:"uploading_size,omitempty"`
-	Uploaded      uint64  `json:"uploaded"`       // confirmed since start
-	UploadedBytes uint64  `json:"uploaded_bytes"` // their sizes
-	SentBytes     uint64  `json:"sent_bytes"`     // bytes sent, retries included
-	Evicted       uint64  `json:"evicted"`        // queued dumps rotation deleted (disk critically low)
+	State         string `json:"state"`
+	Queued        int    `json:"queued"` // dumps not yet confirmed, failed ones included
+	Failed        int    `json:"failed"` // queued dumps whose last attempt failed
+	Uploading     string `json:"uploading,omitempty"`
+	UploadingSent int64  `json:"uploading_sent,omitempty"` // bytes of the request in flight
+	UploadingSize int64  `json:"uploading_size,omitempty"`
+	Uploaded      uint64 `json:"uploaded"`       // confirmed since start
+	UploadedBytes uint64 `json:"uploaded_bytes"` // their sizes
+	SentBytes     uint64 `json:"sent_bytes"`     // bytes sent, retries included
+	Evicted       uint64 `json:"evicted"`        // queued dumps rotation deleted (disk critically low)
 	// LastEvicted says which queued dump rotation deleted last, and why.
-	LastEvicted string `json:"last_evicted,omitempty"`
-	Missing       uint64  `json:"missing"`        // queued dumps deleted by someone else
-	LastError     string  `json:"last_error,omitempty"`
-	LastErrorAt   string  `json:"last_error_at,omitempty"` // RFC 3339
-	RetryInS      float64 `json:"retry_in_s,omitempty"`
-	JournalError  string  `json:"journal_error,omitempty"`
-	Window        string  `json:"window,omitempty"`
-	WindowOpen    bool    `json:"window_open"`
-	Bandwidth     int64   `json:"bandwidth,omitempty"` // bytes/s cap
+	LastEvicted  string  `json:"last_evicted,omitempty"`
+	Missing      uint64  `json:"missing"` // queued dumps deleted by someone else
+	LastError    string  `json:"last_error,omitempty"`
+	LastErrorAt  string  `json:"last_error_at,omitempty"` // RFC 3339
+	RetryInS     float64 `json:"retry_in_s,omitempty"`
+	JournalError string  `json:"journal_error,omitempty"`
+	Window       string  `json:"window,omitempty"`
+	WindowOpen   bool    `json:"window_open"`
+	Bandwidth    int64   `json:"bandwidth,omitempty"` // bytes/s cap
 	// Entries lists the queue, oldest first (the first MaxStatusEntries).
 	Entries []EntryStatus `json:"entries"`
 }
