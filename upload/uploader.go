@@ -62,6 +62,7 @@ type Uploader struct {
 	upBytes     uint64
 	evicted     uint64
 	lastEvicted string
+	ledgerGone  int // ledger lines naming dumps that are gone
 	missing     uint64
 	globalFails int
 	globalUntil time.Time
@@ -348,7 +349,10 @@ func (u *Uploader) setState(s string) {
 }
 
 // rescan queues the dumps of the directory the queue missed (a hook result
-// dropped, a dump copied in by hand).
+// dropped, a dump copied in by hand), and forgets, in memory and, once
+// enough are gone, in the ledger, the confirmed dumps that are gone
+// (rotated, deleted after upload): the ledger stays the size of the
+// directory.
 func (u *Uploader) rescan() {
 	l, err := dump.OpenDir(u.o.Dir).List()
 	if err != nil {
@@ -358,14 +362,35 @@ func (u *Uploader) rescan() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	added := false
+	present := make(map[string]bool, len(l.Dumps))
 	for _, f := range l.Dumps {
+		present[f.Name] = true
 		added = u.addLocked(f.Name, f.Size, u.o.Now()) || added
 	}
 	if added {
 		u.sortLocked()
 		u.saveLocked()
 	}
+	for name := range u.sent {
+		if !present[name] {
+			delete(u.sent, name)
+			u.ledgerGone++
+		}
+	}
+	if u.ledgerGone > ledgerCompactAfter {
+		recs := make([]sentRec, 0, len(u.sent))
+		for _, r := range u.sent {
+			recs = append(recs, r)
+		}
+		sort.Slice(recs, func(i, j int) bool { return recs[i].File < recs[j].File })
+		u.noteJournal(writeLedger(u.o.Dir, recs))
+		u.ledgerGone = 0
+	}
 }
+
+// ledgerCompactAfter is how many ledger lines may name gone dumps before
+// the ledger is rewritten.
+const ledgerCompactAfter = 256
 
 // dumpTime is the time a dump's key is dated by: the trigger time its
 // name carries (dump.Name), else its first trigger's (as the Parquet

@@ -273,3 +273,35 @@ func TestJournalIsBounded(t *testing.T) {
 		t.Errorf("bad journal not set aside: %v", err)
 	}
 }
+
+// TestRescanForgetsGoneDumps: the ledger of confirmed dumps does not grow
+// with dumps that rotation or delete_after_upload removed.
+func TestRescanForgetsGoneDumps(t *testing.T) {
+	dir := t.TempDir()
+	var recs []sentRec
+	for i := range ledgerCompactAfter + 10 {
+		recs = append(recs, sentRec{File: dumpName(i%20) + string(rune('A'+i/20)), Size: 1})
+	}
+	if err := writeLedger(dir, recs); err != nil {
+		t.Fatal(err)
+	}
+	randomFile(t, dir, dumpName(0), 10)
+	if err := appendLedger(dir, sentRec{File: dumpName(0), Size: 10}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := New(Options{Endpoint: "http://127.0.0.1:1", Bucket: "b", AccessKey: "a", SecretKey: "s", Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// as after a long run: the ledger in memory names dumps that went
+	for _, r := range recs {
+		u.sent[r.File] = r
+	}
+	u.sent[dumpName(0)] = sentRec{File: dumpName(0), Size: 10}
+	u.rescan()
+	sent, _, err := readLedger(dir)
+	if err != nil || len(sent) != 1 || len(u.sent) != 1 || u.Status().Queued != 0 {
+		t.Errorf("after the rescan: ledger %d lines (%v), memory %d, queued %d; want the one dump there", len(sent), err, len(u.sent), u.Status().Queued)
+	}
+	u.Stop()
+}
