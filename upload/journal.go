@@ -20,8 +20,9 @@ const (
 	// "queue":[]} when nothing is pending.
 	JournalName = ".edr-upload.journal"
 	// LedgerName lists the dumps the server confirmed, one JSON object a
-	// line, appended and fsynced; rewritten at start without the dumps
-	// that are gone. It keeps a restart from queueing them again.
+	// line, appended and fsynced; rewritten without the dumps that are
+	// gone at start and once enough of its lines name such. It keeps a
+	// restart from queueing them again.
 	LedgerName = ".edr-upload.sent"
 	// MaxJournalSize bounds what is read of either file: a larger one is
 	// refused (and set aside), never read into memory.
