@@ -9,7 +9,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
-	_ "github.com/edr-lite/edr-lite/internal/dumptable" // the parquet format
+	"github.com/edr-lite/edr-lite/internal/dumptable"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/table"
@@ -136,7 +136,12 @@ func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicl
 			di, _ := src.DumpInfo()
 			v = di.Host
 		}
-		rep, err := dumpfile.ExportDir(src, f.Name, dir, dumpfile.ExportOptions{Vehicle: v, Schemas: schemas})
+		var rep *dumpfile.ConvertReport
+		if f.Name == dumpfile.FormatParquet {
+			rep, err = dumptable.Export(src, dir, dumptable.Options{Vehicle: v, Schemas: schemas})
+		} else {
+			rep, err = dumpfile.ExportDir(src, f.Name, dir, dumpfile.ExportOptions{Vehicle: v})
+		}
 		src.Close()
 		if err != nil {
 			return c.fail(err)

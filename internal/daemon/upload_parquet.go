@@ -1,8 +1,7 @@
 package daemon
 
 import (
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
-	_ "github.com/edr-lite/edr-lite/internal/dumptable" // the parquet format
+	"github.com/edr-lite/edr-lite/internal/dumptable"
 	"github.com/edr-lite/edr-lite/schema"
 	"github.com/edr-lite/edr-lite/upload"
 )
@@ -13,7 +12,7 @@ import (
 // carries no type.
 func ParquetConverter(vehicle string, schemas map[string]schema.Type) upload.ConvertFunc {
 	return func(path, dir string) ([]upload.Converted, error) {
-		files, err := dumpfile.ParquetFiles(path, dir, dumpfile.ExportOptions{Vehicle: vehicle, Schemas: schemas, NoSync: true})
+		files, err := dumptable.Files(path, dir, dumptable.Options{Vehicle: vehicle, Schemas: schemas, NoSync: true})
 		out := make([]upload.Converted, len(files))
 		for i, f := range files {
 			out[i] = upload.Converted{Table: f.Table, Path: f.Path}

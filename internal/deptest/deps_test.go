@@ -72,7 +72,7 @@ var rules = []rule{
 		mod + "pack", mod + "mcap", mod + "replay", mod + "internal/dumpfile", mod + "upload", "github.com/aws/"}, cmdOnly),
 		"the tables are built from messages and their schemas: no recorder, dump formats, storage or Lua (parquet-go links net through google/uuid and brotli; it opens no socket)"},
 	{mod + "internal/dumpfile", []string{mod + "table", mod + "internal/dumptable", "github.com/parquet-go/"},
-		"the Parquet writer is registered by internal/dumptable, so readers of dumps (the C library) do not link it"},
+		"the Parquet writer (and the typing of topics for it) is internal/dumptable's, so readers of dumps (the C library) do not link it"},
 	{mod + "dump", []string{mod + "upload", "github.com/aws/", "github.com/parquet-go/"},
 		"rotation asks a dump.Keeper what to spare; the pipeline knows no object storage"},
 	{mod + "sdk/libedrpack", join([]string{mod + "engine", mod + "dump", mod + "scripts", lua, "net", mod + "shm", mod + "capture",

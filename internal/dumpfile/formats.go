@@ -13,7 +13,6 @@ import (
 	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/schema"
 )
 
 // Format names: the --format values of the offline verbs, Info.Format and
@@ -189,14 +188,10 @@ type ExportOptions struct {
 	// (Format.Compressions: "none", "lz4", "zstd"); "" is "none". Other
 	// formats ignore it.
 	Compression string
-	// Vehicle is the vehicle= partition of the Parquet tables.
+	// Vehicle is the vehicle= partition of the Parquet tables (their
+	// other options are internal/dumptable.Options: typing topics needs
+	// package schema, which the readers of dumps do not link).
 	Vehicle string
-	// Schemas give the Parquet tables the type of topics by name, over
-	// what the dump says (export --schema TOPIC=LAYOUTFILE).
-	Schemas map[string]schema.Type
-	// NoSync: the files of a directory export are not fsynced (they are
-	// temporary: the upload queue's).
-	NoSync bool
 }
 
 // ConvertReport says what an Export or Import carried.

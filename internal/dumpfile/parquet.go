@@ -2,9 +2,6 @@ package dumpfile
 
 import (
 	"fmt"
-
-	"github.com/edr-lite/edr-lite/mcap"
-	"github.com/edr-lite/edr-lite/schema"
 )
 
 // FormatParquet is the --format of the Parquet tables (package table): a
@@ -18,30 +15,6 @@ type OutFile struct {
 	Path  string
 	Rows  int64
 	Size  int64
-}
-
-// TopicType returns the type a topic of the dump carries (table.Types): an
-// MCAP channel's message encoding and schema when it has an encoding other
-// than opaque bytes. A pack dump records no schema yet: false.
-func (s *Source) TopicType(name, channel string) (schema.Type, bool) {
-	if s.mp == nil {
-		return schema.Type{}, false
-	}
-	for _, t := range s.mp.Topics() {
-		if t.Name != name || t.Channel != channel || t.MCAP == nil {
-			continue
-		}
-		ci := t.MCAP
-		if ci.MessageEncoding == "" || ci.MessageEncoding == mcap.RawMessageEncoding {
-			return schema.Type{}, false
-		}
-		typ := schema.Type{MessageEncoding: ci.MessageEncoding}
-		if ci.Schema != nil {
-			typ.Schema = schema.Schema{Name: ci.Schema.Name, Encoding: ci.Schema.Encoding, Data: ci.Schema.Data}
-		}
-		return typ, true
-	}
-	return schema.Type{}, false
 }
 
 // DirExportFunc writes a Source under a directory in a directory format.
@@ -68,19 +41,4 @@ func exportParquet(src *Source, dir string, opts ExportOptions) (*ConvertReport,
 		return nil, fmt.Errorf("dumpfile: the parquet writer is not linked into this program (import internal/dumptable)")
 	}
 	return fn(src, dir, opts)
-}
-
-// ParquetFiles converts the dump at path into Parquet tables under dir:
-// what the upload queue sends beside a dump.
-func ParquetFiles(path, dir string, opts ExportOptions) ([]OutFile, error) {
-	src, err := Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	rep, err := ExportDir(src, FormatParquet, dir, opts)
-	if err != nil {
-		return nil, err
-	}
-	return rep.Files, nil
 }

@@ -7,14 +7,32 @@ import (
 	"strings"
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/schema"
 	"github.com/edr-lite/edr-lite/table"
 )
 
-func init() { dumpfile.RegisterDirExport(dumpfile.FormatParquet, Export) }
+func init() {
+	dumpfile.RegisterDirExport(dumpfile.FormatParquet, func(src *dumpfile.Source, dir string, o dumpfile.ExportOptions) (*dumpfile.ConvertReport, error) {
+		return Export(src, dir, Options{Vehicle: o.Vehicle})
+	})
+}
 
-// Export writes src as Parquet tables under dir (table.Write), typed by
-// the Source (dumpfile.Source.TopicType) and opts.Schemas.
-func Export(src *dumpfile.Source, dir string, opts dumpfile.ExportOptions) (*dumpfile.ConvertReport, error) {
+// Options configure Export.
+type Options struct {
+	// Vehicle is the vehicle= partition (table.DefaultVehicle when "").
+	Vehicle string
+	// Schemas type topics by name over what the dump says (export
+	// --schema TOPIC=LAYOUTFILE, upload.parquet_schema).
+	Schemas map[string]schema.Type
+	// NoSync: the files are not fsynced (the upload queue's, thrown away
+	// after their upload).
+	NoSync bool
+}
+
+// Export writes src as Parquet tables under dir (table.Write), its topics
+// typed by opts.Schemas, else by what the dump records (Types).
+func Export(src *dumpfile.Source, dir string, opts Options) (*dumpfile.ConvertReport, error) {
 	d := &table.Dump{File: filepath.Base(src.Path), Format: src.Format}
 	d.ID = strings.TrimSuffix(d.File, filepath.Ext(d.File))
 	if st, err := os.Stat(src.Path); err == nil {
@@ -31,7 +49,7 @@ func Export(src *dumpfile.Source, dir string, opts dumpfile.ExportOptions) (*dum
 			return fn(&tm)
 		})
 	}
-	rep, err := table.Write(d, dir, table.Options{Vehicle: opts.Vehicle, Types: src, Schemas: opts.Schemas, NoSync: opts.NoSync})
+	rep, err := table.Write(d, dir, table.Options{Vehicle: opts.Vehicle, Types: Types(src), Schemas: opts.Schemas, NoSync: opts.NoSync})
 	out := &dumpfile.ConvertReport{Topics: len(d.Topics), Written: 0}
 	if rep != nil {
 		out.Messages, out.Bytes, out.Notes = rep.Messages, rep.Bytes, rep.Skipped
@@ -44,4 +62,48 @@ func Export(src *dumpfile.Source, dir string, opts dumpfile.ExportOptions) (*dum
 		return out, fmt.Errorf("%s: %w", src.Path, err)
 	}
 	return out, nil
+}
+
+// Types returns what src records of its topics' types (table.Types): an
+// MCAP channel's message encoding and schema when it has an encoding other
+// than opaque bytes. A pack dump records no schema yet: nothing.
+func Types(src *dumpfile.Source) table.Types { return sourceTypes{src} }
+
+type sourceTypes struct{ src *dumpfile.Source }
+
+func (s sourceTypes) TopicType(name, channel string) (schema.Type, bool) {
+	mp := s.src.MCAP()
+	if mp == nil {
+		return schema.Type{}, false
+	}
+	for _, t := range mp.Topics() {
+		if t.Name != name || t.Channel != channel || t.MCAP == nil {
+			continue
+		}
+		ci := t.MCAP
+		if ci.MessageEncoding == "" || ci.MessageEncoding == mcap.RawMessageEncoding {
+			return schema.Type{}, false
+		}
+		typ := schema.Type{MessageEncoding: ci.MessageEncoding}
+		if ci.Schema != nil {
+			typ.Schema = schema.Schema{Name: ci.Schema.Name, Encoding: ci.Schema.Encoding, Data: ci.Schema.Data}
+		}
+		return typ, true
+	}
+	return schema.Type{}, false
+}
+
+// Files converts the dump at path into Parquet tables under dir: what the
+// upload queue sends beside a dump.
+func Files(path, dir string, opts Options) ([]dumpfile.OutFile, error) {
+	src, err := dumpfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	rep, err := Export(src, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return rep.Files, nil
 }

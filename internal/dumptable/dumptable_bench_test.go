@@ -90,7 +90,7 @@ func demoLikeDump(tb testing.TB, dir string, seconds int, noCamera bool) (string
 // each, the payload bytes and the Parquet rows.
 func exportRound(tb testing.TB, src *dumpfile.Source, types map[string]schema.Type, out string) (tp, tj, bytes, rows float64) {
 	t0 := time.Now()
-	rep, err := Export(src, out, dumpfile.ExportOptions{Vehicle: "bench", Schemas: types, NoSync: true})
+	rep, err := Export(src, out, Options{Vehicle: "bench", Schemas: types, NoSync: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

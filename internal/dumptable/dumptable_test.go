@@ -14,7 +14,7 @@ import (
 
 // TestMCAPTypedTopic: an MCAP file whose channel carries a type (JSON
 // messages with a JSON Schema, as other tools write them) gets a typed
-// table through the Source's TopicType, with no --schema; an opaque
+// table through Types(src), with no --schema; an opaque
 // channel stays in messages only.
 func TestMCAPTypedTopic(t *testing.T) {
 	dir := t.TempDir()
@@ -55,11 +55,11 @@ func TestMCAPTypedTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if _, ok := src.TopicType("blob", ""); ok {
+	if _, ok := Types(src).TopicType("blob", ""); ok {
 		t.Error("an opaque channel has a type")
 	}
 	out := filepath.Join(dir, "tables")
-	rep, err := Export(src, out, dumpfile.ExportOptions{Vehicle: "v"})
+	rep, err := Export(src, out, Options{Vehicle: "v"})
 	if err != nil {
 		t.Fatal(err)
 	}
