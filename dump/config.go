@@ -94,6 +94,11 @@ type Config struct {
 	Extension string
 	// WriterName is recorded in each dump's header and dump info.
 	WriterName string
+	// Keeper, when set, protects dumps from rotation (an upload queue's
+	// pending dumps) unless the disk is critically low: free space below
+	// MinFreeDisk. Then rotation deletes them too, as far as MaxFiles and
+	// MaxTotalBytes require, and tells the Keeper.
+	Keeper Keeper
 }
 
 func (d Config) withDefaults() Config {

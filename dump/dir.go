@@ -3,7 +3,6 @@ package dump
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -153,43 +152,10 @@ func (d Dir) isDump(name string) bool {
 
 // Rotate deletes the oldest dumps beyond maxFiles / maxBytes (0 = no
 // bound), never keep (the dump just written). It returns how many it
-// deleted.
+// deleted. RotateKeeping also spares the dumps a Keeper protects.
 func (d Dir) Rotate(maxFiles int, maxBytes int64, keep string) (int, error) {
-	if maxFiles == 0 && maxBytes == 0 {
-		return 0, nil
-	}
-	l, err := d.List()
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, f := range l.Dumps {
-		total += f.Size
-	}
-	if maxFiles == 0 {
-		maxFiles = math.MaxInt
-	}
-	if maxBytes == 0 {
-		maxBytes = math.MaxInt64
-	}
-	count, deleted := len(l.Dumps), 0
-	var errs []error
-	for _, f := range l.Dumps {
-		if count <= maxFiles && total <= maxBytes {
-			break
-		}
-		if f.Path == keep {
-			continue
-		}
-		if err := os.Remove(f.Path); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		count--
-		total -= f.Size
-		deleted++
-	}
-	return deleted, errors.Join(errs...)
+	n, _, err := d.RotateKeeping(maxFiles, maxBytes, keep, nil, false)
+	return n, err
 }
 
 // syncDir makes a rename in dir durable.

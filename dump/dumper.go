@@ -308,8 +308,7 @@ func (d *Dumper) runJob(j *job) {
 		d.lastErr.Store(&s)
 	} else {
 		d.written.Add(1)
-		n, _ := d.dir.Rotate(d.cfg.MaxFiles, d.cfg.MaxTotalBytes, res.Path)
-		d.rotated.Add(uint64(n))
+		d.rotated.Add(uint64(d.rotate(res.Path, false)))
 	}
 	j.res = res
 	for _, id := range j.order {
@@ -321,6 +320,19 @@ func (d *Dumper) runJob(j *job) {
 	default:
 		d.hookDropped.Add(1)
 	}
+}
+
+// rotate applies the rotation bounds, sparing the dumps cfg.Keeper keeps
+// unless the disk is critically low: a dump is being refused for want of
+// room (critical), or free space is below MinFreeDisk. It returns how many
+// it deleted.
+func (d *Dumper) rotate(keep string, critical bool) int {
+	if !critical && d.cfg.Keeper != nil && d.cfg.MinFreeDisk > 0 {
+		free, err := freeDisk(d.cfg.Dir)
+		critical = err == nil && free < d.cfg.MinFreeDisk
+	}
+	n, _, _ := d.dir.RotateKeeping(d.cfg.MaxFiles, d.cfg.MaxTotalBytes, keep, d.cfg.Keeper, critical)
+	return n
 }
 
 // write writes j's file: .tmp, synced, renamed, directory synced.
@@ -336,6 +348,13 @@ func (d *Dumper) write(j *job) Result {
 		if err != nil {
 			res.Err = err
 			return res
+		}
+		if free-estimate < dc.MinFreeDisk && dc.Keeper != nil {
+			// critically low: kept dumps beyond the bounds go, then look again
+			if n := d.rotate("", true); n > 0 {
+				d.rotated.Add(uint64(n))
+				free, _ = freeDisk(dc.Dir)
+			}
 		}
 		if free-estimate < dc.MinFreeDisk {
 			d.refusedDisk.Add(1)

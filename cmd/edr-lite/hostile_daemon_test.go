@@ -397,6 +397,7 @@ socket = "$DIR/edr.sock"
 		}
 	}
 
+	base := openFDs(t, pid)
 	setLimit(1024)
 	held := hold(3000)
 	t.Logf("held %d of 3000 connections", len(held))
@@ -406,7 +407,18 @@ socket = "$DIR/edr.sock"
 	release(held)
 	statusWithin(t, d.sock, time.Second)
 
+	// The released connections close on the recorder's side a moment after
+	// the clients hang up: wait until its descriptor count settles, else
+	// the limit cut below would leave room for them.
 	n := openFDs(t, pid)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		m := openFDs(t, pid)
+		if m == n && m <= base+2 {
+			break
+		}
+		n = m
+	}
 	setLimit(uint64(n + 2))
 	held = hold(200)
 	time.Sleep(500 * time.Millisecond) // the accept loop meets EMFILE and backs off

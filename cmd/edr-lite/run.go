@@ -255,6 +255,9 @@ recorder's), messages, triggers, lag and errors.`,
 	for _, t := range dm.LeftoverTmp {
 		fmt.Fprintf(w, "leftover incomplete dump: %s (salvage with edr-lite recover)\n", t)
 	}
+	if st.Upload != nil {
+		printUploadStatus(w, st.Upload)
+	}
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nTOPIC\tONLINE\tRATE\tHELD\tWINDOW\tOVERSIZE\tLOST\tSRC-LOST\tEVICTED(size)\tTYPE\tSOURCE\n")
 	var typeErrs []string

@@ -152,6 +152,7 @@ type File struct {
 	Rules    []Rule   `toml:"rule"`
 	Control  Control  `toml:"control"`
 	Hooks    Hooks    `toml:"hooks"`
+	Upload   Upload   `toml:"upload"`
 
 	name  string // as given to Parse, for problems
 	lines lineIndex
@@ -453,6 +454,7 @@ func defaultFile() *File {
 			MinFreeDisk: Size(defaults.MinFreeDisk)},
 		Control: Control{Socket: defaults.ControlSocket},
 		Hooks:   Hooks{Timeout: Duration(defaults.HookTimeout)},
+		Upload:  uploadDefaults(),
 	}
 }
 
@@ -597,6 +599,9 @@ func (f *File) check() Errors {
 	}
 	if f.Hooks.Timeout <= 0 {
 		add("hooks.timeout", "%v: want > 0 (omit it for the default %v)", f.Hooks.Timeout.D(), defaults.HookTimeout)
+	}
+	if _, _, _, err := f.UploadOptions(); err != nil {
+		add(f.setKey("upload.endpoint", "upload"), "%v", err)
 	}
 	return append(ps, f.checkIntSizes()...)
 }

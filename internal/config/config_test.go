@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/internal/defaults"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/defaults"
 )
 
 func TestDefaultParsesToDefaults(t *testing.T) {

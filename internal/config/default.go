@@ -20,6 +20,9 @@ var defaultValues = struct {
 	CacheSize, MaxPacket, TopicBytes, MaxTotalBytes, MinFreeDisk, UDPRcvBuf int64
 	FrameSize, DumpsPerMinute, ManualPerMinute, MaxFiles, UDPMaxPacket      int
 	Pre, Post, Guard, ReorderWindow, StopDeadline, HookTimeout              time.Duration
+	Upload                                                                  Upload
+	UploadPartSize                                                          int64
+	UploadRetryMin, UploadRetryMax, UploadStall                             time.Duration
 }{
 	DumpDir: defaults.DumpDir, Format: defaults.Format, Compression: defaults.Compression, Coalesce: defaults.Coalesce,
 	UDPTopic: defaults.UDPTopic, ControlSocket: defaults.ControlSocket,
@@ -29,6 +32,9 @@ var defaultValues = struct {
 	MaxFiles: defaults.MaxFiles, UDPMaxPacket: defaults.UDPMaxPacket,
 	Pre: defaults.Pre, Post: defaults.Post, Guard: defaults.Guard, ReorderWindow: defaults.ReorderWindow,
 	StopDeadline: defaults.StopDeadline, HookTimeout: defaults.HookTimeout,
+	Upload: uploadDefaults(), UploadPartSize: int64(uploadDefaults().PartSize),
+	UploadRetryMin: uploadDefaults().RetryMin.D(), UploadRetryMax: uploadDefaults().RetryMax.D(),
+	UploadStall: uploadDefaults().StallTimeout.D(),
 }
 
 var defaultText = func() string {

@@ -29,6 +29,7 @@ import (
 	"github.com/edr-lite/edr-lite/schema"
 	"github.com/edr-lite/edr-lite/scripts"
 	"github.com/edr-lite/edr-lite/shm"
+	"github.com/edr-lite/edr-lite/upload"
 )
 
 // Options configure a Daemon.
@@ -64,6 +65,8 @@ type Daemon struct {
 	// httpExposed: the HTTP listener is not on loopback
 	httpExposed bool
 	started     time.Time
+	// uploader is the upload queue, nil when [upload] is off (upload.go).
+	uploader *upload.Uploader
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -115,6 +118,9 @@ func New(opts Options) (d *Daemon, err error) {
 	}
 	dc.WriterName = opts.Version
 	dc.Hooks = []dump.Hook{dump.HookFunc(d.dumpFinished)}
+	if err := d.newUploader(&dc); err != nil {
+		return nil, err
+	}
 	if d.rec, err = engine.New(ec); err != nil {
 		return nil, err
 	}
@@ -380,6 +386,11 @@ func (d *Daemon) Recorder() *engine.Recorder { return d.rec }
 // Start starts the recorder, the sources, the rules and the listeners.
 func (d *Daemon) Start() error {
 	d.started = time.Now()
+	if d.uploader != nil { // first: rotation asks it what to keep
+		if err := d.uploader.Start(); err != nil {
+			return fmt.Errorf("upload: %w", err)
+		}
+	}
 	if err := d.dumper.Start(); err != nil {
 		return err
 	}
@@ -490,6 +501,7 @@ func (d *Daemon) dumpFinished(res dump.Result) {
 		live.DumpFinished(scripts.DumpResult{Path: res.Path, Reason: strings.Join(res.Reasons, ","), Bytes: res.Bytes,
 			Messages: int64(res.Messages), Status: res.Status, Err: res.Err})
 	}
+	d.enqueueUpload(res)
 	if d.opts.OnDump != nil {
 		d.opts.OnDump(res)
 	}
@@ -616,6 +628,9 @@ func (d *Daemon) release() {
 	d.closeSources()
 	if d.dumper != nil {
 		d.dumper.Stop()
+	}
+	if d.uploader != nil {
+		d.uploader.Stop()
 	}
 	if d.rec != nil {
 		d.rec.Close()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/scripts"
+	"github.com/edr-lite/edr-lite/upload"
 )
 
 // Status is the document served by "edr-lite status --json" and /status.
@@ -20,6 +21,8 @@ type Status struct {
 	Rules   []RuleStatus  `json:"rules"`
 	Sources []SourceStat  `json:"sources"`
 	Control ControlStatus `json:"control"`
+	// Upload is the upload queue's state; absent when [upload] is off.
+	Upload *upload.Status `json:"upload,omitempty"`
 }
 
 // ControlStatus counts what the control socket survived.
@@ -126,6 +129,10 @@ func (d *Daemon) Status() Status {
 	if !d.started.IsZero() {
 		out.UptimeS = time.Since(d.started).Seconds()
 	}
+	if d.uploader != nil {
+		us := d.uploader.Status()
+		out.Upload = &us
+	}
 	if d.ctl != nil {
 		out.Control.AcceptErrors = d.ctl.AcceptErrors()
 	}
@@ -220,6 +227,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descRuleCall, descRuleStuck, descSourceLost} {
 		ch <- d
 	}
+	for _, d := range uploadDescs() {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -268,4 +278,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range st.Sources {
 		ch <- prometheus.MustNewConstMetric(descSourceLost, prometheus.CounterValue, float64(s.Lost), s.Kind, s.Name)
 	}
+	collectUpload(ch, st.Upload)
 }
