@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
@@ -255,6 +256,9 @@ func WriteDumpInfo(w *Writer, d dumpinfo.Info) error {
 		if a.Type != "" {
 			kv["type"] = a.Type
 		}
+		if a.Cut != 0 {
+			kv["cut"] = u64(a.Cut)
+		}
 		if err := w.AddMetadata(MetadataTopicStats, kv); err != nil {
 			return err
 		}
@@ -267,6 +271,10 @@ func WriteDumpInfo(w *Writer, d dumpinfo.Info) error {
 		"start_ns": i64(d.StartNs), "end_ns": i64(d.EndNs), "created_ns": i64(d.CreatedNs)}
 	for k, v := range d.Labels {
 		kv["label."+k] = v
+	}
+	if c := d.Cut; c != nil { // readable without parsing "json"
+		kv["cut.of"] = strings.Join(c.Of, ",")
+		kv["cut.from_ns"], kv["cut.to_ns"] = i64(c.FromNs), i64(c.ToNs)
 	}
 	return w.AddMetadata(MetadataDump, kv)
 }
@@ -414,6 +422,19 @@ func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, er
 		}
 	}
 	return st, pw.finish(&st, info, hasInfo)
+}
+
+// DeclaredTopics returns the topics of the file as ExportMCAP declares
+// them to a PackWriter: each with its first channel's message encoding,
+// schema and channel metadata, so a rewrite keeps them.
+func (p *PackReader) DeclaredTopics() []Topic {
+	var out []Topic
+	for i := range p.topics {
+		if t := &p.topics[i]; t.MCAP != nil {
+			out = append(out, declaredTopic(t))
+		}
+	}
+	return out
 }
 
 // declaredTopic is how ExportMCAP declares a topic: its first channel's

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -19,7 +22,7 @@ func init() {
 
 func runExport(e *env) int {
 	names := formatNames(func(f dumpfile.Format) bool { return f.Export })
-	c := newCommand(e, "export", "edr-lite export --format "+strings.Join(names, "|")+" IN -o OUT|- [--compression none|lz4|zstd]",
+	c := newCommand(e, "export", "edr-lite export --format "+strings.Join(names, "|")+" IN -o OUT|- [--compression none|lz4|zstd] [--topics G,...] [--exclude G,...] [--from T] [--to T]",
 		`Export a dump, pack or MCAP, as JSON lines, readable with head and jq,
 streamable and appendable. The first line is a header: {"format":"edr-lite-jsonl","version":1,
 "writer","created_ns","topics":[{"topic","name","channel","type","messages"}],
@@ -41,14 +44,26 @@ as pack messages: a channel's topic and type, log_time as the capture time,
 publish_time as the producer time, the payload as recorded, and the dump
 information from its edr.* metadata. The JSON lines of an MCAP export equal
 those of the pack dump it came from. To MCAP it is rewritten (recompressed);
-to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`,
-		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.mcap -o - | head -3\nedr-lite export --format mcap dump.pack -o dump.mcap --compression zstd", 1, 1)
-	format := c.fs.String("format", "jsonl", "output format: "+orList(names))
+to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".
+
+With a selection the export is a cut (see "edr-lite filter"): its dump
+information says of what, over which window, and what was left out.
+
+`+selectHelp,
+		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.mcap -o - | head -3\nedr-lite export --format mcap dump.pack -o dump.mcap --compression zstd\nedr-lite export --format jsonl dump.pack --topics vehicle/speed --from 2s --to 3s -o - | jq .ts", 1, 1)
+	sf := declareSelectFlags(c)
+	format := c.fs.String("format", "jsonl", "output `FORMAT`: "+orList(names))
 	comp := c.fs.String("compression", "none", "mcap: chunk compression, none, lz4 or zstd")
-	out := c.fs.String("o", "", "output file, or - for stdout (required)")
+	out := c.fs.String("o", "", "output `FILE`, or - for stdout (required)")
+	c.enum("format", names...)
+	c.enum("compression", compressions...)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
+	}
+	sel, err := sf.parse()
+	if err != nil {
+		return c.usageErr("%v", err)
 	}
 	f, known := dumpfile.LookupFormat(*format)
 	if !known || !f.Export {
@@ -59,6 +74,9 @@ to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`
 	}
 	if *out == "" {
 		return c.usageErr("-o OUT is required (- for stdout)")
+	}
+	if !sel.All() {
+		return exportCut(c, args[0], *out, *format, *comp, sel)
 	}
 	src, err := dumpfile.Open(args[0])
 	if err != nil {
@@ -76,6 +94,87 @@ to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`
 	}
 	if *out != "-" {
 		fmt.Fprintf(e.stdout, "%s: %s\n", *out, convertSummary(rep))
+	}
+	return exitOK
+}
+
+// exportCut exports what sel keeps of in: a cut (dumpfile.Rewrite),
+// written straight to MCAP, or for JSON lines to a temporary pack dump
+// beside out (the header lists the cut's topics and counts, known only
+// once it is written) that is then exported.
+func exportCut(c *command, in, out, format, comp string, sel filter.Selection) int {
+	info, err := dumpfile.ReadInfo(in)
+	if err != nil {
+		return c.fail(err)
+	}
+	held, fromNs, toNs, usage, err := selectIn(sel, info)
+	if usage != nil {
+		return c.usageErr("%v", usage)
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	src, err := dumpfile.Open(in)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer src.Close()
+	opts := dumpfile.RewriteOptions{Format: dumpfile.FormatPack, Writer: "edr-lite export", Topics: sel.Topics, Cut: true}
+	if fromNs != filter.MinNs || toNs != filter.MaxNs {
+		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
+	}
+	empty := func(err error) int {
+		if errors.Is(err, dumpfile.ErrEmpty) {
+			err = sel.Empty(held, fromNs, toNs)
+		}
+		return c.fail(err)
+	}
+	if format == dumpfile.FormatMCAP {
+		opts.Format, opts.Compression = dumpfile.FormatMCAP, comp
+		o := dumpfile.Output{Path: out}
+		if out == "-" {
+			o = dumpfile.Output{W: c.e.stdout}
+		} else if _, err := os.Stat(out); err == nil {
+			return c.fail(fmt.Errorf("%s exists; refusing to overwrite", out))
+		}
+		rep, err := dumpfile.Rewrite([]*dumpfile.Source{src}, o, opts)
+		if err != nil {
+			return empty(err)
+		}
+		if out != "-" {
+			fmt.Fprintf(c.e.stdout, "%s: %d messages, %s of data, %s written\n", out, rep.Messages, units.FormatSize(int64(rep.Bytes)), units.FormatSize(rep.Parts[0].Size))
+		}
+		return exitOK
+	}
+	dir := os.TempDir()
+	if out != "-" {
+		dir = filepath.Dir(out)
+	}
+	tmp, err := os.MkdirTemp(dir, ".edr-lite-export-")
+	if err != nil {
+		return c.fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	cut := filepath.Join(tmp, "cut.pack")
+	if _, err := dumpfile.Rewrite([]*dumpfile.Source{src}, dumpfile.Output{Path: cut}, opts); err != nil {
+		return empty(err)
+	}
+	cs, err := dumpfile.Open(cut)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer cs.Close()
+	var rep *dumpfile.ConvertReport
+	err = writeOutput(out, c.e.stdout, func(w io.Writer) error {
+		var err error
+		rep, err = dumpfile.Export(cs, format, w, dumpfile.ExportOptions{Compression: comp})
+		return err
+	})
+	if err != nil {
+		return c.fail(err)
+	}
+	if out != "-" {
+		fmt.Fprintf(c.e.stdout, "%s: %s\n", out, convertSummary(rep))
 	}
 	return exitOK
 }

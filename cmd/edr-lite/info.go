@@ -26,7 +26,8 @@ dumped, rejected oversize, skipped while busy).
 
 With --json, one JSON object per file (one per line) with path, format,
 messages, bytes, start_ns, end_ns, topics[] {name, messages, bytes, ...} and
-triggers[] {reason, time_ns, source, ...}.
+triggers[] {reason, time_ns, source, ...}; beside every time in nanoseconds
+(X_ns) its RFC 3339 form (X), beside pre_ns / post_ns their duration (500ms).
 
 FILE "-" reads a pack dump from standard input, frame by frame.`,
 		"edr-lite info /var/lib/edr-lite/dumps/20261202T101500Z_hard-brake_0001.pack\nedr-lite info --json dumps/*.pack | jq .triggers", 1, -1)
@@ -51,6 +52,9 @@ FILE "-" reads a pack dump from standard input, frame by frame.`,
 		}
 		if *asJSON {
 			b, _ := json.Marshal(in)
+			if b, err = withTimes(b); err != nil {
+				return c.fail(err)
+			}
 			fmt.Fprintf(e.stdout, "%s\n", b)
 			continue
 		}
@@ -99,6 +103,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 	fmt.Fprintf(w, "start:      %s\n", fmtTime(in.StartNs))
 	fmt.Fprintf(w, "end:        %s\n", fmtTime(in.EndNs))
 	fmt.Fprintf(w, "duration:   %s\n", fmtDur(in.EndNs-in.StartNs))
+	printCut(w, in.Cut)
 	if len(in.Triggers) == 0 {
 		fmt.Fprintf(w, "triggers:   none recorded\n")
 	} else {

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -112,52 +111,65 @@ was written (even if data was lost), 1 when it could not be.`,
 }
 
 func runMerge(e *env) int {
-	c := newCommand(e, "merge", "edr-lite merge IN... -o OUT [--compression none|lz4|zstd]",
-		`Merge several dumps into one pack dump, message by message in capture-time
-order (ties keep the order of the inputs). Inputs are pack or MCAP files, in
-any mix (an MCAP file is read in log_time order, its channels as topics, its
-edr.* metadata as the dump information). Every trigger of every input is
-kept and per-topic accounting is summed, so the merged file still says what
-was lost. One MCAP input makes a pack dump of it.`,
-		"edr-lite merge a.pack b.mcap -o both.pack --compression zstd\nedr-lite merge dump.mcap -o dump.pack", 1, -1)
-	out := c.fs.String("o", "", "output file (required; must not exist)")
-	comp := c.fs.String("compression", "none", "compression of the output frames: none, lz4 or zstd")
+	c := newCommand(e, "merge", "edr-lite merge IN... -o OUT [--topics G,...] [--exclude G,...] [--from T] [--to T] [--format pack|mcap] [--compression none|lz4|zstd]",
+		`Merge several dumps into one dump (pack, or MCAP with --format mcap or an
+-o ending in .mcap), message by message in capture-time order (ties keep the
+order of the inputs). Inputs are pack or MCAP files, in any mix (an MCAP file
+is read in log_time order, its channels as topics, its edr.* metadata as the
+dump information). Every trigger of every input is kept and per-topic
+accounting is summed, so the merged file still says what was lost. One MCAP
+input makes a pack dump of it.
+
+With a selection the output is a cut of the inputs (see "edr-lite filter"):
+only the triggers inside the window, and its dump information counts what
+was left out.
+
+`+selectHelp,
+		"edr-lite merge a.pack b.mcap -o both.pack --compression zstd\nedr-lite merge dump.mcap -o dump.pack\nedr-lite merge front.pack rear.pack -o brake.mcap --from 2s --to 4s", 1, -1)
+	sf := declareSelectFlags(c)
+	wf := declareWriteFlags(c, "output `FILE` (required; must not exist)")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
-	if *out == "" {
-		return c.usageErr("-o OUT is required")
-	}
-	cp, err := parseCompression(*comp)
+	format, err := wf.options()
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
-	if _, err := os.Stat(*out); err == nil {
-		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", *out))
-	}
-	var total uint64
-	for _, p := range args {
-		in, err := dumpfile.ReadInfo(p)
-		if err != nil {
-			return c.fail(err)
-		}
-		total += in.Messages
-	}
-	var progress func(uint64)
-	if isTerminal(e.stderr) {
-		bar := progressbar.NewOptions64(int64(total), progressbar.OptionSetWriter(e.stderr),
-			progressbar.OptionSetDescription("merging"), progressbar.OptionShowCount(),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-		progress = func(n uint64) { bar.Set64(int64(n)) }
-		defer bar.Finish()
-	}
-	rep, err := dumpfile.Merge(args, *out, pack.WriterOptions{Compression: cp}, progress)
+	sel, err := sf.parse()
 	if err != nil {
-		os.Remove(*out)
+		return c.usageErr("%v", err)
+	}
+	if _, err := os.Stat(*wf.out); err == nil {
+		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", *wf.out))
+	}
+	infos, err := readInfos(args)
+	if err != nil {
 		return c.fail(err)
 	}
-	fmt.Fprintf(e.stdout, "%s: %d inputs, %d messages, %s, %d triggers\n", *out, rep.Inputs, rep.Messages, units.FormatSize(int64(rep.Bytes)), rep.Triggers)
+	held, fromNs, toNs, usage, err := selectIn(sel, infos...)
+	if usage != nil {
+		return c.usageErr("%v", usage)
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	opts := dumpfile.RewriteOptions{Format: format, Compression: *wf.comp, Writer: "edr-lite merge", Topics: sel.Topics}
+	if fromNs != filter.MinNs || toNs != filter.MaxNs {
+		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
+	}
+	rep, err := rewrite(e, args, *wf.out, opts, totalMessages(infos), "merging")
+	if err != nil {
+		if errors.Is(err, dumpfile.ErrEmpty) {
+			err = sel.Empty(held, fromNs, toNs)
+		}
+		return c.fail(err)
+	}
+	p := &rep.Parts[0]
+	fmt.Fprintf(e.stdout, "%s: %d inputs, %d messages, %s, %d triggers\n", *wf.out, rep.Inputs, rep.Messages, units.FormatSize(int64(rep.Bytes)), p.Triggers)
+	if !sel.All() {
+		printPart(e, rep, p)
+	}
 	return exitOK
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -25,6 +26,8 @@ type Topic struct {
 	// LostAtSource: lost before reaching the recorder (shm overwrite,
 	// kernel drop), as the source reported them.
 	LostAtSource uint64 `json:"lost_at_source"`
+	// Cut: in a cut of other dumps, the topic's messages left out.
+	Cut uint64 `json:"cut,omitempty"`
 }
 
 // Info summarises one dump.
@@ -46,6 +49,9 @@ type Info struct {
 	Topics      []Topic            `json:"topics"`
 	Triggers    []dumpinfo.Trigger `json:"triggers"`
 	Metadata    []string           `json:"metadata,omitempty"`
+	// Cut says the dump is a cut of other dumps (edr-lite filter, split):
+	// of which, over which window, and what was left out.
+	Cut *dumpinfo.Cut `json:"cut,omitempty"`
 }
 
 // Msg is one message of a walk.
@@ -137,12 +143,13 @@ func (in *Info) addDumpInfo(d dumpinfo.Info) {
 			t.Type = a.Type
 		}
 		t.Overwritten, t.Oversize, t.SkippedBusy = a.Overwritten, a.Oversize, a.SkippedBusy
-		t.LostAtSource = a.LostAtSource
+		t.LostAtSource, t.Cut = a.LostAtSource, a.Cut
 		if a.FirstNs != 0 {
 			t.FirstNs, t.LastNs = a.FirstNs, a.LastNs
 		}
 	}
 	in.Triggers = append(in.Triggers, d.Triggers...)
+	in.Cut = d.Cut
 }
 
 func mcapInfo(path string) (*Info, error) {
@@ -237,4 +244,38 @@ func walkPack(path string, fn func(m *Msg) error) error {
 		m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data}
 		return fn(&m)
 	})
+}
+
+// HeldBy describes what the dumps of infos hold, for the errors of a
+// selection (internal/filter) that matches nothing: their topics, the
+// earliest start and latest end, and "a.pack" or "3 dumps".
+func HeldBy(infos ...*Info) filter.Held {
+	var h filter.Held
+	seen := map[string]bool{}
+	known := false
+	for _, in := range infos {
+		for _, t := range in.Topics {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				h.Topics = append(h.Topics, t.Name)
+			}
+		}
+		if in.StartNs != 0 || in.EndNs != 0 {
+			if !known || in.StartNs < h.StartNs {
+				h.StartNs = in.StartNs
+			}
+			if !known || in.EndNs > h.EndNs {
+				h.EndNs = in.EndNs
+			}
+			known = true
+		}
+		h.Messages += in.Messages
+	}
+	switch len(infos) {
+	case 1:
+		h.What = infos[0].Path
+	default:
+		h.What = fmt.Sprintf("the %d dumps", len(infos))
+	}
+	return h
 }
