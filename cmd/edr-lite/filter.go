@@ -224,6 +224,11 @@ func rewrite(e *env, ins []string, out string, opts dumpfile.RewriteOptions, tot
 func printPart(e *env, rep *dumpfile.RewriteReport, p *dumpfile.PartReport) {
 	fmt.Fprintf(e.stdout, "%s: %d of %d messages, %s of data, %d trigger(s), %s .. %s, %s\n", p.Path, p.Messages, rep.Held,
 		units.FormatSize(int64(p.Bytes)), p.Triggers, fmtTime(p.FirstNs), fmtTime(p.LastNs), units.FormatSize(p.Size))
+	printLeftOut(e, p)
+}
+
+// printLeftOut prints what a cut left out of its inputs.
+func printLeftOut(e *env, p *dumpfile.PartReport) {
 	var left []string
 	if p.CutMessages > 0 {
 		left = append(left, fmt.Sprintf("%d messages", p.CutMessages))

@@ -81,12 +81,13 @@ func runReplay(e *env) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
+	var empty error // what to say when the selection replays nothing
 	if !f.sel.All() {
 		infos, err := readInfos(args)
 		if err != nil {
 			return c.fail(err)
 		}
-		_, fromNs, toNs, usage, err := selectIn(f.sel, infos...)
+		held, fromNs, toNs, usage, err := selectIn(f.sel, infos...)
 		if usage != nil {
 			return c.usageErr("%v", usage)
 		}
@@ -99,6 +100,7 @@ func runReplay(e *env) int {
 		if toNs != filter.MaxNs {
 			opts.UntilNs = toNs
 		}
+		empty = f.sel.Empty(held, fromNs, toNs)
 	}
 	p, err := replay.Open(args, opts)
 	if err != nil {
@@ -115,7 +117,7 @@ func runReplay(e *env) int {
 		out = announce{udp, e}
 	}
 	whole := opts.Start == 0 && opts.Duration == 0 && opts.FromNs == 0 && opts.UntilNs == 0 && !opts.Loop
-	return play(c, p, out, opts.Rate, whole)
+	return play(c, p, out, opts.Rate, whole, empty)
 }
 
 // replayFlags are the values of replay's flags.
@@ -220,8 +222,9 @@ func (f *replayFlags) output() (out replay.Output, udp *replay.UDPOutput, err er
 
 // play runs p into out until it ends, fails or is interrupted (Ctrl-C,
 // SIGTERM: not a failure), with a progress bar on a terminal, prints the
-// summary and returns the exit code.
-func play(c *command, p *replay.Player, out replay.Output, rate float64, whole bool) int {
+// summary and returns the exit code; a replay of nothing fails with empty
+// when that is not nil (a selection that matched no message).
+func play(c *command, p *replay.Player, out replay.Output, rate float64, whole bool, empty error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan struct{})
@@ -241,6 +244,9 @@ func play(c *command, p *replay.Player, out replay.Output, rate float64, whole b
 	printReplaySummary(c.e, &st, rate, interrupted)
 	if err != nil {
 		return c.fail(err)
+	}
+	if empty != nil && !interrupted && st.Messages+st.Dropped == 0 {
+		return c.fail(empty)
 	}
 	return exitOK
 }

@@ -168,7 +168,7 @@ was left out.
 	p := &rep.Parts[0]
 	fmt.Fprintf(e.stdout, "%s: %d inputs, %d messages, %s, %d triggers\n", *wf.out, rep.Inputs, rep.Messages, units.FormatSize(int64(rep.Bytes)), p.Triggers)
 	if !sel.All() {
-		printPart(e, rep, p)
+		printLeftOut(e, p)
 	}
 	return exitOK
 }

@@ -392,6 +392,9 @@ func (rw *rewriter) create(path string) (rewriteSink, error) {
 		default:
 			return nil, fmt.Errorf("dumpfile: compression %q: want none, lz4 or zstd", rw.opts.Compression)
 		}
+		if s := rw.opts.Split.Size; s > 0 {
+			mo.ChunkSize = int(min(s/4, mcap.DefaultChunkSize)) // files end near the size
+		}
 		if path == "" {
 			return mcap.NewPackWriter(rw.out.W, mo)
 		}
@@ -406,6 +409,9 @@ func (rw *rewriter) create(path string) (rewriteSink, error) {
 	case "", "none":
 	default:
 		return nil, fmt.Errorf("dumpfile: compression %q: want none, lz4 or zstd", rw.opts.Compression)
+	}
+	if s := rw.opts.Split.Size; s > 0 {
+		po.TargetFrameSize = int(min(s/4, pack.DefaultTargetFrameSize))
 	}
 	if path == "" {
 		return pack.NewStreamWriter(rw.out.W, po)
