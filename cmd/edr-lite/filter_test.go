@@ -190,7 +190,7 @@ func TestFilterIsSubsetOfCat(t *testing.T) {
 					if len(c.DroppedTopics) == 0 && sum != 110 {
 						t.Errorf("per topic kept + cut = %d, want 110", sum)
 					}
-					trig := t0 + 500e6 >= tc.from && t0+500e6 <= tc.to
+					trig := t0+500e6 >= tc.from && t0+500e6 <= tc.to
 					if trig != (len(ci.Triggers) == 1) || trig == (c.DroppedTriggers == 1) {
 						t.Errorf("triggers %+v, dropped %d", ci.Triggers, c.DroppedTriggers)
 					}
