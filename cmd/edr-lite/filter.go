@@ -166,7 +166,7 @@ excludes --from / --to.
 	if fromNs != filter.MinNs || toNs != filter.MaxNs {
 		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
 	}
-	rep, err := rewrite(e, args, *wf.out, opts, totalMessages(infos), "filtering")
+	rep, err := rewrite(c, args, *wf.out, opts, totalMessages(infos), "filtering")
 	if err != nil {
 		if errors.Is(err, dumpfile.ErrEmpty) {
 			err = sel.Empty(held, fromNs, toNs)
@@ -204,9 +204,14 @@ func findTrigger(infos []*dumpfile.Info, spec string) (t *dumpinfo.Trigger, usag
 }
 
 // rewrite opens the inputs and runs dumpfile.Rewrite into out with a
-// progress bar of the messages read.
-func rewrite(e *env, ins []string, out string, opts dumpfile.RewriteOptions, total uint64, desc string) (*dumpfile.RewriteReport, error) {
-	srcs, err := dumpfile.OpenAll(ins)
+// progress bar of the messages read. An MCAP input that is truncated or
+// damaged is read through a salvaged copy, with a warning saying what it
+// lacks.
+func rewrite(c *command, ins []string, out string, opts dumpfile.RewriteOptions, total uint64, desc string) (*dumpfile.RewriteReport, error) {
+	e := c.e
+	srcs, err := dumpfile.OpenAllSalvaged(ins, func(p string, d *dumpfile.Damage) {
+		fmt.Fprintf(e.stderr, "edr-lite %s: warning: %s cannot be read as it is (%s): reading what a salvaged copy holds\n", c.fs.Name(), p, d)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +312,7 @@ the triggers inside that window and counts what the other files hold.
 	if fromNs != filter.MinNs || toNs != filter.MaxNs {
 		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
 	}
-	rep, err := rewrite(e, args, *wf.out, opts, totalMessages(infos), "splitting")
+	rep, err := rewrite(c, args, *wf.out, opts, totalMessages(infos), "splitting")
 	if err != nil {
 		if errors.Is(err, dumpfile.ErrEmpty) {
 			err = sel.Empty(held, fromNs, toNs)
@@ -351,4 +356,14 @@ func printCut(w io.Writer, c *dumpinfo.Cut) {
 		fmt.Fprintf(w, "; %d trigger(s) outside the window", c.DroppedTriggers)
 	}
 	fmt.Fprintln(w)
+}
+
+// printDamage prints, in info, why an MCAP file was read through a
+// salvaged copy.
+func printDamage(w io.Writer, in *dumpfile.Info) {
+	if in.Damage == nil {
+		return
+	}
+	fmt.Fprintf(w, "damaged:    %s\n", in.Damage)
+	fmt.Fprintf(w, "            the figures below are what can be read; 'edr-lite recover %s -o OUT.mcap' saves it\n", in.Path)
 }

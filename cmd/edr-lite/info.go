@@ -88,6 +88,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 	}
 	fmt.Fprintf(w, "path:       %s\n", in.Path)
 	fmt.Fprintf(w, "format:     %s, %s, %s\n", in.Format, units.FormatSize(in.Size), idx)
+	printDamage(w, in)
 	if in.Writer != "" {
 		fmt.Fprintf(w, "writer:     %s\n", in.Writer)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/filter"
@@ -13,7 +15,7 @@ import (
 
 func init() {
 	register(&verb{name: "verify", summary: "check dumps for corruption; exit 1 on any problem", run: runVerify})
-	register(&verb{name: "recover", summary: "salvage every intact frame of a damaged or truncated dump", run: runRecover})
+	register(&verb{name: "recover", summary: "salvage every intact frame or chunk of a damaged or truncated dump (pack or MCAP)", run: runRecover})
 	register(&verb{name: "merge", summary: "merge dumps (pack or MCAP) into one pack dump, in time order", run: runMerge})
 }
 
@@ -55,13 +57,11 @@ is not.`,
 			for _, pr := range rep.Problems {
 				fmt.Fprintf(e.stdout, "  offset %d: %s\n", pr.Offset, pr.Reason)
 			}
-			if isPack {
-				fmt.Fprintf(e.stdout, "  salvage with: edr-lite recover %s -o RECOVERED.pack\n", p)
-			}
+			fmt.Fprintf(e.stdout, "  salvage with: edr-lite recover %s -o RECOVERED.%s\n", p, rep.Format)
 		case !rep.Complete:
 			rc = exitFail
 			fmt.Fprintf(e.stdout, "%s: INCOMPLETE (no index/trailer: never closed or cut at a frame boundary); %d intact frames, %d messages\n", p, rep.Records, rep.Messages)
-			fmt.Fprintf(e.stdout, "  rebuild the index with: edr-lite recover %s -o RECOVERED.pack\n", p)
+			fmt.Fprintf(e.stdout, "  rebuild the index with: edr-lite recover %s -o RECOVERED.%s\n", p, rep.Format)
 		default:
 			fmt.Fprintf(e.stdout, "%s: ok, %s, %d %s, %d messages, %s\n", p, rep.Format, rep.Records, records, rep.Messages, units.FormatSize(rep.Size))
 		}
@@ -71,13 +71,26 @@ is not.`,
 
 func runRecover(e *env) int {
 	c := newCommand(e, "recover", "edr-lite recover IN -o OUT",
-		`Copy every intact frame and metadata section of IN (damaged, truncated by a
-power loss, or a leftover .tmp) to OUT, resynchronising past damaged regions,
-and rebuild the index. Prints what was salvaged and exactly what was lost
-(offsets, bytes, frames, time ranges). OUT always verifies. Exit 0 when OUT
-was written (even if data was lost), 1 when it could not be.`,
-		"edr-lite recover dumps/20261202T101500Z_hard-brake_0001.pack.tmp -o salvaged.pack", 1, 1)
-	out := c.fs.String("o", "", "output file (required; must not exist)")
+		`Salvage a damaged or truncated dump (cut by a power loss, a leftover .tmp,
+a copy cut short) into a new dump of the same format, and say exactly what
+was lost (offsets, bytes, frames or chunks, messages when known, time
+ranges). OUT always verifies.
+
+A pack dump: every intact frame and metadata section is copied,
+resynchronising past damaged regions, and the index is rebuilt.
+
+An MCAP file (as "mcap recover" does): every chunk whose CRC checks out and
+every message, schema, channel and metadata record outside a damaged region
+is kept, in file order, and the summary (statistics, chunk and metadata
+indexes) is rebuilt; past a damaged record it resynchronises on the next
+intact chunk. A file cut inside a chunk keeps that chunk's complete records
+(reported: no CRC can vouch for them). Channels whose records were lost are
+taken from the summary when it survived; otherwise their messages are
+counted as lost. Attachments are counted, not copied.
+
+Exit 0 when OUT was written (even if data was lost), 1 when it could not be.`,
+		"edr-lite recover dumps/20261202T101500Z_hard-brake_0001.pack.tmp -o salvaged.pack\nedr-lite recover cut.mcap -o fixed.mcap", 1, 1)
+	out := c.fs.String("o", "", "output `FILE` (required; must not exist)")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -88,24 +101,52 @@ was written (even if data was lost), 1 when it could not be.`,
 	if _, err := os.Stat(*out); err == nil {
 		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", *out))
 	}
-	if f, err := dumpfile.Detect(args[0]); err == nil && f == dumpfile.FormatMCAP {
-		return c.fail(fmt.Errorf("%s is an MCAP file: recover salvages pack dumps ('edr-lite verify %s' says what is wrong with it)", args[0], args[0]))
+	if f, err := dumpfile.Detect(args[0]); err == nil {
+		ext := strings.ToLower(filepath.Ext(*out))
+		if f == dumpfile.FormatMCAP && ext == ".pack" || f == dumpfile.FormatPack && ext == ".mcap" {
+			return c.usageErr("%s is %s file and recover writes the same format: name the output .%s (then \"edr-lite merge\" converts it)", args[0], map[string]string{dumpfile.FormatMCAP: "an MCAP", dumpfile.FormatPack: "a pack"}[f], f)
+		}
 	}
-	rep, err := pack.Recover(args[0], *out)
+	rep, err := dumpfile.Recover(args[0], *out)
 	if err != nil {
 		return c.fail(err)
 	}
-	fmt.Fprintf(e.stdout, "%s -> %s: salvaged %d frames, %d messages, %d metadata sections\n", args[0], *out, rep.Frames, rep.Messages, rep.Metadata)
+	records := "frames"
+	if rep.Format == dumpfile.FormatMCAP {
+		records = "chunks"
+	}
+	fmt.Fprintf(e.stdout, "%s -> %s: salvaged %d %s, %d messages, %d metadata sections\n", args[0], *out, rep.Records, records, rep.Messages, rep.Metadata)
 	if rep.HeaderRebuilt {
 		fmt.Fprintf(e.stdout, "  the file header was damaged and has been rebuilt\n")
+	}
+	if rep.Truncated {
+		fmt.Fprintf(e.stdout, "  the file ends before its footer (cut short or never closed); the summary has been rebuilt\n")
+	}
+	if rep.PartialMessages > 0 {
+		fmt.Fprintf(e.stdout, "  %d of the messages come from a chunk cut by the end of the file (complete records; no CRC covers them)\n", rep.PartialMessages)
 	}
 	if len(rep.Lost) == 0 {
 		fmt.Fprintf(e.stdout, "  nothing lost\n")
 	} else {
-		fmt.Fprintf(e.stdout, "  lost %d frames, %s in %d region(s):\n", rep.LostFrames, units.FormatSize(rep.LostBytes), len(rep.Lost))
-		for _, l := range rep.Lost {
-			fmt.Fprintf(e.stdout, "    offset %d, %d bytes, %d frames, time %s .. %s: %s\n", l.Offset, l.Length, l.Frames, fmtTime(l.FromNs), fmtTime(l.ToNs), l.Reason)
+		msgs := ""
+		if rep.LostMessages > 0 {
+			msgs = fmt.Sprintf(", at least %d messages", rep.LostMessages)
 		}
+		fmt.Fprintf(e.stdout, "  lost %d %s%s, %s in %d region(s):\n", rep.LostRecords, records, msgs, units.FormatSize(rep.LostBytes), len(rep.Lost))
+		for _, l := range rep.Lost {
+			n := "?"
+			if l.Messages >= 0 {
+				n = fmt.Sprint(l.Messages)
+			}
+			fmt.Fprintf(e.stdout, "    offset %d, %d bytes, %d %s, %s messages, time %s .. %s: %s\n", l.Offset, l.Length, l.Records, records, n,
+				fmtTime(l.FromNs), fmtTime(l.ToNs), l.Reason)
+		}
+	}
+	if rep.Orphans > 0 {
+		fmt.Fprintf(e.stdout, "  lost %d messages whose channel was defined in a lost region\n", rep.Orphans)
+	}
+	if rep.Attachments > 0 {
+		fmt.Fprintf(e.stdout, "  %d attachments not copied (edr-lite does not write attachments)\n", rep.Attachments)
 	}
 	return exitOK
 }
@@ -158,7 +199,7 @@ was left out.
 	if fromNs != filter.MinNs || toNs != filter.MaxNs {
 		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
 	}
-	rep, err := rewrite(e, args, *wf.out, opts, totalMessages(infos), "merging")
+	rep, err := rewrite(c, args, *wf.out, opts, totalMessages(infos), "merging")
 	if err != nil {
 		if errors.Is(err, dumpfile.ErrEmpty) {
 			err = sel.Empty(held, fromNs, toNs)

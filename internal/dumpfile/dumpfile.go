@@ -1,6 +1,7 @@
 package dumpfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -52,6 +53,10 @@ type Info struct {
 	// Cut says the dump is a cut of other dumps (edr-lite filter, split):
 	// of which, over which window, and what was left out.
 	Cut *dumpinfo.Cut `json:"cut,omitempty"`
+	// Damage is set for an MCAP file that cannot be read as it is
+	// (truncated, damaged): the figures then count what a salvaged copy
+	// holds (mcap.Recover), and Damage says what it lacks.
+	Damage *Damage `json:"damage,omitempty"`
 }
 
 // Msg is one message of a walk.
@@ -152,7 +157,32 @@ func (in *Info) addDumpInfo(d dumpinfo.Info) {
 	in.Cut = d.Cut
 }
 
+// mcapInfo summarises an MCAP file; one that cannot be read as it is
+// (truncated, damaged) is summarised from a salvaged copy, with Damage set.
 func mcapInfo(path string) (*Info, error) {
+	in, err := mcapInfoOf(path)
+	var ce *mcap.CorruptError
+	if err == nil || !errors.As(err, &ce) {
+		return in, err
+	}
+	tmp, damage, rerr := salvageMCAP(path, err)
+	if rerr != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp)
+	in, serr := mcapInfoOf(tmp)
+	if serr != nil {
+		return nil, err
+	}
+	st, serr := os.Stat(path)
+	if serr != nil {
+		return nil, serr
+	}
+	in.Path, in.Size, in.Indexed, in.Chunks, in.Compression, in.Damage = path, st.Size(), false, 0, nil, damage
+	return in, nil
+}
+
+func mcapInfoOf(path string) (*Info, error) {
 	r, err := mcap.Open(path, mcap.ReaderOptions{})
 	if err != nil {
 		return nil, err
