@@ -14,8 +14,9 @@ import (
 const fuzzMaxChunk = 1 << 20
 
 // FuzzMCAPRead feeds arbitrary bytes to the MCAP reader as a hostile .mcap
-// file: Info, Scan, Messages and MessagesInTimeOrder must never panic, must
-// return nil results with an error, must never hand out more payload bytes
+// file: Info, Scan, Messages, MessagesInTimeOrder and Doctor must never
+// panic (Doctor listing at most 100 problems), must return nil results with
+// an error, must never hand out more payload bytes
 // than a chunk may decompress to, and the time-ordered walk must be ordered
 // and carry the same bytes as the file-order walk. The same bytes read as
 // a dump by the offline tools (dumpfile.OpenBytes: mcap.PackReader through
@@ -68,6 +69,9 @@ func FuzzMCAPRead(f *testing.F) {
 			t.Fatalf("time order handed %d payload bytes, file order %d", ordered, total)
 		}
 		fuzzDumpStream(t, data)
+		if ps := mcap.Doctor("fuzz.mcap", data, mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk}); len(ps) > 100 {
+			t.Fatalf("Doctor listed %d problems, more than its bound", len(ps))
+		}
 	})
 }
 
@@ -224,7 +228,7 @@ func packWriterSeed(compression string) []byte {
 // FuzzMCAPRecover feeds arbitrary bytes to mcap.Recover as a damaged .mcap
 // file: it must never panic; an error comes without a report; otherwise the
 // output is a valid MCAP file that the reader scans with every CRC checked,
-// whose summary agrees with its data, holding exactly the messages the
+// whose summary agrees with its data, that mcap.Doctor finds conformant, holding exactly the messages the
 // report counts, no more payload than the input could decompress to; and
 // recovering the output again loses nothing.
 func FuzzMCAPRecover(f *testing.F) {
@@ -267,6 +271,9 @@ func FuzzMCAPRecover(f *testing.F) {
 		}
 		if payload > uint64(len(data))*1024+fuzzMaxChunk {
 			t.Fatalf("%d payload bytes from %d input bytes", payload, len(data))
+		}
+		if ps := mcap.Doctor("recovered.mcap", out.Bytes(), mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk}); len(ps) != 0 {
+			t.Fatalf("the recovered file is not conformant: %v", ps[0])
 		}
 		var again bytes.Buffer
 		rep2, err := mcap.Recover("again.mcap", out.Bytes(), &again, mcap.RecoverOptions{})

@@ -2,9 +2,13 @@ package main
 
 import (
 	"os"
+
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // TestTruncatedMCAP: info and merge read what a cut MCAP file holds and
@@ -56,4 +60,55 @@ func TestTruncatedMCAP(t *testing.T) {
 	if got := readInfoJSON(t, rec); got.Messages != in.Messages {
 		t.Errorf("recovered %d messages, info said %d", got.Messages, in.Messages)
 	}
+}
+
+// TestVerifyStrict: verify --strict passes our dumps and exports, and
+// reports, with exit 1, a recovered pack dump whose dump information still
+// counts the messages lost, and an MCAP file whose statistics disagree
+// with its data (its CRC rewritten, so only conformance catches it).
+func TestVerifyStrict(t *testing.T) {
+	dir := t.TempDir()
+	p := writeTestDump(t, dir, "a.pack")
+	m := filepath.Join(dir, "a.mcap")
+	mustCLI(t, "export", "--format", "mcap", p, "-o", m, "--compression", "zstd")
+	code, out, errs := runCLI(t, "verify", "--strict", p, m)
+	if code != exitOK || strings.Count(out, ": ok, conformant, ") != 2 {
+		t.Fatalf("verify --strict: code %d\n%s%s", code, out, errs)
+	}
+	// a dump whose information counts messages the file does not hold (a
+	// writer that lost some)
+	rec := filepath.Join(dir, "stale.pack")
+	w, err := pack.Create(rec, pack.WriterOptions{Writer: "test", CreatedNs: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		w.Add("vehicle/speed", "", nil, 0, t0+int64(i)*1e6, []byte{1, 2, 3, 4})
+	}
+	w.SetDumpInfo(dumpinfo.Info{StartNs: t0, EndNs: t0 + 1e9,
+		Topics: []dumpinfo.TopicAccount{{Topic: "vehicle/speed", Messages: 5, Bytes: 20}}})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI(t, "verify", rec); code != exitOK {
+		t.Fatalf("the stale dump must verify: %s", out)
+	}
+	code, out, _ = runCLI(t, "verify", "--strict", rec)
+	if code != exitFail || !strings.Contains(out, "dump info: topic vehicle/speed: 5 messages, 20 bytes; the file holds 3, 12") {
+		t.Fatalf("verify --strict of a stale dump: code %d\n%s", code, out)
+	}
+	checkGolden(t, "verify-strict.txt", scrubDir(out, dir))
+
+	// an MCAP file whose Statistics miscount, its summary CRC made right
+	mb, _ := os.ReadFile(m)
+	bad := filepath.Join(dir, "stats.mcap")
+	os.WriteFile(bad, miscount(t, mb), 0o644)
+	if code, out, _ := runCLI(t, "verify", bad); code != exitOK {
+		t.Fatalf("the edited MCAP must still verify: %s", out)
+	}
+	code, out, _ = runCLI(t, "verify", "--strict", bad)
+	if code != exitFail || !strings.Contains(out, "Statistics.metadata_count") {
+		t.Fatalf("verify --strict of miscounting statistics: code %d\n%s", code, out)
+	}
+	checkGolden(t, "verify-strict-mcap.txt", scrubDir(out, dir))
 }

@@ -20,7 +20,7 @@ func init() {
 }
 
 func runVerify(e *env) int {
-	c := newCommand(e, "verify", "edr-lite verify FILE...",
+	c := newCommand(e, "verify", "edr-lite verify [--strict] FILE...",
 		`Read every byte of each dump. A pack dump: header, every frame (bounds,
 CRC32C of head and data, meta decoding, decompression), the index and the
 trailer; every problem is printed with its byte offset, past damaged regions
@@ -28,8 +28,20 @@ too. An MCAP file: every record, each chunk's CRC, the data section CRC, the
 summary CRC, and the summary's statistics against the data; the first
 problem of the data section is printed (an MCAP reader cannot find the
 records after a damaged one). Exit 0 when every file is intact, 1 when any
-is not.`,
-		"edr-lite verify /var/lib/edr-lite/dumps/*.pack\nedr-lite verify dump.mcap", 1, -1)
+is not.
+
+--strict also checks that each file follows its format's specification,
+as the MCAP CLI's "doctor" does: for MCAP, reserved opcodes, schema id 0,
+ids redefined differently, channels and messages referring to ids not
+defined before them, each chunk's time range and sizes, the MessageIndex
+records against the messages, the summary (its records, Statistics,
+ChunkIndex and MetadataIndex records, SummaryOffset groups) against the
+data, the footer; for pack, the index's time order and per-topic counts,
+bytes and times against the frames, reserved header flags, unique metadata
+names, and the dump information against the file (window, per-topic
+messages and bytes). A file that is intact but not conformant exits 1.`,
+		"edr-lite verify /var/lib/edr-lite/dumps/*.pack\nedr-lite verify --strict dump.mcap", 1, -1)
+	strict := c.fs.Bool("strict", false, "also check conformance to the format's specification")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -63,7 +75,25 @@ is not.`,
 			fmt.Fprintf(e.stdout, "%s: INCOMPLETE (no index/trailer: never closed or cut at a frame boundary); %d intact frames, %d messages\n", p, rep.Records, rep.Messages)
 			fmt.Fprintf(e.stdout, "  rebuild the index with: edr-lite recover %s -o RECOVERED.%s\n", p, rep.Format)
 		default:
-			fmt.Fprintf(e.stdout, "%s: ok, %s, %d %s, %d messages, %s\n", p, rep.Format, rep.Records, records, rep.Messages, units.FormatSize(rep.Size))
+			conform := ""
+			if *strict {
+				probs, err := dumpfile.Conform(p)
+				if err != nil {
+					c.fail(err)
+					rc = exitFail
+					continue
+				}
+				if len(probs) > 0 {
+					rc = exitFail
+					fmt.Fprintf(e.stdout, "%s: NOT CONFORMANT, %d problem(s); intact: %d %s, %d messages\n", p, len(probs), rep.Records, records, rep.Messages)
+					for _, pr := range probs {
+						fmt.Fprintf(e.stdout, "  offset %d: %s\n", pr.Offset, pr.Reason)
+					}
+					continue
+				}
+				conform = ", conformant"
+			}
+			fmt.Fprintf(e.stdout, "%s: ok%s, %s, %d %s, %d messages, %s\n", p, conform, rep.Format, rep.Records, records, rep.Messages, units.FormatSize(rep.Size))
 		}
 	}
 	return rc
