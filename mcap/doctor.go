@@ -47,13 +47,13 @@ func Doctor(name string, b []byte, opts ReaderOptions) []*CorruptError {
 }
 
 type chunkFacts struct {
-	at, length         int64
-	start, end, usize  uint64
-	csize              uint64
-	comp               string
-	index              map[uint16][]indexEntry // computed from its messages
-	indexAt            map[uint16]int64        // MessageIndex record offsets after it
-	indexLen           uint64                  // bytes of those records
+	at, length        int64
+	start, end, usize uint64
+	csize             uint64
+	comp              string
+	index             map[uint16][]indexEntry // computed from its messages
+	indexAt           map[uint16]int64        // MessageIndex record offsets after it
+	indexLen          uint64                  // bytes of those records
 }
 
 type doctor struct {

@@ -56,7 +56,9 @@ func conformPack(path string) ([]Problem, error) {
 	}
 	defer r.Close()
 	var out []Problem
-	bad := func(off int64, format string, a ...any) { out = append(out, Problem{Offset: off, Reason: fmt.Sprintf(format, a...)}) }
+	bad := func(off int64, format string, a ...any) {
+		out = append(out, Problem{Offset: off, Reason: fmt.Sprintf(format, a...)})
+	}
 	sum := r.Summary()
 	if sum.Header.Flags != 0 {
 		bad(12, "header flags 0x%x: reserved bits set", sum.Header.Flags)
