@@ -110,6 +110,7 @@ type salvager struct {
 
 	profile, library string
 	comp             string
+	chunkSize        int                 // the output's: the input's largest chunk
 	schemas          map[uint16]uint16   // input schema id -> output id
 	chans            map[uint16]uint16   // input channel id -> output id
 	known            map[uint16]*Channel // the summary's channels
@@ -169,9 +170,11 @@ func (s *salvager) run() error {
 		pos = at
 		s.rep.Truncated = true
 	}
+	comp, chunk := s.chunking(pos, end)
+	s.chunkSize = chunk
 	switch s.comp {
 	case "", "keep":
-		s.comp = s.firstCompression(pos, end)
+		s.comp = comp
 	case "none":
 		s.comp = CompressionNone
 	}
@@ -188,24 +191,38 @@ func (s *salvager) run() error {
 	return s.finish()
 }
 
-// firstCompression returns the compression of the first chunk from pos,
-// following the records' lengths only ("" when there is none).
-func (s *salvager) firstCompression(pos, end int64) string {
+// chunking returns the compression of the first chunk from pos ("" when
+// there is none) and the largest uncompressed size of the chunks (at
+// least 4 KiB, at most DefaultChunkSize; the file's size when it has no
+// chunk), following the records' lengths only: the output is chunked as
+// the input was.
+func (s *salvager) chunking(pos, end int64) (comp string, size int) {
+	comp, size = CompressionNone, 4096
+	first := true
 	it := recIter{b: s.r.b[pos:end], base: pos}
 	for {
 		rec, ok, _ := it.next()
 		if !ok {
-			return CompressionNone
-		}
-		if rec.op == OpChunk {
-			d := dec{b: rec.body}
-			d.take(chunkFixedLen)
-			c := compressionName(d.bytes32())
-			switch c {
-			case CompressionLZ4, CompressionZstd:
-				return c
+			if first { // no chunk: messages outside chunks, as much as the file holds
+				size = min(DefaultChunkSize, max(size, len(s.r.b)))
 			}
-			return CompressionNone
+			return comp, size
+		}
+		if rec.op != OpChunk {
+			continue
+		}
+		d := dec{b: rec.body}
+		d.u64()
+		d.u64()
+		usize := d.u64()
+		d.u32()
+		c := compressionName(d.bytes32())
+		if first && (c == CompressionLZ4 || c == CompressionZstd) {
+			comp = c
+		}
+		first = false
+		if !d.bad {
+			size = max(size, int(min(usize, DefaultChunkSize)))
 		}
 	}
 }
@@ -521,9 +538,7 @@ func (s *salvager) writer() (*Writer, error) {
 		lib = "edr-lite recover"
 	}
 	var err error
-	// chunks no larger than the input: a small file gets small buffers
-	s.w, err = NewWriter(s.out, Options{Profile: s.profile, Library: lib, Compression: s.comp,
-		ChunkSize: min(DefaultChunkSize, max(len(s.r.b), 4096))})
+	s.w, err = NewWriter(s.out, Options{Profile: s.profile, Library: lib, Compression: s.comp, ChunkSize: s.chunkSize})
 	return s.w, err
 }
 
