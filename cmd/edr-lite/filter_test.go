@@ -362,3 +362,30 @@ func TestGoldenCut(t *testing.T) {
 	run("cat-jsonl.txt", "cat", pk, "--jsonl", "--limit", "3", "--from", "90ms", "--payload", "base64")
 	run("cat-jsonl-hex.txt", "cat", pk, "--jsonl", "--limit", "3", "--from", "90ms", "--payload", "hex")
 }
+
+// TestReplaySelection: replay takes the selection flags: it replays
+// exactly the messages the selection keeps (counted by the summary), with
+// -o naming the output.
+func TestReplaySelection(t *testing.T) {
+	dir := t.TempDir()
+	pk := writeTestDump(t, dir, "in.pack")
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--topics", "vehicle/speed", "--from", "100ms", "--to", "199ms"}, 10},
+		{[]string{"--exclude", "vehicle/*"}, 10},
+		{[]string{"--from", "2025-12-02T10:06:40.95Z"}, 5},
+		{[]string{"--to", fmt.Sprint(t0 + 50e6)}, 7},
+	} {
+		code, out, errs := runBin(t, append([]string{"replay", pk, "-o", "discard", "--asfast"}, tc.args...)...)
+		if code != 0 || !strings.Contains(out, fmt.Sprintf("replayed %d messages", tc.want)) {
+			t.Errorf("replay %v: exit %d, want %d messages\n%s%s", tc.args, code, tc.want, out, errs)
+		}
+	}
+	// the output as --to named it before -o
+	code, out, errs := runBin(t, "replay", pk, "--to", "discard", "--asfast")
+	if code != 0 || !strings.Contains(out, "replayed 110 messages") || !strings.Contains(errs, "it is -o discard now") {
+		t.Errorf("replay --to discard: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -46,7 +46,10 @@ func TestCompress(t *testing.T) {
 		wantCat := mustCLI(t, "cat", in, "--jsonl", "--payload", "base64")
 		for _, comp := range []string{"zstd", "lz4", "none"} {
 			out := filepath.Join(dir, "c-"+comp+ext)
-			o := mustCLI(t, "compress", in, "-o", out, "--compression", comp)
+			code, o, errs := runBin(t, "compress", in, "-o", out, "--compression", comp) // the built binary
+			if code != 0 {
+				t.Fatalf("compress %s: exit %d %s", in, code, errs)
+			}
 			if !strings.Contains(o, comp+", ") || !strings.Contains(o, "110 messages") {
 				t.Errorf("compress %s %s: %s", in, comp, o)
 			}
@@ -73,6 +76,9 @@ func TestCompress(t *testing.T) {
 				}
 			}
 		}
+	}
+	if code, o, _ := runBin(t, "list", "triggers", "--json", p); code != 0 || !strings.Contains(o, `"time":"2025-12-02T10:06:40.5Z"`) {
+		t.Errorf("list triggers --json through the binary: %d %s", code, o)
 	}
 	checkGolden(t, "compress.txt", scrubDir(mustCLI(t, "compress", p, "-o", filepath.Join(dir, "g.pack")), dir))
 	b, _ := os.ReadFile(p)
