@@ -70,6 +70,39 @@ type Info struct {
 	EndNs     int64             `json:"end_ns,omitempty"`     // end of the dumped window
 	CreatedNs int64             `json:"created_ns,omitempty"` // when the dump was written
 	Labels    map[string]string `json:"labels,omitempty"`     // free-form (vehicle id, build, ...)
+	// Cut is set when the dump is a cut of other dumps (edr-lite filter,
+	// split, or a reading verb given a selection): what was kept of which
+	// files. nil for a dump written by the recorder.
+	Cut *Cut `json:"cut,omitempty"`
+}
+
+// Cut says a dump holds part of other dumps, and what was left out. The
+// Info's Topics then count the messages of the cut (Messages, Bytes,
+// FirstNs, LastNs) and what the cut left out of each (TopicAccount.Cut);
+// their loss counts (Overwritten, Oversize, SkippedBusy, LostAtSource) are
+// the inputs', over the inputs' windows: an upper bound for the cut's
+// window.
+type Cut struct {
+	Of []string `json:"of"` // base names of the files cut, in input order
+	// FromNs and ToNs bound the window kept, both included (the earliest
+	// and latest message time of the inputs when the cut did not bound it).
+	FromNs int64 `json:"from_ns"`
+	ToNs   int64 `json:"to_ns"`
+	// Topics and Exclude are the topic globs of the selection.
+	Topics  []string `json:"topics,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+	// AroundTrigger is the id of the trigger the window was taken around
+	// (filter --around-trigger), 0 when none.
+	AroundTrigger uint64 `json:"around_trigger,omitempty"`
+	// Part numbers the files of a split from 1; 0 when not split.
+	Part int `json:"part,omitempty"`
+	// Messages counts the messages the inputs hold and this file does not.
+	Messages uint64 `json:"messages"`
+	// DroppedTopics lists the inputs' topics of which nothing was kept.
+	DroppedTopics []string `json:"dropped_topics,omitempty"`
+	// DroppedTriggers counts the inputs' triggers whose time lies outside
+	// the window (they are not in Triggers).
+	DroppedTriggers int `json:"dropped_triggers,omitempty"`
 }
 
 // Trigger is one trigger that caused (or joined) a dump: the record every
@@ -139,4 +172,7 @@ type TopicAccount struct {
 	// cause is known (a silent or slow topic).
 	StartShort string `json:"start_short,omitempty"`
 	EndShort   string `json:"end_short,omitempty"`
+	// Cut: in a cut of other dumps (Info.Cut), the topic's messages the
+	// inputs hold and this file does not.
+	Cut uint64 `json:"cut,omitempty"`
 }

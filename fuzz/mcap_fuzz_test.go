@@ -15,8 +15,9 @@ import (
 const fuzzMaxChunk = 1 << 20
 
 // FuzzMCAPRead feeds arbitrary bytes to the MCAP reader as a hostile .mcap
-// file: Info, Scan, Messages and MessagesInTimeOrder must never panic, must
-// return nil results with an error, must never hand out more payload bytes
+// file: Info, Scan, Messages, MessagesInTimeOrder and Doctor must never
+// panic (Doctor listing at most 100 problems), must return nil results with
+// an error, must never hand out more payload bytes
 // than a chunk may decompress to, and the time-ordered walk must be ordered
 // and carry the same bytes as the file-order walk. The same bytes read as
 // a dump by the offline tools (dumpfile.OpenBytes: mcap.PackReader through
@@ -70,6 +71,9 @@ func FuzzMCAPRead(f *testing.F) {
 			t.Fatalf("time order handed %d payload bytes, file order %d", ordered, total)
 		}
 		fuzzDumpStream(t, data)
+		if ps := mcap.Doctor("fuzz.mcap", data, mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk}); len(ps) > 100 {
+			t.Fatalf("Doctor listed %d problems, more than its bound", len(ps))
+		}
 	})
 }
 
@@ -247,4 +251,62 @@ func packWriterSeed(compression string) []byte {
 		panic(err)
 	}
 	return buf.Bytes()
+}
+
+// FuzzMCAPRecover feeds arbitrary bytes to mcap.Recover as a damaged .mcap
+// file: it must never panic; an error comes without a report; otherwise the
+// output is a valid MCAP file that the reader scans with every CRC checked,
+// whose summary agrees with its data, that mcap.Doctor finds conformant, holding exactly the messages the
+// report counts, no more payload than the input could decompress to; and
+// recovering the output again loses nothing.
+func FuzzMCAPRecover(f *testing.F) {
+	for _, seed := range [][]byte{mcapSeed(mcap.CompressionNone), mcapSeed(mcap.CompressionLZ4), mcapSeed(mcap.CompressionZstd),
+		packWriterSeed(mcap.CompressionZstd)} {
+		f.Add(seed)
+		f.Add(seed[:len(seed)*2/3]) // cut by a power loss
+		flipped := bytes.Clone(seed)
+		flipped[len(seed)/3] ^= 0x5a // a damaged chunk
+		f.Add(flipped)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var out bytes.Buffer
+		rep, err := mcap.Recover("fuzz.mcap", data, &out, mcap.RecoverOptions{ReaderOptions: mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk}})
+		if err != nil {
+			if rep != nil {
+				t.Fatal("error with a report")
+			}
+			return
+		}
+		r, err := mcap.NewReader(out.Bytes(), "recovered.mcap", mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk})
+		if err != nil {
+			t.Fatalf("recovered file does not open: %v", err)
+		}
+		defer r.Close()
+		scan, err := r.Scan()
+		if err != nil {
+			t.Fatalf("recovered file does not scan: %v", err)
+		}
+		sum, err := r.Info()
+		if err != nil || sum.Scanned || sum.Messages != scan.Messages || sum.Chunks != scan.Chunks {
+			t.Fatalf("recovered file's summary: %v, %+v vs scan %d messages in %d chunks", err, sum, scan.Messages, scan.Chunks)
+		}
+		if scan.Messages != rep.Messages {
+			t.Fatalf("report says %d messages, the file holds %d", rep.Messages, scan.Messages)
+		}
+		var payload uint64
+		for _, c := range scan.Channels {
+			payload += c.Bytes
+		}
+		if payload > uint64(len(data))*1024+fuzzMaxChunk {
+			t.Fatalf("%d payload bytes from %d input bytes", payload, len(data))
+		}
+		if ps := mcap.Doctor("recovered.mcap", out.Bytes(), mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk}); len(ps) != 0 {
+			t.Fatalf("the recovered file is not conformant: %v", ps[0])
+		}
+		var again bytes.Buffer
+		rep2, err := mcap.Recover("again.mcap", out.Bytes(), &again, mcap.RecoverOptions{})
+		if err != nil || len(rep2.Lost) != 0 || rep2.Truncated || rep2.Messages != rep.Messages {
+			t.Fatalf("recovering the recovered file: %v, %+v", err, rep2)
+		}
+	})
 }

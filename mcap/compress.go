@@ -178,6 +178,42 @@ func (d *decompressor) decompress(dst []byte, name string, src []byte, size uint
 	return dst, fmt.Errorf("%w: unsupported compression %q", ErrCompression, name)
 }
 
+// decompressPrefix inflates as much of src (compressed with name, cut
+// short) as it can, at most size bytes, into dst[:0]: what a chunk cut by
+// the end of its file still holds. It stops at the first error.
+func (d *decompressor) decompressPrefix(dst []byte, name string, src []byte, size uint64) []byte {
+	size = min(size, d.max)
+	dst = slices.Grow(dst[:0], int(size))[:size]
+	var r io.Reader
+	switch name {
+	case CompressionLZ4:
+		if d.lz == nil {
+			d.lz = lz4.NewReader(nil)
+		}
+		d.src.Reset(src)
+		d.lz.Reset(&d.src)
+		r = d.lz
+	case CompressionZstd:
+		if d.zd == nil {
+			zd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderMaxMemory(max(d.max, 1<<20)), zstd.WithDecoderMaxWindow(max(d.max, 1<<20)))
+			if err != nil {
+				return dst[:0]
+			}
+			d.zd = zd
+		}
+		d.src.Reset(src)
+		if err := d.zd.Reset(&d.src); err != nil {
+			return dst[:0]
+		}
+		r = d.zd
+	default:
+		return dst[:0]
+	}
+	n, _ := io.ReadFull(r, dst)
+	return dst[:n]
+}
+
 func (d *decompressor) close() {
 	if d.zd != nil {
 		d.zd.Close()

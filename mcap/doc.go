@@ -44,6 +44,11 @@
 // unchunked messages, files without a summary or DataEnd, unknown record
 // types (skipped, as the specification asks).
 //
+// Recover (RecoverFile for files) rebuilds a valid, indexed file from a
+// truncated or damaged one: every chunk whose CRC checks out, every record
+// outside a damaged region, resynchronising on the next intact chunk, with
+// a report of what was lost where (docs/mcap.md, Recovery).
+//
 // It is not for: attachments (read as counts, never written), seeking by
 // time through the indexes (the reader walks the file; Cursor.SeekTime
 // skips whole chunks, after its first pass), or decoding payloads.

@@ -407,7 +407,7 @@ func ReadDumpInfo(md []Metadata) (d dumpinfo.Info, ok bool, err error) {
 			d.Topics = append(d.Topics, dumpinfo.TopicAccount{Topic: kv["topic"], Type: kv["type"], Messages: u64(kv["messages"]),
 				Bytes: u64(kv["bytes"]), Overwritten: u64(kv["overwritten"]), Oversize: u64(kv["oversize"]),
 				SkippedBusy: u64(kv["skipped_busy"]), LostAtSource: u64(kv["lost_at_source"]),
-				FirstNs: i64(kv["first_ns"]), LastNs: i64(kv["last_ns"])})
+				FirstNs: i64(kv["first_ns"]), LastNs: i64(kv["last_ns"]), Cut: u64(kv["cut"])})
 			ok = true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
@@ -363,6 +364,9 @@ func WriteDumpInfo(w *Writer, d dumpinfo.Info) error {
 		if a.Type != "" {
 			kv["type"] = a.Type
 		}
+		if a.Cut != 0 {
+			kv["cut"] = u64(a.Cut)
+		}
 		if err := w.AddMetadata(MetadataTopicStats, kv); err != nil {
 			return err
 		}
@@ -375,6 +379,10 @@ func WriteDumpInfo(w *Writer, d dumpinfo.Info) error {
 		"start_ns": i64(d.StartNs), "end_ns": i64(d.EndNs), "created_ns": i64(d.CreatedNs)}
 	for k, v := range d.Labels {
 		kv["label."+k] = v
+	}
+	if c := d.Cut; c != nil { // readable without parsing "json"
+		kv["cut.of"] = strings.Join(c.Of, ",")
+		kv["cut.from_ns"], kv["cut.to_ns"] = i64(c.FromNs), i64(c.ToNs)
 	}
 	return w.AddMetadata(MetadataDump, kv)
 }
@@ -550,6 +558,19 @@ func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, er
 		}
 	}
 	return st, pw.finish(&st, info, hasInfo)
+}
+
+// DeclaredTopics returns the topics of the file as ExportMCAP declares
+// them to a PackWriter: each with its first channel's type and its channel
+// metadata (less the edr.* keys PackWriter writes), so a rewrite keeps them.
+func (p *PackReader) DeclaredTopics() []Topic {
+	var out []Topic
+	for i := range p.topics {
+		if t := &p.topics[i]; t.MCAP != nil {
+			out = append(out, Topic{Name: t.Name, Channel: t.Channel, Type: t.Type, Metadata: foreignMetadata(t.MCAP)})
+		}
+	}
+	return out
 }
 
 // foreignMetadata is a channel's metadata less the keys PackWriter writes

@@ -10,6 +10,9 @@ import (
 	"github.com/edr-lite/edr-lite/ingest"
 )
 
+// DefaultTargetFrameSize is WriterOptions.TargetFrameSize when it is 0.
+const DefaultTargetFrameSize = 1 << 20
+
 // WriterOptions configure a Writer. The zero value is valid: no
 // compression, default windows, the current time in the header.
 type WriterOptions struct {
@@ -126,7 +129,7 @@ func newWriter(s sink, path string, opts WriterOptions) (*Writer, error) {
 		opts.CreatedNs = time.Now().UnixNano()
 	}
 	if opts.TargetFrameSize <= 0 {
-		opts.TargetFrameSize = 1 << 20
+		opts.TargetFrameSize = DefaultTargetFrameSize
 	}
 	w := &Writer{opts: opts, sink: s, path: path, acct: newAccounting(), codec: newCodecs()}
 	b, err := s.reserve(HeaderSize)

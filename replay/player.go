@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +14,7 @@ import (
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -22,8 +23,12 @@ import (
 // dumps once, as fast as possible.
 type Options struct {
 	// Topics are globs (path.Match syntax) over "name#channel" and over the
-	// name alone; a topic is replayed when it matches one. Empty means all.
-	Topics []string
+	// name alone; a topic is replayed when it matches one (empty means
+	// all) and no Exclude glob (internal/filter.Topics).
+	Topics, Exclude []string
+	// FromNs skips the messages before this message time (UNIX ns; 0 = no
+	// limit). With Start as well, the later start wins.
+	FromNs int64
 	// Start skips the first Start of message time, counted from the
 	// earliest message of the dumps.
 	Start time.Duration
@@ -214,10 +219,9 @@ func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 	if opts.Start < 0 || opts.Duration < 0 {
 		return nil, fmt.Errorf("%w: start and duration must not be negative", ErrOptions)
 	}
-	for _, g := range opts.Topics {
-		if _, err := path.Match(g, ""); err != nil {
-			return nil, fmt.Errorf("%w: topic glob %q: %v", ErrOptions, g, err)
-		}
+	sel, err := filter.ParseTopics(strings.Join(opts.Topics, ","), strings.Join(opts.Exclude, ","))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
 	p := &Player{opts: opts, sources: sources, index: map[topicKey]int{},
 		clk: clock.System{}, wake: make(chan struct{}, 1), spin: opts.Spin}
@@ -236,7 +240,7 @@ func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 	}
 	for k, n := range counts {
 		t := Topic{Name: k.name, Channel: k.channel, Messages: n, Type: types[k]}
-		if !matchTopic(opts.Topics, &t) {
+		if !sel.MatchName(t.Name, t.Channel) {
 			p.index[k] = -1
 			continue
 		}
@@ -256,7 +260,7 @@ func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 	if ok {
 		p.firstNs = p.msgs.Time()
 	}
-	p.startNs = p.firstNs + int64(opts.Start)
+	p.startNs = max(p.firstNs+int64(opts.Start), opts.FromNs)
 	if opts.Duration > 0 {
 		p.endNs = p.startNs + int64(opts.Duration)
 	}
@@ -264,22 +268,6 @@ func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 		p.endNs = opts.UntilNs
 	}
 	return p, nil
-}
-
-func matchTopic(globs []string, t *Topic) bool {
-	if len(globs) == 0 {
-		return true
-	}
-	full := pack.Topic(t.Name, t.Channel)
-	for _, g := range globs {
-		if ok, _ := path.Match(g, full); ok {
-			return true
-		}
-		if ok, _ := path.Match(g, t.Name); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // Topics returns the topics that will be replayed, sorted by String.

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
 )
 
@@ -22,77 +20,96 @@ func init() {
 
 var errLimit = errors.New("limit reached")
 
-func runCat(e *env) int {
-	c := newCommand(e, "cat", "edr-lite cat FILE [--topics G,...] [--from T] [--to T] [--limit N] [--jsonl]",
-		`Print the messages of a dump (pack or MCAP) in file order, one line each:
-capture time, topic, size and a hex preview of the payload. With --jsonl, one
-JSON object per line: {"topic","ts","gen_ts","size","data"} with the payload in
-base64. FILE "-" reads a pack dump from standard input, frame by frame.
+// previewLen is how many payload bytes a preview shows.
+const previewLen = 16
 
-Times for --from / --to: nanoseconds since the epoch, RFC 3339
-(2026-12-02T10:15:00.5Z), or an offset from the dump's start ("2.5s"; not
-with standard input, whose start is not known in advance).`,
-		"edr-lite cat dump.pack --topics 'vehicle/*' --limit 20\nedr-lite cat dump.pack --jsonl --from 2s --to 3s > window.jsonl\nssh robot cat /var/lib/edr-lite/dumps/last.pack | edr-lite cat -", 1, 1)
-	topics := c.fs.String("topics", "", "comma-separated topic globs (path.Match syntax); empty = all")
-	from := c.fs.String("from", "", "first time to print (see above)")
-	to := c.fs.String("to", "", "last time to print (see above)")
-	limit := c.fs.Int("limit", 0, "stop after N messages (0 = no limit)")
-	jsonl := c.fs.Bool("jsonl", false, "one JSON object per line, payload in base64")
+// Payload modes of cat (--payload).
+var payloadModes = []string{"auto", "base64", "hex", "none"}
+
+func runCat(e *env) int {
+	c := newCommand(e, "cat", "edr-lite cat FILE [--topics G,...] [--exclude G,...] [--from T] [--to T] [--limit N] [--jsonl] [--payload MODE]",
+		`Print the messages of a dump (pack or MCAP) in file order, one line each:
+capture time, topic, size and a hex preview of the payload's first 16 bytes.
+
+With --jsonl, one JSON object per line:
+  {"topic","ts","time","gen_ts","gen_time","size","data"}
+ts and gen_ts are the capture and producer times in nanoseconds since the
+epoch, time and gen_time the same in RFC 3339 (gen_* absent when the producer
+time is unknown); data is the payload in base64. On a terminal --jsonl shows
+"data_hex", a hex preview, instead of the whole payload (--payload base64
+prints it whole; a pipe or file gets it whole by default).
+
+FILE "-" reads a pack dump from standard input, frame by frame (then --from
+and --to must be absolute: the start is not known in advance).
+
+`+selectHelp,
+		"edr-lite cat dump.pack --topics 'vehicle/*' --limit 20\nedr-lite cat dump.pack --jsonl --from 2s --to 3s > window.jsonl\nedr-lite cat dump.mcap --exclude 'camera/*' --jsonl | jq -r .time\nssh robot cat /var/lib/edr-lite/dumps/last.pack | edr-lite cat -", 1, 1)
+	sf := declareSelectFlags(c)
+	limit := c.fs.Int("limit", 0, "stop after `N` messages (0 = no limit)")
+	jsonl := c.fs.Bool("jsonl", false, "one JSON object per line (see above)")
+	payload := c.fs.String("payload", "auto", "payload `MODE`: base64 (whole), hex (preview), none, or auto (base64 in --jsonl to a pipe or file, else hex)")
+	c.enum("payload", payloadModes...)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
-	globs := splitList(*topics)
-	for _, g := range globs {
-		if _, err := path.Match(g, ""); err != nil {
-			return c.usageErr("bad topic glob %q: %v", g, err)
-		}
+	sel, err := sf.parse()
+	if err != nil {
+		return c.usageErr("%v", err)
 	}
-	var start int64
+	mode := *payload
+	switch mode {
+	case "auto":
+		mode = "hex"
+		if *jsonl && !isTerminal(e.stdout) {
+			mode = "base64"
+		}
+	case "base64", "hex", "none":
+	default:
+		return c.usageErr("--payload %q: want %s", *payload, orList(payloadModes))
+	}
+	if *limit < 0 {
+		return c.usageErr("--limit %d: must not be negative", *limit)
+	}
 	stdin := args[0] == "-"
-	if stdin && (isOffset(*from) || isOffset(*to)) {
+	if stdin && sel.NeedsStart() {
 		return c.usageErr("--from / --to: with standard input give absolute times (the dump's start is not known in advance)")
 	}
-	if !stdin && (*from != "" || *to != "") {
+	var held filter.Held
+	fromNs, toNs, _ := sel.Window(0)
+	if !stdin && !sel.All() {
 		in, err := dumpfile.ReadInfo(args[0])
 		if err != nil {
 			return c.fail(err)
 		}
-		start = in.StartNs
+		var usage error
+		held, fromNs, toNs, usage, err = selectIn(sel, in)
+		if usage != nil {
+			return c.usageErr("%v", usage)
+		}
+		if err != nil {
+			return c.fail(err)
+		}
 	}
-	fromNs, err := parseTimeArg(*from, start, 0)
-	if err != nil {
-		return c.usageErr("--from: %v", err)
-	}
-	toNs, err := parseTimeArg(*to, start, int64(^uint64(0)>>1))
-	if err != nil {
-		return c.usageErr("--to: %v", err)
-	}
-	n := 0
 	walk := dumpfile.Walk
 	if stdin {
+		held = filter.Held{What: "standard input", TimesUnknown: true}
 		walk = func(name string, fn func(*dumpfile.Msg) error) error { return dumpfile.WalkFrom(name, os.Stdin, fn) }
 	}
+	seen := map[string]bool{} // the topics of standard input, for an empty selection's error
+	n := 0
 	err = walk(args[0], func(m *dumpfile.Msg) error {
-		if m.TimeNs < fromNs || m.TimeNs > toNs || !matchAny(globs, m.Topic) {
+		if stdin && !seen[m.Topic] {
+			seen[m.Topic] = true
+			held.Topics = append(held.Topics, m.Topic)
+		}
+		if m.TimeNs < fromNs || m.TimeNs > toNs || !sel.Match(m.Topic) {
 			return nil
 		}
 		if *jsonl {
-			b, _ := json.Marshal(struct {
-				Topic string `json:"topic"`
-				TS    int64  `json:"ts"`
-				GenTS int64  `json:"gen_ts"`
-				Size  int    `json:"size"`
-				Data  string `json:"data"`
-			}{m.Topic, m.TimeNs, m.GenNs, len(m.Data), base64.StdEncoding.EncodeToString(m.Data)})
-			fmt.Fprintf(e.stdout, "%s\n", b)
+			writeCatJSON(e, m, mode)
 		} else {
-			pre := m.Data
-			more := ""
-			if len(pre) > 16 {
-				pre, more = pre[:16], "…"
-			}
-			fmt.Fprintf(e.stdout, "%s %-24s %8s  %s%s\n", fmtTime(m.TimeNs), m.Topic, units.FormatSize(int64(len(m.Data))), hex.EncodeToString(pre), more)
+			writeCatText(e, m, mode)
 		}
 		n++
 		if *limit > 0 && n >= *limit {
@@ -103,7 +120,61 @@ with standard input, whose start is not known in advance).`,
 	if err != nil && !errors.Is(err, errLimit) {
 		return c.fail(err)
 	}
+	if *jsonl && *payload == "auto" && mode == "hex" && n > 0 {
+		fmt.Fprintln(e.stderr, "(payloads shown as hex previews on a terminal; --payload base64 prints them whole)")
+	}
+	if n == 0 && !sel.All() {
+		return c.fail(sel.Empty(held, fromNs, toNs))
+	}
 	return exitOK
+}
+
+// catJSON is one line of cat --jsonl.
+type catJSON struct {
+	Topic   string `json:"topic"`
+	TS      int64  `json:"ts"`
+	Time    string `json:"time"`
+	GenTS   int64  `json:"gen_ts"`
+	GenTime string `json:"gen_time,omitempty"`
+	Size    int    `json:"size"`
+	Data    string `json:"data,omitempty"`
+	DataHex string `json:"data_hex,omitempty"`
+}
+
+func writeCatJSON(e *env, m *dumpfile.Msg, mode string) {
+	j := catJSON{Topic: m.Topic, TS: m.TimeNs, Time: rfc3339(m.TimeNs), GenTS: m.GenNs, Size: len(m.Data)}
+	if m.GenNs != 0 {
+		j.GenTime = rfc3339(m.GenNs)
+	}
+	switch mode {
+	case "base64":
+		j.Data = base64.StdEncoding.EncodeToString(m.Data)
+	case "hex":
+		j.DataHex = hexPreview(m.Data)
+	}
+	b, _ := json.Marshal(&j)
+	fmt.Fprintf(e.stdout, "%s\n", b)
+}
+
+func writeCatText(e *env, m *dumpfile.Msg, mode string) {
+	var data string
+	switch mode {
+	case "base64":
+		data = base64.StdEncoding.EncodeToString(m.Data)
+	case "hex":
+		data = hexPreview(m.Data)
+	}
+	line := fmt.Sprintf("%s %-24s %8s  %s", fmtTime(m.TimeNs), m.Topic, units.FormatSize(int64(len(m.Data))), data)
+	fmt.Fprintln(e.stdout, strings.TrimRight(line, " "))
+}
+
+// hexPreview is the hex of a payload's first previewLen bytes, with "…"
+// when there is more.
+func hexPreview(b []byte) string {
+	if len(b) > previewLen {
+		return hex.EncodeToString(b[:previewLen]) + "…"
+	}
+	return hex.EncodeToString(b)
 }
 
 func splitList(s string) []string {
@@ -114,51 +185,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// matchAny reports whether topic matches one of globs (all when none). A
-// topic "name#channel" also matches a glob over its name.
-func matchAny(globs []string, topic string) bool {
-	if len(globs) == 0 {
-		return true
-	}
-	name := topic
-	if i := strings.LastIndexByte(topic, '#'); i >= 0 {
-		name = topic[:i]
-	}
-	for _, g := range globs {
-		if ok, _ := path.Match(g, topic); ok {
-			return true
-		}
-		if ok, _ := path.Match(g, name); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// isOffset reports whether a time argument is an offset from the dump's
-// start (its value depends on the start) rather than an absolute time.
-func isOffset(s string) bool {
-	a, err := parseTimeArg(s, 0, 0)
-	b, _ := parseTimeArg(s, 1, 0)
-	return err == nil && a != b
-}
-
-// parseTimeArg parses an absolute time (ns or RFC 3339) or an offset from
-// start ("2.5s"); empty gives def.
-func parseTimeArg(s string, start, def int64) (int64, error) {
-	if s == "" {
-		return def, nil
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UnixNano(), nil
-	}
-	if d, err := units.ParseDuration(s); err == nil {
-		return start + int64(d), nil
-	}
-	return 0, fmt.Errorf("time %q: want nanoseconds, RFC 3339 or an offset like 2.5s", s)
 }

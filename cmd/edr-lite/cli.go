@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -25,6 +26,10 @@ type env struct {
 	args   []string
 	stdout io.Writer
 	stderr io.Writer
+	// probe, when set, receives the verb's command once its flags are
+	// declared, and the verb returns without running (shell completion
+	// reads the flags this way: no second list to keep in step).
+	probe func(c *command)
 }
 
 // verb is one sub-command.
@@ -32,6 +37,9 @@ type verb struct {
 	name    string
 	summary string
 	run     func(e *env) int
+	// actions are the words a verb takes as its first argument ("config
+	// init|check"), offered by shell completion.
+	actions []string
 }
 
 var verbs = map[string]*verb{}
@@ -44,6 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "--version", "-version":
+		return runVersion(&env{args: args[1:], stdout: stdout, stderr: stderr})
+	case completeVerb:
+		return runComplete(args[1:], stdout)
 	case "help", "-h", "--help", "-help":
 		if len(args) > 1 {
 			if v, ok := verbs[args[1]]; ok {
@@ -78,7 +90,9 @@ Verbs:
 		fmt.Fprintf(w, "  %-10s %s\n", n, verbs[n].summary)
 	}
 	fmt.Fprint(w, `
-Run "edr-lite <verb> --help" for the flags and an example of one verb.
+Run "edr-lite <verb> --help" for the flags and an example of one verb,
+"edr-lite --version" for the build, "edr-lite completion bash|zsh|fish" for
+shell completion.
 Exit status: 0 success, 1 failure, 2 bad usage.
 `)
 }
@@ -94,13 +108,14 @@ type command struct {
 	maxArgs  int // -1 = unlimited
 	logFmt   *string
 	logLevel *string
+	enums    map[string][]string // flag name -> the values completion offers
 }
 
 func newCommand(e *env, name, usage, desc, example string, minArgs, maxArgs int) *command {
 	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), e: e, usage: usage, desc: desc,
 		example: example, minArgs: minArgs, maxArgs: maxArgs}
-	c.fs.SetOutput(e.stderr)
-	c.fs.Usage = func() {} // parse prints the help (-h) or a hint (bad flag)
+	c.fs.SetOutput(io.Discard) // parse prints the help (-h) or the error and a hint (bad flag)
+	c.fs.Usage = func() {}
 	return c
 }
 
@@ -128,14 +143,80 @@ func (c *command) printHelp(w io.Writer) {
 	if c.example != "" {
 		fmt.Fprintf(w, "\nExample:\n%s\n", indent(strings.TrimSpace(c.example), "  "))
 	}
-	has := false
-	c.fs.VisitAll(func(*flag.Flag) { has = true })
-	if has {
-		fmt.Fprintf(w, "\nFlags:\n")
-		c.fs.SetOutput(w)
-		c.fs.PrintDefaults()
-		c.fs.SetOutput(c.e.stderr)
+	c.printFlags(w)
+}
+
+// flagSpelling is how help, errors and completion spell a flag: "-o" for
+// a one-letter name, "--from" for the others (the usage lines' spelling;
+// the flag package accepts both).
+func flagSpelling(name string) string {
+	if len(name) == 1 {
+		return "-" + name
 	}
+	return "--" + name
+}
+
+// flagArg names a flag's value in help: the `NAME` quoted in its usage,
+// else a placeholder by type; "" for a boolean.
+func flagArg(f *flag.Flag) (arg, usage string) {
+	arg, usage = flag.UnquoteUsage(f)
+	switch arg {
+	case "":
+		return "", usage
+	case "int", "uint", "int64", "uint64":
+		arg = "N"
+	case "float":
+		arg = "F"
+	case "duration":
+		arg = "D"
+	case "string", "value":
+		arg = "VALUE"
+	}
+	return arg, usage
+}
+
+// printFlags lists the flags in two columns, spelled as in the usage line
+// ("--from T"), each with its default when that is not the zero value.
+func (c *command) printFlags(w io.Writer) {
+	type row struct{ left, usage string }
+	var rows []row
+	width := 0
+	c.fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flagArg(f)
+		left := flagSpelling(f.Name)
+		if arg != "" {
+			left += " " + arg
+		}
+		switch f.DefValue {
+		case "", "0", "false", "0s", "[]":
+		default:
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		rows = append(rows, row{left, usage})
+		width = max(width, len(left))
+	})
+	if len(rows) == 0 {
+		return
+	}
+	width = min(width, 24)
+	fmt.Fprintf(w, "\nFlags:\n")
+	for _, r := range rows {
+		pad := strings.Repeat(" ", width+4)
+		if len(r.left) > width {
+			fmt.Fprintf(w, "  %s\n%s%s\n", r.left, pad, strings.ReplaceAll(r.usage, "\n", "\n"+pad))
+			continue
+		}
+		fmt.Fprintf(w, "  %-*s  %s\n", width, r.left, strings.ReplaceAll(r.usage, "\n", "\n"+pad))
+	}
+}
+
+// flagErrName matches a flag name in the flag package's errors ("flag
+// provided but not defined: -from").
+var flagErrName = regexp.MustCompile(`(^|[ :])-([A-Za-z0-9][A-Za-z0-9-]+)`)
+
+// flagError spells the flag package's error with the usage line's dashes.
+func flagError(err error) string {
+	return flagErrName.ReplaceAllString(err.Error(), "$1--$2")
 }
 
 func indent(s, pre string) string {
@@ -150,14 +231,18 @@ func indent(s, pre string) string {
 // works) and checks the argument count. ok is false when the verb must
 // return code (help printed: 0, bad usage: 2).
 func (c *command) parse() (args []string, code int, ok bool) {
+	if c.e.probe != nil {
+		c.e.probe(c)
+		return nil, exitOK, false
+	}
 	rest := c.e.args
 	for {
 		if err := c.fs.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				c.fs.SetOutput(c.e.stdout)
 				c.printHelp(c.e.stdout)
 				return nil, exitOK, false
 			}
+			fmt.Fprintf(c.e.stderr, "edr-lite %s: %s\n", c.fs.Name(), flagError(err))
 			fmt.Fprintf(c.e.stderr, "Usage:\n  %s\nRun \"edr-lite %s --help\" for more.\n", c.usage, c.fs.Name())
 			return nil, exitUsage, false
 		}
@@ -182,7 +267,7 @@ func (c *command) parse() (args []string, code int, ok bool) {
 
 // fail prints an error for the verb and returns exitFail.
 func (c *command) fail(err error) int {
-	fmt.Fprintf(c.e.stderr, "edr-lite %s: %v\n", c.fs.Name(), err)
+	fmt.Fprintf(c.e.stderr, "edr-lite %s: %s\n", c.fs.Name(), userError(err.Error()))
 	return exitFail
 }
 
@@ -207,8 +292,32 @@ func (c *command) failConfig(path string, err error) int {
 
 // usageErr prints a usage error and returns exitUsage.
 func (c *command) usageErr(format string, a ...any) int {
-	fmt.Fprintf(c.e.stderr, "edr-lite %s: %s\nRun \"edr-lite %s --help\" for usage.\n", c.fs.Name(), fmt.Sprintf(format, a...), c.fs.Name())
+	fmt.Fprintf(c.e.stderr, "edr-lite %s: %s\nRun \"edr-lite %s --help\" for usage.\n", c.fs.Name(),
+		userError(fmt.Sprintf(format, a...)), c.fs.Name())
 	return exitUsage
+}
+
+// internalPackages are the packages under internal/ whose error prefixes
+// ("dumpfile: ", "units: ") name code, not anything a user can act on:
+// userError removes them. TestInternalPrefixesListed keeps the list in
+// step with the directory.
+var internalPackages = []string{"checkpayload", "clock", "config", "control", "daemon", "defaults", "demo", "deptest",
+	"dumpfile", "dumptable", "filter", "kway", "s3test", "testutil", "units"}
+
+var internalPrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(internalPackages, "|") + `): `)
+
+// userError removes the internal packages' prefixes from an error text,
+// wherever the wrapping put them ("a.pack: dumpfile: not a pack or MCAP
+// file" becomes "a.pack: not a pack or MCAP file"). The prefixes of the
+// public rooms (pack:, mcap:) stay: they say which format is at fault.
+func userError(s string) string {
+	for {
+		t := internalPrefix.ReplaceAllString(s, "$1")
+		if t == s {
+			return s
+		}
+		s = t
+	}
 }
 
 // isTerminal reports whether w is a character device (for progress bars).

@@ -44,7 +44,9 @@ its summary, then exits 0.`,
 		opts.Logger = c.logger()
 	}
 	fmt.Fprintf(e.stderr, "demo: driving for %s (hard brake at 3s), recording into %s ...\n", *dur, *dir)
+	stopBar := driveProgress(e, *dur)
 	res, err := daemon.RunDemo(ctx, opts)
+	stopBar()
 	if res != nil {
 		for _, r := range res.Status.Rules {
 			if r.Disabled {
@@ -65,4 +67,31 @@ its summary, then exits 0.`,
 	}
 	fmt.Fprintf(e.stdout, "\nNext: edr-lite cat %s --limit 10   |   edr-lite verify %s\n", res.Dumps[0].Path, res.Dumps[0].Path)
 	return exitOK
+}
+
+// driveProgress draws, on a terminal, a bar of the seconds driven so far
+// (the demo drives in real time) until the returned func is called; that
+// draws it at 100% on a line of its own.
+func driveProgress(e *env, dur time.Duration) (stop func()) {
+	bar := newProgress(e, int64(dur/time.Second), "driving", "s")
+	if bar.bar == nil {
+		return func() {}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				bar.finish()
+				return
+			case <-t.C:
+				bar.set(int64(time.Since(start) / time.Second))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }

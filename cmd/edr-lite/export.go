@@ -1,15 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/dumptable"
+	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/table"
@@ -22,7 +25,7 @@ func init() {
 
 func runExport(e *env) int {
 	names := formatNames(func(f dumpfile.Format) bool { return f.Export })
-	c := newCommand(e, "export", "edr-lite export --format "+strings.Join(names, "|")+" IN -o OUT|- [--compression none|lz4|zstd]\n"+
+	c := newCommand(e, "export", "edr-lite export --format "+strings.Join(names, "|")+" IN -o OUT|- [--compression none|lz4|zstd] [--topics G,...] [--exclude G,...] [--from T] [--to T]\n"+
 		"  edr-lite export --format parquet DUMP... -o DIR [--vehicle ID] [--schema TOPIC=LAYOUTFILE]...",
 		`Export a dump, pack or MCAP, as JSON lines, readable with head and jq,
 streamable and appendable. The first line is a header: {"format":"edr-lite-jsonl","version":1,
@@ -61,26 +64,42 @@ topics, a table named after the schema whose rows also hold the decoded fields
 as columns. A topic whose dump carries no type is typed with --schema
 TOPIC=LAYOUTFILE (a packed-struct layout, docs/schemas.md; the table is named
 after the file: edr.demo.Speed.layout -> edr.demo.Speed). Several dumps may be
-given; existing files are not overwritten.`,
+given; existing files are not overwritten.
+
+With a selection the export is a cut (see "edr-lite filter"): its dump
+information says of what, over which window, and what was left out.
+
+`+selectHelp,
 		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.mcap -o - | head -3\n"+
 			"edr-lite export --format mcap dump.pack -o dump.mcap --compression zstd\n"+
+			"edr-lite export --format jsonl dump.pack --topics vehicle/speed --from 2s --to 3s -o - | jq .ts\n"+
 			"edr-lite export --format parquet dumps/*.pack -o tables --vehicle car-17 --schema vehicle/speed=edr.demo.Speed.layout", 1, -1)
-	format := c.fs.String("format", "jsonl", "output format: "+orList(names))
+	sf := declareSelectFlags(c)
+	format := c.fs.String("format", "jsonl", "output `FORMAT`: "+orList(names))
 	comp := c.fs.String("compression", "none", "mcap: chunk compression, none, lz4 or zstd")
 	keepPacked := c.fs.Bool("keep-packed", false, "mcap: write packed-struct topics as they are, not transcoded to json")
-	out := c.fs.String("o", "", "output file, or - for stdout; a directory for parquet (required)")
+	out := c.fs.String("o", "", "output `FILE`, or - for stdout; a directory for parquet (required)")
 	vehicle := c.fs.String("vehicle", "", "parquet: the vehicle= partition (default: the dump's host, else "+table.DefaultVehicle+")")
 	var schemas multiFlag
 	c.fs.Var(&schemas, "schema", "parquet: TOPIC=LAYOUTFILE decodes TOPIC with a packed-struct layout (repeatable)")
+	c.enum("format", names...)
+	c.enum("compression", compressions...)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
+	}
+	sel, err := sf.parse()
+	if err != nil {
+		return c.usageErr("%v", err)
 	}
 	f, known := dumpfile.LookupFormat(*format)
 	if !known || !f.Export {
 		return c.usageErr("--format %q: want %s", *format, orList(names))
 	}
 	if f.Dir {
+		if !sel.All() {
+			return c.usageErr("--format %s exports whole dumps: cut them first with \"edr-lite filter\"", f.Name)
+		}
 		return exportDir(c, e, f, args, *out, *vehicle, schemas)
 	}
 	if len(args) != 1 {
@@ -94,6 +113,9 @@ given; existing files are not overwritten.`,
 	}
 	if *out == "" {
 		return c.usageErr("-o OUT is required (- for stdout)")
+	}
+	if !sel.All() {
+		return exportCut(c, args[0], *out, *format, *comp, *keepPacked, sel)
 	}
 	src, err := dumpfile.Open(args[0])
 	if err != nil {
@@ -111,6 +133,87 @@ given; existing files are not overwritten.`,
 	}
 	if *out != "-" {
 		fmt.Fprintf(e.stdout, "%s: %s\n", *out, convertSummary(rep))
+	}
+	return exitOK
+}
+
+// exportCut exports what sel keeps of in: a cut (dumpfile.Rewrite),
+// written straight to MCAP, or for JSON lines to a temporary pack dump
+// beside out (the header lists the cut's topics and counts, known only
+// once it is written) that is then exported.
+func exportCut(c *command, in, out, format, comp string, keepPacked bool, sel filter.Selection) int {
+	info, err := dumpfile.ReadInfo(in)
+	if err != nil {
+		return c.fail(err)
+	}
+	held, fromNs, toNs, usage, err := selectIn(sel, info)
+	if usage != nil {
+		return c.usageErr("%v", usage)
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	src, err := dumpfile.Open(in)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer src.Close()
+	opts := dumpfile.RewriteOptions{Format: dumpfile.FormatPack, Writer: "edr-lite export", Topics: sel.Topics, Cut: true, KeepPacked: keepPacked}
+	if fromNs != filter.MinNs || toNs != filter.MaxNs {
+		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
+	}
+	empty := func(err error) int {
+		if errors.Is(err, dumpfile.ErrEmpty) {
+			err = sel.Empty(held, fromNs, toNs)
+		}
+		return c.fail(err)
+	}
+	if format == dumpfile.FormatMCAP {
+		opts.Format, opts.Compression = dumpfile.FormatMCAP, comp
+		o := dumpfile.Output{Path: out}
+		if out == "-" {
+			o = dumpfile.Output{W: c.e.stdout}
+		} else if _, err := os.Stat(out); err == nil {
+			return c.fail(fmt.Errorf("%s exists; refusing to overwrite", out))
+		}
+		rep, err := dumpfile.Rewrite([]*dumpfile.Source{src}, o, opts)
+		if err != nil {
+			return empty(err)
+		}
+		if out != "-" {
+			fmt.Fprintf(c.e.stdout, "%s: %d messages, %s of data, %s written\n", out, rep.Messages, units.FormatSize(int64(rep.Bytes)), units.FormatSize(rep.Parts[0].Size))
+		}
+		return exitOK
+	}
+	dir := os.TempDir()
+	if out != "-" {
+		dir = filepath.Dir(out)
+	}
+	tmp, err := os.MkdirTemp(dir, ".edr-lite-export-")
+	if err != nil {
+		return c.fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	cut := filepath.Join(tmp, "cut.pack")
+	if _, err := dumpfile.Rewrite([]*dumpfile.Source{src}, dumpfile.Output{Path: cut}, opts); err != nil {
+		return empty(err)
+	}
+	cs, err := dumpfile.Open(cut)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer cs.Close()
+	var rep *dumpfile.ConvertReport
+	err = writeOutput(out, c.e.stdout, func(w io.Writer) error {
+		var err error
+		rep, err = dumpfile.Export(cs, format, w, dumpfile.ExportOptions{Compression: comp, KeepPacked: keepPacked})
+		return err
+	})
+	if err != nil {
+		return c.fail(err)
+	}
+	if out != "-" {
+		fmt.Fprintf(c.e.stdout, "%s: %s\n", out, convertSummary(rep))
 	}
 	return exitOK
 }

@@ -34,7 +34,8 @@ With --json, one JSON object per file (one per line) with path, format,
 messages, bytes, start_ns, end_ns (asked), held_start_ns, held_end_ns, topics[]
 {name, messages, bytes, first_ns, last_ns, window_from_ns, window_to_ns,
 start_short, end_short, ...} and triggers[] {reason, time_ns, source, from_ns,
-to_ns, ...}.
+to_ns, ...}; beside every time in nanoseconds (X_ns) its RFC 3339 form (X),
+beside pre_ns / post_ns their duration (500ms).
 
 FILE "-" reads a pack dump from standard input, frame by frame.`,
 		"edr-lite info /var/lib/edr-lite/dumps/20261202T101500Z_hard-brake_0001.pack\nedr-lite info --json dumps/*.pack | jq .triggers", 1, -1)
@@ -59,6 +60,9 @@ FILE "-" reads a pack dump from standard input, frame by frame.`,
 		}
 		if *asJSON {
 			b, _ := json.Marshal(in)
+			if b, err = withTimes(b); err != nil {
+				return c.fail(err)
+			}
 			fmt.Fprintf(e.stdout, "%s\n", b)
 			continue
 		}
@@ -92,6 +96,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 	}
 	fmt.Fprintf(w, "path:       %s\n", in.Path)
 	fmt.Fprintf(w, "format:     %s, %s, %s\n", in.Format, units.FormatSize(in.Size), idx)
+	printDamage(w, in)
 	if in.Writer != "" {
 		fmt.Fprintf(w, "writer:     %s\n", in.Writer)
 	}
@@ -112,6 +117,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 	} else {
 		fmt.Fprintf(w, "duration:   %s\n", fmtDur(in.EndNs-in.StartNs))
 	}
+	printCut(w, in.Cut)
 	if len(in.Triggers) == 0 {
 		fmt.Fprintf(w, "triggers:   none recorded\n")
 	} else {

@@ -221,7 +221,8 @@ func TestMerge(t *testing.T) {
 
 // TestVerifyMCAP: verify checks MCAP files too — an export verifies, a
 // byte flipped inside a chunk and a cut file are reported with an offset
-// and exit 1, and recover refuses an MCAP file with a clear error.
+// and exit 1, with the recover command to run; recover salvages them into
+// files that verify.
 func TestVerifyMCAP(t *testing.T) {
 	dir := t.TempDir()
 	p := writeTestDump(t, dir, "a.pack")
@@ -238,7 +239,7 @@ func TestVerifyMCAP(t *testing.T) {
 	c[len(c)/3] ^= 0x40 // inside the data section: a chunk's records or its CRC
 	os.WriteFile(bad, c, 0o644)
 	code, out, _ := runCLI(t, "verify", bad)
-	if code != exitFail || !strings.Contains(out, "bad.mcap: CORRUPT") || !strings.Contains(out, "offset ") || strings.Contains(out, "recover") {
+	if code != exitFail || !strings.Contains(out, "bad.mcap: CORRUPT") || !strings.Contains(out, "offset ") || !strings.Contains(out, "edr-lite recover "+bad+" -o RECOVERED.mcap") {
 		t.Fatalf("verify corrupt MCAP: code %d\n%s", code, out)
 	}
 	cut := filepath.Join(dir, "cut.mcap")
@@ -247,7 +248,17 @@ func TestVerifyMCAP(t *testing.T) {
 		t.Errorf("verify cut MCAP: code %d, want 1\n%s", code, out)
 	}
 	code, _, errs := runCLI(t, "recover", bad, "-o", filepath.Join(dir, "r.pack"))
-	if code != exitFail || !strings.Contains(errs, "is an MCAP file") {
-		t.Errorf("recover of an MCAP file: code %d, stderr %q", code, errs)
+	if code != exitUsage || !strings.Contains(errs, "is an MCAP file and recover writes the same format") {
+		t.Errorf("recover of an MCAP file to .pack: code %d, stderr %q", code, errs)
+	}
+	for _, in := range []string{bad, cut} {
+		rec := in + ".recovered.mcap"
+		code, out, errs := runCLI(t, "recover", in, "-o", rec)
+		if code != exitOK || !strings.Contains(out, "lost ") {
+			t.Fatalf("recover %s: code %d\n%s%s", in, code, out, errs)
+		}
+		if code, out, _ := runCLI(t, "verify", rec); code != exitOK {
+			t.Errorf("recovered %s does not verify:\n%s", in, out)
+		}
 	}
 }

@@ -11,8 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
+	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/replay"
 )
@@ -31,7 +30,7 @@ var _ flag.Value = (*multiFlag)(nil)
 
 // replayUsage, replayHelp and replayExample are the help of replay.
 const (
-	replayUsage = "edr-lite replay FILE... --to shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop] [--topics G,...] [--start D] [--duration D]"
+	replayUsage = "edr-lite replay FILE... -o shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop] [--topics G,...] [--exclude G,...] [--from T] [--to T] [--start D] [--duration D]"
 	replayHelp  = `Replay dumps, pack or MCAP in any mix, merged message by message in
 capture-time order, into a live system: the payload bytes exactly as
 recorded. An MCAP file (a dump written with format = "mcap", an export, a
@@ -39,22 +38,27 @@ file of another tool) is read in log_time order: each channel is a topic
 (edr-lite's name, channel and type, or the channel's topic and schema name),
 log_time the capture time and publish_time the producer time.
 
-  --to shm:DIR       one shared-memory segment per topic in DIR (an edr-lite
+  -o shm:DIR         one shared-memory segment per topic in DIR (an edr-lite
                      recorder or any shm consumer watching DIR picks them up);
                      the topic's name, channel, type and producer times are
                      carried over.
-  --to udp:HOST:PORT one datagram per message; the i-th topic in sorted topic
+  -o udp:HOST:PORT   one datagram per message; the i-th topic in sorted topic
                      order goes to HOST:PORT+i (the mapping is printed), or
                      where --map TOPIC=HOST:PORT says.
-  --to discard       drop everything (measures replay speed).
+  -o discard         drop everything (measures replay speed).
+(Before the selection flags, --to named the output: --to shm:DIR, udp:… or
+discard still does, with a note.)
 
 Timing: --rate 1 (the default) keeps the recorded gaps between messages,
 --rate 2 plays twice as fast, --rate 0.5 at half speed, --asfast does not wait.
 The summary gives messages, bytes, msg/s and, in timed modes, how late
 messages were handed over (timing error p50 / p99). Messages too large for
 the output (a UDP datagram, half a segment) are dropped and counted. Ctrl-C
-stops cleanly and prints the summary.`
-	replayExample = "edr-lite replay dump.pack --to shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap --to udp:127.0.0.1:30000 --topics 'vehicle/*' --start 10s --duration 5s --loop"
+stops cleanly and prints the summary. --start and --duration count message
+time from the first message.
+
+` + selectHelp
+	replayExample = "edr-lite replay dump.pack -o shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap -o udp:127.0.0.1:30000 --topics 'vehicle/*' --exclude vehicle/imu --from 10s --to 15s --loop"
 )
 
 // runReplay is the replay verb: it reads the flags, opens the dumps and
@@ -70,9 +74,33 @@ func runReplay(e *env) int {
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
+	if f.legacyTo {
+		fmt.Fprintf(e.stderr, "edr-lite replay: note: --to %s names the output; it is -o %s now (--to is the end of the selection)\n", *f.out, *f.out)
+	}
 	out, udp, err := f.output()
 	if err != nil {
 		return c.usageErr("%v", err)
+	}
+	var empty error // what to say when the selection replays nothing
+	if !f.sel.All() {
+		infos, err := readInfos(args)
+		if err != nil {
+			return c.fail(err)
+		}
+		held, fromNs, toNs, usage, err := selectIn(f.sel, infos...)
+		if usage != nil {
+			return c.usageErr("%v", usage)
+		}
+		if err != nil {
+			return c.fail(err)
+		}
+		if fromNs != filter.MinNs {
+			opts.FromNs = fromNs
+		}
+		if toNs != filter.MaxNs {
+			opts.UntilNs = toNs
+		}
+		empty = f.sel.Empty(held, fromNs, toNs)
 	}
 	p, err := replay.Open(args, opts)
 	if err != nil {
@@ -83,30 +111,34 @@ func runReplay(e *env) int {
 	}
 	defer p.Close()
 	if len(p.Topics()) == 0 {
-		return c.fail(fmt.Errorf("no topic of the dumps matches --topics %q", *f.topics))
+		return c.fail(fmt.Errorf("no topic of the dumps matches %s", f.sel.Topics))
 	}
 	if udp != nil {
 		out = announce{udp, e}
 	}
-	return play(c, p, out, opts.Rate)
+	whole := opts.Start == 0 && opts.Duration == 0 && opts.FromNs == 0 && opts.UntilNs == 0 && !opts.Loop
+	return play(c, p, out, opts.Rate, whole, empty)
 }
 
 // replayFlags are the values of replay's flags.
 type replayFlags struct {
-	to, topics, start, duration, capacity, spin *string
-	rate                                        *float64
-	asfast, loop                                *bool
-	maps                                        multiFlag
+	out, start, duration, capacity, spin *string
+	rate                                 *float64
+	asfast, loop                         *bool
+	maps                                 multiFlag
+	selFlags                             *selectFlags
+	sel                                  filter.Selection
+	legacyTo                             bool // --to gave the output (before -o)
 }
 
 // declareReplayFlags declares replay's flags on c.
 func declareReplayFlags(c *command) *replayFlags {
 	f := &replayFlags{}
-	f.to = c.fs.String("to", "", "output: shm:DIR, udp:HOST:PORT or discard (required)")
+	f.out = c.fs.String("o", "", "`OUTPUT`: shm:DIR, udp:HOST:PORT or discard (required)")
 	f.rate = c.fs.Float64("rate", 1, "timing: 1 = real time, 2 = twice as fast, 0.5 = half speed")
 	f.asfast = c.fs.Bool("asfast", false, "replay as fast as possible (no waiting)")
 	f.loop = c.fs.Bool("loop", false, "start over at the end, until interrupted")
-	f.topics = c.fs.String("topics", "", "comma-separated topic globs (path.Match syntax, over name#channel and name); empty = all")
+	f.selFlags = declareSelectFlags(c)
 	f.start = c.fs.String("start", "0", "skip this much message time from the first message (e.g. 10s)")
 	f.duration = c.fs.String("duration", "0", "replay this much message time (0 = to the end)")
 	f.capacity = c.fs.String("capacity", "", "shm: ring size of each segment (default 1MiB)")
@@ -118,7 +150,14 @@ func declareReplayFlags(c *command) *replayFlags {
 // options checks the selection and timing flags (fs says whether --rate
 // was given) and returns them as replay.Options. An error is bad usage.
 func (f *replayFlags) options(fs *flag.FlagSet) (replay.Options, error) {
-	opts := replay.Options{Topics: splitList(*f.topics), Rate: *f.rate, Loop: *f.loop}
+	if isOutputSpec(*f.selFlags.to) && *f.out == "" {
+		*f.out, *f.selFlags.to, f.legacyTo = *f.selFlags.to, "", true
+	}
+	var err error
+	if f.sel, err = f.selFlags.parse(); err != nil {
+		return replay.Options{}, err
+	}
+	opts := replay.Options{Topics: f.sel.Include, Exclude: f.sel.Exclude, Rate: *f.rate, Loop: *f.loop}
 	rateSet := false
 	fs.Visit(func(fl *flag.Flag) { rateSet = rateSet || fl.Name == "rate" })
 	switch {
@@ -129,7 +168,6 @@ func (f *replayFlags) options(fs *flag.FlagSet) (replay.Options, error) {
 	case *f.rate <= 0:
 		return opts, fmt.Errorf("--rate %v: must be positive (use --asfast for no waiting)", *f.rate)
 	}
-	var err error
 	if opts.Start, err = units.ParseDuration(*f.start); err != nil || opts.Start < 0 {
 		return opts, fmt.Errorf("--start %q: want a duration like 10s", *f.start)
 	}
@@ -146,10 +184,10 @@ func (f *replayFlags) options(fs *flag.FlagSet) (replay.Options, error) {
 // --map (udp); udp is that output when it is a UDP one. An error is bad
 // usage.
 func (f *replayFlags) output() (out replay.Output, udp *replay.UDPOutput, err error) {
-	scheme, rest, _ := strings.Cut(*f.to, ":")
+	scheme, rest, _ := strings.Cut(*f.out, ":")
 	switch {
-	case *f.to == "":
-		return nil, nil, errors.New("--to is required (shm:DIR, udp:HOST:PORT or discard)")
+	case *f.out == "":
+		return nil, nil, errors.New("-o OUTPUT is required (shm:DIR, udp:HOST:PORT or discard)")
 	case scheme == "shm" && rest != "":
 		so := replay.ShmOptions{Dir: rest}
 		if *f.capacity != "" {
@@ -171,29 +209,34 @@ func (f *replayFlags) output() (out replay.Output, udp *replay.UDPOutput, err er
 		}
 		udp = replay.NewUDP(uo)
 		out = udp
-	case *f.to == "discard":
+	case *f.out == "discard":
 		out = replay.Discard{}
 	default:
-		return nil, nil, fmt.Errorf("--to %q: want shm:DIR, udp:HOST:PORT or discard", *f.to)
+		return nil, nil, fmt.Errorf("-o %q: want shm:DIR, udp:HOST:PORT or discard", *f.out)
 	}
 	if len(f.maps) > 0 && udp == nil {
-		return nil, nil, errors.New("--map is for --to udp:HOST:PORT")
+		return nil, nil, errors.New("--map is for -o udp:HOST:PORT")
 	}
 	return out, udp, nil
 }
 
 // play runs p into out until it ends, fails or is interrupted (Ctrl-C,
 // SIGTERM: not a failure), with a progress bar on a terminal, prints the
-// summary and returns the exit code.
-func play(c *command, p *replay.Player, out replay.Output, rate float64) int {
+// summary and returns the exit code; a replay of nothing fails with empty
+// when that is not nil (a selection that matched no message).
+func play(c *command, p *replay.Player, out replay.Output, rate float64, whole bool, empty error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan struct{})
+	finished := make(chan struct{})
 	if isTerminal(c.e.stderr) {
-		showProgress(c.e, p, done)
+		showProgress(c.e, p, whole, done, finished)
+	} else {
+		close(finished)
 	}
 	st, err := p.Run(ctx, out)
 	close(done)
+	<-finished // the bar's last line before the summary
 	interrupted := ctx.Err() != nil && errors.Is(err, ctx.Err())
 	if interrupted {
 		err = nil
@@ -202,31 +245,48 @@ func play(c *command, p *replay.Player, out replay.Output, rate float64) int {
 	if err != nil {
 		return c.fail(err)
 	}
+	if empty != nil && !interrupted && st.Messages+st.Dropped == 0 {
+		return c.fail(empty)
+	}
 	return exitOK
 }
 
-// showProgress starts a goroutine drawing a progress bar of the message
-// time replayed on e.stderr, updated every 100 ms, until done is closed.
-func showProgress(e *env, p *replay.Player, done <-chan struct{}) {
-	from, to := p.Range()
-	bar := progressbar.NewOptions64(max((to-from)/1e6, 1), progressbar.OptionSetWriter(e.stderr),
-		progressbar.OptionSetDescription("replaying (ms of message time)"), progressbar.OptionShowCount(),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+// showProgress starts a goroutine drawing a progress bar of the messages
+// replayed on e.stderr, updated every 100 ms, until done is closed: out
+// of the messages of the topics replayed when the whole dumps are played
+// once, else a count.
+func showProgress(e *env, p *replay.Player, whole bool, done <-chan struct{}, finished chan<- struct{}) {
+	total := int64(-1)
+	if whole {
+		total = 0
+		for _, t := range p.Topics() {
+			total += int64(t.Messages)
+		}
+	}
+	bar := newProgress(e, total, "replaying", "messages")
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
-				bar.Finish()
+				n, _, _ := p.Progress()
+				bar.set(int64(n))
+				bar.finish()
+				close(finished)
 				return
 			case <-t.C:
-				if _, _, pos := p.Progress(); pos >= from {
-					bar.Set64(min((pos-from)/1e6, bar.GetMax64()))
-				}
+				n, _, _ := p.Progress()
+				bar.set(int64(n))
 			}
 		}
 	}()
+}
+
+// isOutputSpec reports whether s names a replay output (what --to meant
+// before it was the selection's end): no time is spelled this way.
+func isOutputSpec(s string) bool {
+	return s == "discard" || strings.HasPrefix(s, "shm:") || strings.HasPrefix(s, "udp:")
 }
 
 // announce prints the UDP mapping once the output has resolved it.

@@ -165,13 +165,15 @@ func TestReplayUsage(t *testing.T) {
 			t.Errorf("replay %v: code %d, stderr %q; want %d and %q", args, code, errs, want, wantErr)
 		}
 	}
-	f(exitUsage, "--to is required", dump)
-	f(exitUsage, "want shm:DIR", dump, "--to", "tcp:1.2.3.4:5")
+	f(exitUsage, "-o OUTPUT is required", dump)
+	f(exitUsage, "want shm:DIR", dump, "-o", "tcp:1.2.3.4:5")
+	f(exitUsage, "--to: time \"tcp:1.2.3.4:5\"", dump, "--to", "tcp:1.2.3.4:5") // neither an output nor a time
 	f(exitUsage, "exclude each other", dump, "--to", "discard", "--rate", "2", "--asfast")
 	f(exitUsage, "must be positive", dump, "--to", "discard", "--rate", "0")
 	f(exitUsage, "--start", dump, "--to", "discard", "--start", "soon")
 	f(exitUsage, "--map is for", dump, "--to", "discard", "--map", "a=1.2.3.4:5")
-	f(exitUsage, "bad options", dump, "--to", "discard", "--topics", "[x")
+	f(exitUsage, "--topics: glob \"[x\"", dump, "--to", "discard", "--topics", "[x")
+	f(exitUsage, "is after --to", dump, "-o", "discard", "--from", "2s", "--to", "1s")
 	f(exitFail, "no topic", dump, "--to", "discard", "--topics", "nothing/*")
 	f(exitFail, "no such file", filepath.Join(t.TempDir(), "missing.pack"), "--to", "discard")
 	f(exitUsage, "wrong number of arguments", "--to", "discard")

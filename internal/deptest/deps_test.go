@@ -62,6 +62,8 @@ var rules = []rule{
 		"JSON lines is a file format only; internal/dumpfile decides when to use it"},
 	{mod + "internal/kway", []string{mod}, "the merge heap is a leaf"},
 	{mod + "internal/defaults", []string{mod, "github.com/"}, "the one table of defaults is a leaf: standard library only"},
+	{mod + "internal/filter", join([]string{mod + "jsonl", mod + "replay", mod + "internal/dumpfile", lua}, heavy, cmdOnly),
+		"the selection parser reads strings, not files: standard library and internal/units"},
 	{mod + "media", join([]string{mod + "engine", mod + "dump", mod + "scripts", lua, "net", mod + "shm", mod + "capture",
 		mod + "pack", mod + "mcap", mod + "replay"}, cmdOnly), "camera files are read and written as messages; no recorder, dump formats, Lua or sockets"},
 	{mod + "schema", join([]string{mod + "engine", mod + "dump", mod + "scripts", lua, "net", mod + "shm", mod + "capture",

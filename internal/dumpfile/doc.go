@@ -4,9 +4,15 @@
 // for cat), and a Source: the dump read as pack-model messages (name,
 // channel, meta, producer and capture time, data) with its topics and dump
 // information. Messages merges Sources of either format into one stream in
-// capture-time order (replay, rules test, merge); Merge writes such a
-// stream to a pack file. Export writes a Source in another format (MCAP,
-// JSON lines) and Import reads JSON lines back into a pack dump.
+// capture-time order (replay, rules test, merge); Rewrite writes what a
+// selection (internal/filter) keeps of such a stream to pack or MCAP, one
+// file or split, recording the cut in the dump information (Merge is
+// Rewrite without a selection). Export writes a Source in another format
+// (MCAP, JSON lines) and Import reads JSON lines back into a pack dump.
+// Recover and Compress rewrite a file in its own format (salvaged, or with
+// another codec), Conform checks it against its specification (verify
+// --strict). An MCAP file that cannot be read as it is can be read through
+// a salvaged temporary copy (ReadInfo does; OpenSalvaged).
 //
 // Which package reads or writes which format is decided here, in one table
 // (formats.go): a format's name (the --format value), and the functions that
@@ -27,6 +33,10 @@
 // mcap and jsonl do), nor flags and output (cmd/edr-lite).
 //
 // # Caveats
+//
+// OpenSalvaged and ReadInfo of a damaged MCAP file write a copy of what it
+// holds to the temporary directory (uncompressed: as large as its data),
+// removed by Close / before returning.
 //
 // Msg.Data passed to a Walk callback is valid only until the callback
 // returns; a Message from Messages or Source.InFileOrder only until the

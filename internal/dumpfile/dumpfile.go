@@ -1,6 +1,7 @@
 package dumpfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -46,6 +48,8 @@ type Topic struct {
 	WindowToNs   int64  `json:"window_to_ns,omitempty"`
 	StartShort   string `json:"start_short,omitempty"`
 	EndShort     string `json:"end_short,omitempty"`
+	// Cut: in a cut of other dumps, the topic's messages left out.
+	Cut uint64 `json:"cut,omitempty"`
 }
 
 // TypeChange is a topic's change of type inside a dump.
@@ -98,6 +102,13 @@ type Info struct {
 	Topics      []Topic            `json:"topics"`
 	Triggers    []dumpinfo.Trigger `json:"triggers"`
 	Metadata    []string           `json:"metadata,omitempty"`
+	// Cut says the dump is a cut of other dumps (edr-lite filter, split):
+	// of which, over which window, and what was left out.
+	Cut *dumpinfo.Cut `json:"cut,omitempty"`
+	// Damage is set for an MCAP file that cannot be read as it is
+	// (truncated, damaged): the figures then count what a salvaged copy
+	// holds (mcap.Recover), and Damage says what it lacks.
+	Damage *Damage `json:"damage,omitempty"`
 }
 
 // Msg is one message of a walk.
@@ -225,16 +236,42 @@ func (in *Info) addDumpInfo(d dumpinfo.Info) {
 			t.Type = a.Type
 		}
 		t.Overwritten, t.Oversize, t.SkippedBusy = a.Overwritten, a.Oversize, a.SkippedBusy
-		t.LostAtSource = a.LostAtSource
+		t.LostAtSource, t.Cut = a.LostAtSource, a.Cut
 		t.WindowFromNs, t.WindowToNs, t.StartShort, t.EndShort = a.WindowFromNs, a.WindowToNs, a.StartShort, a.EndShort
 		if a.FirstNs != 0 {
 			t.FirstNs, t.LastNs = a.FirstNs, a.LastNs
 		}
 	}
 	in.Triggers = append(in.Triggers, d.Triggers...)
+	in.Cut = d.Cut
 }
 
+// mcapInfo summarises an MCAP file; one that cannot be read as it is
+// (truncated, damaged) is summarised from a salvaged copy, with Damage set.
 func mcapInfo(path string) (*Info, error) {
+	in, err := mcapInfoOf(path)
+	var ce *mcap.CorruptError
+	if err == nil || !errors.As(err, &ce) {
+		return in, err
+	}
+	tmp, damage, rerr := salvageMCAP(path, err)
+	if rerr != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp)
+	in, serr := mcapInfoOf(tmp)
+	if serr != nil {
+		return nil, err
+	}
+	st, serr := os.Stat(path)
+	if serr != nil {
+		return nil, serr
+	}
+	in.Path, in.Size, in.Indexed, in.Chunks, in.Compression, in.Damage = path, st.Size(), false, 0, nil, damage
+	return in, nil
+}
+
+func mcapInfoOf(path string) (*Info, error) {
 	r, err := mcap.Open(path, mcap.ReaderOptions{})
 	if err != nil {
 		return nil, err
@@ -351,4 +388,38 @@ func walkPack(path string, fn func(m *Msg) error) error {
 		m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data, Type: pm.Type}
 		return fn(&m)
 	})
+}
+
+// HeldBy describes what the dumps of infos hold, for the errors of a
+// selection (internal/filter) that matches nothing: their topics, the
+// earliest start and latest end, and "a.pack" or "3 dumps".
+func HeldBy(infos ...*Info) filter.Held {
+	var h filter.Held
+	seen := map[string]bool{}
+	known := false
+	for _, in := range infos {
+		for _, t := range in.Topics {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				h.Topics = append(h.Topics, t.Name)
+			}
+		}
+		if in.StartNs != 0 || in.EndNs != 0 {
+			if !known || in.StartNs < h.StartNs {
+				h.StartNs = in.StartNs
+			}
+			if !known || in.EndNs > h.EndNs {
+				h.EndNs = in.EndNs
+			}
+			known = true
+		}
+		h.Messages += in.Messages
+	}
+	switch len(infos) {
+	case 1:
+		h.What = infos[0].Path
+	default:
+		h.What = fmt.Sprintf("the %d dumps", len(infos))
+	}
+	return h
 }

@@ -26,7 +26,7 @@ const (
 type Format struct {
 	Name string // FormatPack, FormatMCAP, FormatJSONL
 	// Open: Detect recognises its files, and Open, OpenBytes, ReadInfo,
-	// Walk and Verify read them.
+	// Walk, Verify and Recover read them.
 	Open   bool
 	Export bool // Export writes it
 	// Dir: it is written to a directory of files, with ExportDir.
@@ -51,6 +51,7 @@ type format struct {
 	info      func(path string) (*Info, error)
 	walk      func(path string, fn func(m *Msg) error) error
 	verify    func(path string) (*VerifyResult, error)
+	recover   func(in, out string) (*RecoverResult, error)
 	export    func(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error)
 	exportDir func(src *Source, dir string, opts ExportOptions) (*ConvertReport, error)
 	importTo  func(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (*ConvertReport, error)
@@ -59,9 +60,9 @@ type format struct {
 // formats is the table of formats: adding one is adding a row.
 var formats = []format{
 	{Format: Format{Name: FormatPack}, title: "pack", magic: pack.FileMagic[:],
-		open: openPack, openBytes: openPackBytes, info: packInfo, walk: walkPack, verify: verifyPack},
+		open: openPack, openBytes: openPackBytes, info: packInfo, walk: walkPack, verify: verifyPack, recover: recoverPack},
 	{Format: Format{Name: FormatMCAP, Compressions: []string{"none", "lz4", "zstd"}}, title: "MCAP", magic: []byte("\x89MCAP"),
-		open: openMCAP, openBytes: openMCAPBytes, info: mcapInfo, walk: walkMCAP, verify: verifyMCAP,
+		open: openMCAP, openBytes: openMCAPBytes, info: mcapInfo, walk: walkMCAP, verify: verifyMCAP, recover: recoverMCAP,
 		export: exportMCAP},
 	{Format: Format{Name: FormatJSONL}, title: "JSON lines",
 		export: exportJSONL, importTo: importJSONL},

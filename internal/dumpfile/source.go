@@ -3,6 +3,7 @@ package dumpfile
 import (
 	"errors"
 	"io"
+	"os"
 
 	"github.com/edr-lite/edr-lite/ingest"
 
@@ -32,6 +33,7 @@ type Source struct {
 	hasDI  bool
 	topics []SourceTopic
 	types  typeOf
+	remove string // a salvaged copy Close removes (OpenSalvaged)
 }
 
 // SourceTopic is one topic of a Source.
@@ -229,10 +231,16 @@ func (s *Source) Close() error {
 		return nil
 	}
 	s.owned = false
+	var err error
 	if s.pack != nil {
-		return s.pack.Close()
+		err = s.pack.Close()
+	} else {
+		err = s.mr.Close()
 	}
-	return s.mr.Close()
+	if s.remove != "" {
+		err = errors.Join(err, os.Remove(s.remove))
+	}
+	return err
 }
 
 // Pack returns the pack reader of a pack Source, else nil.

@@ -1,0 +1,641 @@
+package dumpfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/filter"
+	"github.com/edr-lite/edr-lite/mcap"
+	"github.com/edr-lite/edr-lite/pack"
+)
+
+// ErrEmpty is returned by Rewrite when a cut keeps no message (no file is
+// written).
+var ErrEmpty = errors.New("dumpfile: the cut keeps no message")
+
+// Window bounds a rewrite in message time, both ends included
+// (filter.MinNs / filter.MaxNs for an open end).
+type Window struct{ FromNs, ToNs int64 }
+
+// Split cuts a rewrite into several files. The zero value writes one.
+type Split struct {
+	// Every is how much message time each file holds: file k holds the
+	// kept messages in [first + k*Every, first + (k+1)*Every), first being
+	// the first kept message's time. 0 = no limit.
+	Every int64
+	// Size starts a new file once one has this many bytes (a file ends
+	// up larger by up to a frame or chunk). 0 = no limit.
+	Size int64
+}
+
+// RewriteOptions configure Rewrite.
+type RewriteOptions struct {
+	Format      string // FormatPack ("" too) or FormatMCAP
+	Compression string // "none" ("" too), "lz4" or "zstd"
+	// KeepPacked (MCAP) writes packed-struct topics as they are instead of
+	// transcoding them to json (mcap.Options.KeepPacked).
+	KeepPacked bool
+	Writer     string // the program that writes the output ("edr-lite filter")
+	// Topics and Window select what is kept (the zero Topics keeps every
+	// topic, a nil Window every time).
+	Topics filter.Topics
+	Window *Window
+	// Cut records in the output's dump information that it is a cut of
+	// the inputs (dumpinfo.Cut) and recounts each topic for it. Implied by
+	// a selection (Topics, Window) or a Split; without any, the inputs'
+	// accounting is summed (merge).
+	Cut bool
+	// AroundTrigger is recorded in the Cut (the trigger id the window was
+	// taken around).
+	AroundTrigger uint64
+	Split         Split
+	// Progress, when not nil, is called with the messages read so far
+	// every 4096 messages and once at the end.
+	Progress func(read uint64)
+}
+
+// Output says where Rewrite writes: a file Path (each written as
+// Path.tmp and renamed once complete; split files are PartPath(Path, n)),
+// or else the stream W (one output, no split). A file that exists is not
+// overwritten.
+type Output struct {
+	Path string
+	W    io.Writer
+}
+
+// PartReport is one file Rewrite wrote.
+type PartReport struct {
+	Path           string // "" for a stream
+	Messages       uint64
+	Bytes          uint64 // data bytes
+	FirstNs        int64  // first and last message time
+	LastNs         int64
+	Triggers       int
+	Size           int64 // bytes written
+	CutMessages    uint64
+	DroppedTopics  int
+	DroppedTrigger int
+}
+
+// RewriteReport says what Rewrite wrote.
+type RewriteReport struct {
+	Inputs   int
+	Parts    []PartReport
+	Messages uint64 // written, over all parts
+	Bytes    uint64
+	// Read is the messages read from the inputs (a window skips most of
+	// the others without reading them); Held what the inputs hold.
+	Read, Held uint64
+}
+
+// PartPath names the n-th file (from 1) of a split of path:
+// "out.pack" -> "out_0001.pack".
+func PartPath(path string, n int) string {
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s_%04d%s", strings.TrimSuffix(path, ext), n, ext)
+}
+
+// combined is what the inputs of a rewrite say about themselves.
+type combined struct {
+	hasInfo  bool
+	info     dumpinfo.Info                     // triggers, window, writer... of all inputs
+	accounts map[string]*dumpinfo.TopicAccount // summed, by pack topic ("name#channel")
+	order    []string                          // accounting topics, sorted
+	counts   map[string]uint64                 // messages per topic in the files
+	types    map[string]string                 // type names, for the accounting
+	// meta is the channel metadata MCAP inputs give their topics (less the
+	// edr.* keys), kept on an MCAP output.
+	meta  map[string]map[string]string
+	total uint64
+	of    []string
+}
+
+// combine sums the dump information of the sources: every trigger, the
+// union of the windows, per-topic accounting summed (a topic spelled
+// "name" by one input and "name#" by another is one topic).
+func combine(srcs []*Source) *combined {
+	c := &combined{accounts: map[string]*dumpinfo.TopicAccount{}, counts: map[string]uint64{}, types: map[string]string{},
+		meta: map[string]map[string]string{}}
+	for i, s := range srcs {
+		c.of = append(c.of, filepath.Base(s.Path))
+		if mp := s.MCAP(); mp != nil {
+			for _, t := range mp.DeclaredTopics() {
+				if k := pack.Topic(t.Name, t.Channel); t.Metadata != nil && c.meta[k] == nil {
+					c.meta[k] = t.Metadata
+				}
+			}
+		}
+		for _, t := range s.Topics() {
+			k := pack.Topic(t.Name, t.Channel)
+			c.counts[k] += t.Messages
+			c.total += t.Messages
+			if c.types[k] == "" {
+				c.types[k] = t.Type.Schema.Name
+			}
+		}
+		d, ok := s.DumpInfo()
+		if !ok {
+			continue
+		}
+		if !c.hasInfo || i == 0 {
+			c.info.Host, c.info.CreatedNs, c.info.Labels = d.Host, d.CreatedNs, d.Labels
+		}
+		c.hasInfo = true
+		c.info.Triggers = append(c.info.Triggers, d.Triggers...)
+		if d.StartNs != 0 && (c.info.StartNs == 0 || d.StartNs < c.info.StartNs) {
+			c.info.StartNs = d.StartNs
+		}
+		c.info.EndNs = max(c.info.EndNs, d.EndNs)
+		for _, a := range d.Topics {
+			a.Topic = pack.Topic(pack.SplitTopic(a.Topic))
+			acc, ok := c.accounts[a.Topic]
+			if !ok {
+				cp := a
+				c.accounts[a.Topic] = &cp
+				c.order = append(c.order, a.Topic)
+				continue
+			}
+			acc.Messages += a.Messages
+			acc.Bytes += a.Bytes
+			acc.Overwritten += a.Overwritten
+			acc.Oversize += a.Oversize
+			acc.SkippedBusy += a.SkippedBusy
+			acc.LostAtSource += a.LostAtSource
+			acc.Cut += a.Cut
+			if a.FirstNs != 0 && (acc.FirstNs == 0 || a.FirstNs < acc.FirstNs) {
+				acc.FirstNs = a.FirstNs
+			}
+			acc.LastNs = max(acc.LastNs, a.LastNs)
+			if acc.Type == "" {
+				acc.Type = a.Type
+			}
+		}
+	}
+	sort.Strings(c.order)
+	return c
+}
+
+// topicStat counts what one output holds of one topic.
+type topicStat struct {
+	messages, bytes uint64
+	first, last     int64
+}
+
+// part is one output being written.
+type part struct {
+	path    string
+	w       rewriteSink
+	types   map[string]*ingest.Type // each topic's type as written so far
+	stats   map[string]*topicStat
+	order   []string
+	rep     PartReport
+	startNs int64 // split by time: the part's slot
+	endNs   int64 // exclusive; 0 when not split by time
+}
+
+// rewriteSink is what pack.Writer and mcap.PackWriter have in common.
+type rewriteSink interface {
+	Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error
+	AddMetadata(name string, data []byte) error
+	SetDumpInfo(d dumpinfo.Info) error
+	Offset() int64
+	Close() error
+}
+
+// Rewrite writes the messages of srcs (pack or MCAP, in any mix) that the
+// options select, merged in message time order (as Messages merges them),
+// to out in opts.Format: a cut, a split, a merge or a change of format.
+// Each output keeps the inputs' topic types (and, from MCAP inputs, message
+// encodings, schemas and channel metadata when written as MCAP), their
+// other metadata, and the triggers within its window; its dump information
+// says what it is a cut of and what was left out (dumpinfo.Cut). A
+// message's capture time is written as its message time (pack
+// MessageTime: the capture time, else the producer time).
+//
+// A cut that keeps nothing is ErrEmpty and writes no file. On any other
+// error, the files not yet complete are removed; complete parts stay.
+func Rewrite(srcs []*Source, out Output, opts RewriteOptions) (*RewriteReport, error) {
+	if len(srcs) == 0 {
+		return nil, errors.New("dumpfile: rewrite needs at least one input")
+	}
+	switch opts.Format {
+	case "", FormatPack, FormatMCAP:
+	default:
+		return nil, fmt.Errorf("dumpfile: cannot write format %q", opts.Format)
+	}
+	split := opts.Split.Every > 0 || opts.Split.Size > 0
+	if split && out.Path == "" {
+		return nil, errors.New("dumpfile: a split writes files: give a path")
+	}
+	cut := opts.Cut || !opts.Topics.All() || opts.Window != nil || split
+	cmb := combine(srcs)
+	rw := &rewriter{srcs: srcs, out: out, opts: opts, cmb: cmb, cut: cut, split: split,
+		rep: &RewriteReport{Inputs: len(srcs), Held: cmb.total}}
+	err := rw.run()
+	if err != nil {
+		if rw.cur != nil {
+			rw.abort(rw.cur)
+		}
+		return nil, err
+	}
+	return rw.rep, nil
+}
+
+type rewriter struct {
+	srcs       []*Source
+	out        Output
+	opts       RewriteOptions
+	cmb        *combined
+	cut, split bool
+	rep        *RewriteReport
+	cur        *part
+	firstNs    int64 // first kept message's time (split by time)
+}
+
+func (rw *rewriter) run() error {
+	msgs := NewMessages(rw.srcs...)
+	win := Window{FromNs: filter.MinNs, ToNs: filter.MaxNs}
+	if rw.opts.Window != nil {
+		win = *rw.opts.Window
+	}
+	if win.FromNs != filter.MinNs {
+		if err := msgs.SeekTime(win.FromNs); err != nil {
+			return err
+		}
+	}
+	for {
+		ok, err := msgs.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		rw.rep.Read++
+		if p := rw.opts.Progress; p != nil && rw.rep.Read%4096 == 0 {
+			p(rw.rep.Read)
+		}
+		m := msgs.Message()
+		if m.TimeNs > win.ToNs {
+			break // the merge is in time order
+		}
+		if m.TimeNs < win.FromNs || !rw.opts.Topics.MatchName(m.Name, m.Channel) {
+			continue
+		}
+		if err := rw.write(m); err != nil {
+			return err
+		}
+	}
+	if rw.cur == nil && len(rw.rep.Parts) == 0 {
+		if rw.cut {
+			return ErrEmpty
+		}
+		if err := rw.open(0); err != nil { // an empty merge still makes a file
+			return err
+		}
+	}
+	if rw.cur != nil {
+		if err := rw.finish(rw.cur); err != nil {
+			return err
+		}
+	}
+	if p := rw.opts.Progress; p != nil {
+		p(rw.rep.Read)
+	}
+	return nil
+}
+
+// write adds m to the current part, starting a new one where the split
+// says.
+func (rw *rewriter) write(m *Message) error {
+	p := rw.cur
+	if p != nil && rw.split {
+		next := p.endNs != 0 && m.TimeNs >= p.endNs ||
+			rw.opts.Split.Size > 0 && p.w.Offset() >= rw.opts.Split.Size
+		if next {
+			if err := rw.finish(p); err != nil {
+				return err
+			}
+			p = nil
+		}
+	}
+	if p == nil {
+		if len(rw.rep.Parts) == 0 {
+			rw.firstNs = m.TimeNs
+		}
+		if err := rw.open(m.TimeNs); err != nil {
+			return err
+		}
+		p = rw.cur
+	}
+	k := pack.Topic(m.Name, m.Channel)
+	if err := rw.setType(p, k, m); err != nil {
+		return fmt.Errorf("%s: %w", p.label(), err)
+	}
+	if err := p.w.Add(m.Name, m.Channel, m.Meta, m.GenNs, m.TimeNs, m.Data); err != nil {
+		return fmt.Errorf("%s: %w", p.label(), err)
+	}
+	st := p.stats[k]
+	if st == nil {
+		st = &topicStat{first: m.TimeNs}
+		p.stats[k] = st
+		p.order = append(p.order, k)
+	}
+	st.messages++
+	st.bytes += uint64(len(m.Data))
+	st.last = m.TimeNs
+	p.rep.Messages++
+	p.rep.Bytes += uint64(len(m.Data))
+	if p.rep.Messages == 1 {
+		p.rep.FirstNs = m.TimeNs
+	}
+	p.rep.LastNs = m.TimeNs
+	return nil
+}
+
+func (p *part) label() string {
+	if p.path == "" {
+		return "output"
+	}
+	return p.path
+}
+
+// open starts the next part, whose first message is at atNs.
+func (rw *rewriter) open(atNs int64) error {
+	n := len(rw.rep.Parts) + 1
+	p := &part{stats: map[string]*topicStat{}, types: map[string]*ingest.Type{}}
+	if every := rw.opts.Split.Every; every > 0 {
+		k := (atNs - rw.firstNs) / every
+		p.startNs = rw.firstNs + k*every
+		p.endNs = p.startNs + every
+	}
+	p.path = rw.out.Path
+	if rw.split {
+		p.path = PartPath(rw.out.Path, n)
+	}
+	var err error
+	if p.path != "" {
+		if _, err := os.Stat(p.path); err == nil {
+			return fmt.Errorf("%s exists; refusing to overwrite", p.path)
+		}
+	}
+	if p.w, err = rw.create(p.path); err != nil {
+		return err
+	}
+	p.rep.Path = p.path
+	rw.cur = p
+	return nil
+}
+
+// create makes the writer of one output.
+func (rw *rewriter) create(path string) (rewriteSink, error) {
+	writer := rw.opts.Writer
+	if writer == "" {
+		writer = "edr-lite"
+	}
+	if rw.opts.Format == FormatMCAP {
+		mo := mcap.Options{Library: writer, KeepPacked: rw.opts.KeepPacked}
+		switch rw.opts.Compression {
+		case "lz4":
+			mo.Compression = mcap.CompressionLZ4
+		case "zstd":
+			mo.Compression = mcap.CompressionZstd
+		case "", "none":
+		default:
+			return nil, fmt.Errorf("dumpfile: compression %q: want none, lz4 or zstd", rw.opts.Compression)
+		}
+		if s := rw.opts.Split.Size; s > 0 {
+			mo.ChunkSize = int(min(s/4, mcap.DefaultChunkSize)) // files end near the size
+		}
+		if path == "" {
+			return mcap.NewPackWriter(rw.out.W, mo)
+		}
+		return mcap.CreatePackWriter(path, mcap.FileOptions{Options: mo})
+	}
+	po := pack.WriterOptions{Writer: writer}
+	switch rw.opts.Compression {
+	case "lz4":
+		po.Compression = pack.CompressLZ4
+	case "zstd":
+		po.Compression = pack.CompressZstd
+	case "", "none":
+	default:
+		return nil, fmt.Errorf("dumpfile: compression %q: want none, lz4 or zstd", rw.opts.Compression)
+	}
+	if s := rw.opts.Split.Size; s > 0 {
+		po.TargetFrameSize = int(min(s/4, pack.DefaultTargetFrameSize))
+	}
+	if path == "" {
+		return pack.NewStreamWriter(rw.out.W, po)
+	}
+	return pack.Create(path+".tmp", po)
+}
+
+// setType gives part p the type of message m's topic k before m when it
+// is the topic's first message in p or its type changed: a pack output gets
+// a type section, an MCAP output the topic's channel for that type (with
+// the channel metadata an MCAP input gave the topic).
+func (rw *rewriter) setType(p *part, k string, m *Message) error {
+	if m.Type == nil || p.types[k] == m.Type {
+		return nil
+	}
+	prev := p.types[k]
+	p.types[k] = m.Type
+	if prev != nil && prev.Equal(*m.Type) {
+		return nil
+	}
+	switch w := p.w.(type) {
+	case *pack.Writer:
+		return w.SetTopicType(m.Name, m.Channel, *m.Type, m.TimeNs)
+	case *mcap.PackWriter:
+		return w.DeclareTopic(mcap.Topic{Name: m.Name, Channel: m.Channel, Type: *m.Type, Metadata: rw.cmb.meta[k]})
+	}
+	return nil
+}
+
+// finish writes a part's metadata and dump information and closes it.
+func (rw *rewriter) finish(p *part) error {
+	rw.cur = nil
+	if err := rw.metadata(p); err != nil {
+		rw.abort(p)
+		return err
+	}
+	if info, ok := rw.info(p); ok {
+		if err := p.w.SetDumpInfo(info); err != nil {
+			rw.abort(p)
+			return err
+		}
+	}
+	if err := p.w.Close(); err != nil {
+		rw.abort(p)
+		return fmt.Errorf("%s: %w", p.label(), err)
+	}
+	if _, isPack := p.w.(*pack.Writer); isPack && p.path != "" {
+		if err := os.Rename(p.path+".tmp", p.path); err != nil {
+			os.Remove(p.path + ".tmp")
+			return err
+		}
+	}
+	if p.path != "" {
+		if st, err := os.Stat(p.path); err == nil {
+			p.rep.Size = st.Size()
+		}
+	} else {
+		p.rep.Size = p.w.Offset()
+	}
+	rw.rep.Parts = append(rw.rep.Parts, p.rep)
+	rw.rep.Messages += p.rep.Messages
+	rw.rep.Bytes += p.rep.Bytes
+	return nil
+}
+
+// abort removes a part that cannot be completed.
+func (rw *rewriter) abort(p *part) {
+	rw.cur = nil
+	switch w := p.w.(type) {
+	case *mcap.PackWriter:
+		w.Abort()
+	case *pack.Writer:
+		w.Close()
+		if p.path != "" {
+			os.Remove(p.path + ".tmp")
+		}
+	}
+}
+
+// metadata copies the inputs' other metadata (not their dump information)
+// into a part: pack sections by name, MCAP records as they were to an MCAP
+// output, else as pack sections (mcap.PackReader.Sections).
+func (rw *rewriter) metadata(p *part) error {
+	pw, toMCAP := p.w.(*mcap.PackWriter)
+	for _, s := range rw.srcs {
+		if r := s.Pack(); r != nil {
+			for _, name := range r.MetadataNames() {
+				if name == dumpinfo.MetadataName {
+					continue
+				}
+				b, _ := r.Metadata(name)
+				if err := p.w.AddMetadata(name, b); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		mp := s.MCAP()
+		if toMCAP {
+			for _, md := range mp.Info().Metadata {
+				switch md.Name {
+				case mcap.MetadataDump, mcap.MetadataTrigger, mcap.MetadataTopicStats, mcap.MetadataPackHeader:
+					continue
+				}
+				if err := pw.Writer().AddMetadata(md.Name, md.KV); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		names, data := mp.Sections()
+		for i, n := range names {
+			if err := p.w.AddMetadata(n, data[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// info is the dump information of part p; ok is false when it has none
+// (no input had any, and it is not a cut).
+func (rw *rewriter) info(p *part) (dumpinfo.Info, bool) {
+	c := rw.cmb
+	if !rw.cut {
+		if !c.hasInfo {
+			return dumpinfo.Info{}, false
+		}
+		d := c.info
+		d.Writer = rw.opts.Writer
+		for _, k := range c.order {
+			d.Topics = append(d.Topics, *c.accounts[k])
+		}
+		p.rep.Triggers = len(d.Triggers)
+		return d, true
+	}
+	// The part's window: its time slot (split by time), what it holds
+	// (split by size), or the selection's window; an open end or one past
+	// what the inputs cover is brought in to their window, never past a
+	// message kept (a latched message may predate the window).
+	from, to := int64(filter.MinNs), int64(filter.MaxNs)
+	switch {
+	case p.endNs != 0:
+		from, to = p.startNs, p.endNs-1
+	case rw.split:
+		from, to = p.rep.FirstNs, p.rep.LastNs
+	case rw.opts.Window != nil:
+		from, to = rw.opts.Window.FromNs, rw.opts.Window.ToNs
+	}
+	if c.hasInfo && (c.info.StartNs != 0 || c.info.EndNs != 0) {
+		from, to = max(from, c.info.StartNs), min(to, c.info.EndNs)
+	}
+	if from == filter.MinNs {
+		from = p.rep.FirstNs
+	}
+	if to == filter.MaxNs {
+		to = p.rep.LastNs
+	}
+	from, to = min(from, p.rep.FirstNs), max(to, p.rep.LastNs)
+	d := dumpinfo.Info{Writer: rw.opts.Writer, Host: c.info.Host, CreatedNs: c.info.CreatedNs, Labels: c.info.Labels,
+		StartNs: from, EndNs: to}
+	for _, t := range c.info.Triggers {
+		if t.TimeNs >= from && t.TimeNs <= to {
+			d.Triggers = append(d.Triggers, t)
+		}
+	}
+	cutRec := &dumpinfo.Cut{Of: c.of, FromNs: from, ToNs: to, Topics: rw.opts.Topics.Include,
+		Exclude: rw.opts.Topics.Exclude, AroundTrigger: rw.opts.AroundTrigger,
+		Messages: c.total - p.rep.Messages, DroppedTriggers: len(c.info.Triggers) - len(d.Triggers)}
+	if rw.split {
+		cutRec.Part = len(rw.rep.Parts) + 1
+	}
+	keys := map[string]bool{}
+	for k := range c.counts {
+		keys[k] = true
+	}
+	for _, k := range c.order {
+		keys[k] = true
+	}
+	all := make([]string, 0, len(keys))
+	for k := range keys {
+		all = append(all, k)
+	}
+	sort.Strings(all)
+	for _, k := range all {
+		st := p.stats[k]
+		if st == nil {
+			cutRec.DroppedTopics = append(cutRec.DroppedTopics, strings.TrimSuffix(k, "#"))
+			continue
+		}
+		a := dumpinfo.TopicAccount{Topic: k, Type: c.types[k]}
+		if acc := c.accounts[k]; acc != nil {
+			a = *acc
+			if a.Type == "" {
+				a.Type = c.types[k]
+			}
+		}
+		a.Messages, a.Bytes, a.FirstNs, a.LastNs = st.messages, st.bytes, st.first, st.last
+		a.Cut = c.counts[k] - min(st.messages, c.counts[k])
+		d.Topics = append(d.Topics, a)
+	}
+	d.Cut = cutRec
+	p.rep.Triggers = len(d.Triggers)
+	p.rep.CutMessages = cutRec.Messages
+	p.rep.DroppedTopics = len(cutRec.DroppedTopics)
+	p.rep.DroppedTrigger = cutRec.DroppedTriggers
+	return d, true
+}

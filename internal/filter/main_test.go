@@ -1,0 +1,9 @@
+package filter
+
+import (
+	"testing"
+
+	"github.com/edr-lite/edr-lite/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.VerifyNoLeaks(m) }
