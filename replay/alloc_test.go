@@ -35,6 +35,14 @@ func TestReplayAllocs(t *testing.T) {
 			t.Errorf("rate %v: Run allocates %v times for 40 messages, %v for 40000: the per-message path allocates", rate, a, b)
 		}
 	}
+	// with a clock topic ticking at every message time (ns times: 1 GHz
+	// is over the limit, so every 1000 ns of the 40000 ns: 40 ticks)
+	clocked := func(r *pack.Reader) float64 {
+		return runAllocs(t, func() (*Player, error) { return New([]*pack.Reader{r}, Options{ClockHz: 1e6}) })
+	}
+	if a, b := clocked(small), clocked(big); a != b {
+		t.Errorf("clock topic: Run allocates %v times for 40 messages, %v for 40000 (and 40 ticks)", a, b)
+	}
 }
 
 // allocDump writes n messages of 8 to 200 bytes over four topics.

@@ -2,11 +2,14 @@ package replay
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +26,16 @@ type Options struct {
 	// Topics are globs (path.Match syntax) over "name#channel" and over the
 	// name alone; a topic is replayed when it matches one. Empty means all.
 	Topics []string
+	// Exclude are globs of the same syntax; a topic that matches one is not
+	// replayed, even when Topics selects it (rosbag2's --exclude).
+	Exclude []string
+	// Remap renames topics on the way out (rosbag2's --remap): a key is a
+	// recorded "name" or "name#channel", its value the name the outputs
+	// see (the channel is kept). Topics and Exclude select by the recorded
+	// names; outputs, Player.Topics and the UDP port order use the new
+	// ones. A key that names no topic of the dumps, or two topics ending
+	// up with one name, is an error.
+	Remap map[string]string
 	// Start skips the first Start of message time, counted from the
 	// earliest message of the dumps.
 	Start time.Duration
@@ -37,8 +50,29 @@ type Options struct {
 	// scaled (2 = twice as fast, 0.5 = half speed).
 	Rate float64
 	// Loop starts over from the start when the end is reached, until the
-	// context is cancelled.
+	// context is cancelled or Passes passes have been played.
 	Loop bool
+	// Passes bounds the passes of a Loop (0 = until the context is
+	// cancelled). Without Loop there is one pass.
+	Passes int
+	// Delay waits this long (wall clock) before each pass (rosbag2's
+	// --delay). Pause, Step and the context interrupt it.
+	Delay time.Duration
+	// StartPaused makes Run start paused: nothing is written until Resume
+	// or Step (rosbag2's --start-paused).
+	StartPaused bool
+	// ClockHz, when positive, adds a clock topic (rosbag2's --clock): every
+	// 1/ClockHz of message time from the start of a pass, a message on
+	// ClockTopic whose payload is that message time as an i64le count of
+	// nanoseconds since the UNIX epoch (layout "i64le t (ns)", producer
+	// time the same), written before the first recorded message at or
+	// after it. It is timed, paused and stepped with the messages around
+	// it, sorts after every recorded topic (its index is the last, so UDP
+	// ports of recorded topics do not move) and is counted in
+	// Stats.ClockTicks, not in Stats.Messages.
+	ClockHz float64
+	// ClockTopic names the clock topic (DefaultClockTopic when "").
+	ClockTopic string
 	// Spin, when positive, is how long before a due time the player stops
 	// sleeping and polls the clock (yielding between polls): better timing
 	// on an idle machine for a busy core, worse when the CPU is contended
@@ -48,11 +82,21 @@ type Options struct {
 	Spin time.Duration
 }
 
+// DefaultClockTopic is the clock topic's name when Options.ClockTopic is
+// empty; ClockType is its type.
+const (
+	DefaultClockTopic = "clock"
+	ClockType         = "edr.Clock(i64le ns)"
+)
+
 // Topic is one topic a Player replays. Index is its position in
 // Player.Topics (sorted by String), which Message.Topic points into.
 type Topic struct {
 	Index         int
 	Name, Channel string
+	// Recorded is the name in the dumps when Options.Remap renamed the
+	// topic ("" when it did not).
+	Recorded string
 	// Type is the type or schema name recorded in the dump's topic
 	// accounting ("" when unknown).
 	Type     string
@@ -91,9 +135,11 @@ type Stats struct {
 	Bytes    uint64 // their data bytes
 	Dropped  uint64 // messages the output refused as too large
 	Passes   int    // passes over the range (more than 1 with Loop)
-	Elapsed  time.Duration
-	FirstNs  int64 // message time of the first message replayed
-	LastNs   int64 // message time of the last message replayed
+	// ClockTicks counts the clock topic's messages (Options.ClockHz).
+	ClockTicks uint64
+	Elapsed    time.Duration
+	FirstNs    int64 // message time of the first message replayed
+	LastNs     int64 // message time of the last message replayed
 	// Timing error in real-time and scaled modes: how late each message
 	// was handed to the output compared with its due time (the recorded
 	// gap divided by the rate). Samples is 0 when replaying as fast as
@@ -134,10 +180,17 @@ type Player struct {
 	topics  []Topic
 	index   map[topicKey]int // -1: filtered out
 	seq     []uint64
-	firstNs int64 // earliest message of the dumps
-	startNs int64
-	endNs   int64 // inclusive; 0 = none
-	lastNs  int64 // latest message time of the last frames (for progress)
+	// clock topic (Options.ClockHz): its index in topics, the message-time
+	// step between ticks, the next tick, the tick's payload
+	clockIdx  int
+	clockStep int64
+	nextTick  int64
+	clockBuf  [8]byte
+	tickMsg   Message
+	firstNs   int64 // earliest message of the dumps
+	startNs   int64
+	endNs     int64 // inclusive; 0 = none
+	lastNs    int64 // latest message time of the last frames (for progress)
 
 	clk   clock.Clock
 	sleep func(ctx context.Context, d time.Duration, wake <-chan struct{}) error // tests
@@ -199,16 +252,8 @@ func New(readers []*pack.Reader, opts Options) (*Player, error) {
 }
 
 func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
-	if opts.Rate < 0 {
-		return nil, fmt.Errorf("%w: rate %v is negative", ErrOptions, opts.Rate)
-	}
-	if opts.Start < 0 || opts.Duration < 0 {
-		return nil, fmt.Errorf("%w: start and duration must not be negative", ErrOptions)
-	}
-	for _, g := range opts.Topics {
-		if _, err := path.Match(g, ""); err != nil {
-			return nil, fmt.Errorf("%w: topic glob %q: %v", ErrOptions, g, err)
-		}
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	p := &Player{opts: opts, sources: sources, index: map[topicKey]int{},
 		clk: clock.System{}, wake: make(chan struct{}, 1), spin: opts.Spin}
@@ -227,18 +272,35 @@ func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 	}
 	for k, n := range counts {
 		t := Topic{Name: k.name, Channel: k.channel, Messages: n, Type: types[k]}
-		if !matchTopic(opts.Topics, &t) {
+		if !matchTopic(opts.Topics, &t) || (len(opts.Exclude) > 0 && matchTopic(opts.Exclude, &t)) {
 			p.index[k] = -1
 			continue
 		}
 		p.topics = append(p.topics, t)
 	}
+	if err := remapTopics(p.topics, counts, opts.Remap); err != nil {
+		return nil, err
+	}
 	sort.Slice(p.topics, func(i, j int) bool { return p.topics[i].String() < p.topics[j].String() })
 	for i := range p.topics {
 		p.topics[i].Index = i
-		p.index[topicKey{p.topics[i].Name, p.topics[i].Channel}] = i
+		p.index[p.topics[i].recordedKey()] = i
 	}
 	p.seq = make([]uint64, len(p.topics))
+	if opts.ClockHz > 0 {
+		name := opts.ClockTopic
+		if name == "" {
+			name = DefaultClockTopic
+		}
+		for i := range p.topics {
+			if p.topics[i].Name == name && p.topics[i].Channel == "" {
+				return nil, fmt.Errorf("%w: clock topic %q is also a topic of the dumps (name it with ClockTopic)", ErrOptions, name)
+			}
+		}
+		p.clockIdx = len(p.topics)
+		p.topics = append(p.topics, Topic{Index: p.clockIdx, Name: name, Type: ClockType})
+		p.clockStep = max(int64(float64(time.Second)/opts.ClockHz), 1)
+	}
 	p.msgs = dumpfile.NewMessages(sources...)
 	ok, err := p.msgs.Next()
 	if err != nil {
@@ -257,20 +319,110 @@ func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 	return p, nil
 }
 
-func matchTopic(globs []string, t *Topic) bool {
-	if len(globs) == 0 {
-		return true
+// check validates the options that do not depend on the dumps.
+func (o *Options) check() error {
+	switch {
+	case o.Rate < 0:
+		return fmt.Errorf("%w: rate %v is negative", ErrOptions, o.Rate)
+	case o.Start < 0 || o.Duration < 0:
+		return fmt.Errorf("%w: start and duration must not be negative", ErrOptions)
+	case o.Delay < 0:
+		return fmt.Errorf("%w: delay %v is negative", ErrOptions, o.Delay)
+	case o.Passes < 0:
+		return fmt.Errorf("%w: passes %d is negative", ErrOptions, o.Passes)
+	case o.ClockHz < 0 || math.IsNaN(o.ClockHz) || math.IsInf(o.ClockHz, 0):
+		return fmt.Errorf("%w: clock rate %v Hz: want a positive number", ErrOptions, o.ClockHz)
+	case o.ClockHz > 1e6:
+		return fmt.Errorf("%w: clock rate %v Hz is more than 1 MHz", ErrOptions, o.ClockHz)
 	}
-	full := pack.Topic(t.Name, t.Channel)
-	for _, g := range globs {
-		if ok, _ := path.Match(g, full); ok {
-			return true
-		}
-		if ok, _ := path.Match(g, t.Name); ok {
-			return true
+	for _, list := range [][]string{o.Topics, o.Exclude} {
+		for _, g := range list {
+			if _, err := path.Match(g, ""); err != nil {
+				return fmt.Errorf("%w: topic glob %q: %v", ErrOptions, g, err)
+			}
 		}
 	}
-	return false
+	return nil
+}
+
+// recordedKey is the topic's key in the dumps (before Remap).
+func (t *Topic) recordedKey() topicKey {
+	if t.Recorded != "" {
+		return topicKey{t.Recorded, t.Channel}
+	}
+	return topicKey{t.Name, t.Channel}
+}
+
+// remapTopics renames the selected topics by remap (keys "name" or
+// "name#channel" of the dumps). A key that names no topic of the dumps
+// (all holds every one) and two topics ending up with one name are errors.
+func remapTopics(topics []Topic, all map[topicKey]uint64, remap map[string]string) error {
+	if len(remap) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(remap))
+	for k, v := range remap {
+		if k == "" || v == "" {
+			return fmt.Errorf("%w: remap %q=%q: want OLD=NEW, both non-empty", ErrOptions, k, v)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		found := false
+		for key := range all {
+			if key.name == k || pack.Topic(key.name, key.channel) == k {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("%w: remap %s: the dumps hold no such topic (they hold %s)", ErrOptions, k, topicList(all))
+		}
+	}
+	seen := map[topicKey]string{}
+	for i := range topics {
+		t := &topics[i]
+		to, ok := remap[pack.Topic(t.Name, t.Channel)]
+		if !ok {
+			to, ok = remap[t.Name]
+		}
+		if ok && to != t.Name {
+			t.Recorded, t.Name = t.Name, to
+		}
+	}
+	for i := range topics {
+		t := &topics[i]
+		k := topicKey{t.Name, t.Channel}
+		if prev, dup := seen[k]; dup {
+			return fmt.Errorf("%w: remap: %s and %s would both be replayed as %s", ErrOptions, prev, t.recordedString(), t)
+		}
+		seen[k] = t.recordedString()
+	}
+	return nil
+}
+
+// recordedString is the topic as the dumps name it.
+func (t *Topic) recordedString() string {
+	k := t.recordedKey()
+	return mcap.TopicName(k.name, k.channel)
+}
+
+// topicList names the topics of all, sorted, for error messages (at most
+// 20).
+func topicList(all map[topicKey]uint64) string {
+	names := make([]string, 0, len(all))
+	for k := range all {
+		names = append(names, mcap.TopicName(k.name, k.channel))
+	}
+	sort.Strings(names)
+	if len(names) > 20 {
+		names = append(names[:20], fmt.Sprintf("and %d more", len(names)-20))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // Topics returns the topics that will be replayed, sorted by String.
@@ -324,6 +476,10 @@ func (p *Player) Step() {
 	p.signal()
 }
 
+// Paused reports whether the player is paused (Pause, Step or
+// Options.StartPaused, and no Resume since).
+func (p *Player) Paused() bool { return p.pauseF.Load() }
+
 func (p *Player) signal() {
 	select {
 	case p.wake <- struct{}{}:
@@ -374,6 +530,9 @@ func (p *Player) Run(ctx context.Context, out Output) (Stats, error) {
 	if p.ran.Swap(true) {
 		return st, errors.New("replay: Run called twice")
 	}
+	if p.opts.StartPaused {
+		p.Pause()
+	}
 	if err := out.Open(p.topics); err != nil {
 		return st, err
 	}
@@ -389,9 +548,15 @@ func (p *Player) Run(ctx context.Context, out Output) (Stats, error) {
 	return st, err
 }
 
+// pass is the timing state of one pass: a message is due at
+// base + (ts - baseTs) / rate; rebase sets base to now at the next message.
+type pass struct {
+	base, baseTs int64
+	rebase       bool
+}
+
 func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error {
 	var m Message
-	rate := p.opts.Rate
 	first := true
 	for {
 		if err := p.msgs.SeekTime(p.startNs); err != nil {
@@ -399,9 +564,11 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 		}
 		clear(p.seq)
 		st.Passes++
-		// Due time of a message: base + (ts - baseTs) / rate.
-		var base, baseTs int64
-		rebase := true
+		if err := p.delay(ctx); err != nil {
+			return err
+		}
+		ps := pass{rebase: true}
+		p.nextTick = p.startNs
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -422,32 +589,17 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 			if !known || ti < 0 {
 				continue
 			}
-			stepped := false
-			for {
-				if p.pauseF.Load() {
-					s, err := p.waitPaused(ctx)
-					if err != nil {
-						return err
-					}
-					stepped = s
-					rebase = true
-				}
-				if stepped || rate == 0 {
-					break
-				}
-				if rebase {
-					base, baseTs, rebase = p.clk.Now(), ts, false
-				}
-				due := base + int64(float64(ts-baseTs)/rate)
-				err := p.waitUntil(ctx, due)
-				if err == errWoken {
-					continue // paused, or a spurious wake-up: check again
-				}
-				if err != nil {
+			for p.clockStep > 0 && p.nextTick <= ts {
+				if err := p.tick(ctx, out, st, &ps); err != nil {
 					return err
 				}
-				h.add(p.clk.Now() - due)
-				break
+			}
+			stepped, err := p.gate(ctx, ts, &ps, false)
+			if err != nil {
+				return err
+			}
+			if !stepped && p.opts.Rate > 0 {
+				h.add(p.clk.Now() - ps.due(ts, p.opts.Rate))
 			}
 			m = Message{Topic: &p.topics[ti], Seq: p.seq[ti], TimeNs: ts, GenNs: pm.GenNs, DoneNs: pm.DoneNs,
 				Meta: pm.Meta, Data: pm.Data}
@@ -469,8 +621,73 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 			st.LastNs = ts
 			p.position.Store(ts)
 		}
-		if !p.opts.Loop || st.Messages+st.Dropped == 0 {
+		if !p.opts.Loop || st.Messages+st.Dropped == 0 || (p.opts.Passes > 0 && st.Passes >= p.opts.Passes) {
 			return nil
+		}
+	}
+}
+
+func (ps *pass) due(ts int64, rate float64) int64 { return ps.base + int64(float64(ts-ps.baseTs)/rate) }
+
+// gate waits until the message (or clock tick) at ts may be written: while
+// paused, until a Step lets it through (stepped) or Resume; in timed
+// modes, until its due time. A clock tick does not use up a Step: while
+// stepping, the ticks before the stepped message go with it.
+func (p *Player) gate(ctx context.Context, ts int64, ps *pass, tick bool) (stepped bool, err error) {
+	for {
+		if p.pauseF.Load() {
+			if stepped, err = p.waitPaused(ctx, tick); err != nil {
+				return false, err
+			}
+			ps.rebase = true
+		}
+		if stepped || p.opts.Rate == 0 {
+			return stepped, nil
+		}
+		if ps.rebase {
+			ps.base, ps.baseTs, ps.rebase = p.clk.Now(), ts, false
+		}
+		err := p.waitUntil(ctx, ps.due(ts, p.opts.Rate))
+		if err == errWoken {
+			continue // paused, or a spurious wake-up: check again
+		}
+		return false, err
+	}
+}
+
+// tick writes the clock topic's message due at p.nextTick and schedules
+// the next one.
+func (p *Player) tick(ctx context.Context, out Output, st *Stats, ps *pass) error {
+	ts := p.nextTick
+	p.nextTick += p.clockStep
+	if _, err := p.gate(ctx, ts, ps, true); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(p.clockBuf[:], uint64(ts))
+	m := &p.tickMsg // a field: a local would escape through Write, one allocation per tick
+	*m = Message{Topic: &p.topics[p.clockIdx], Seq: st.ClockTicks, TimeNs: ts, GenNs: ts, DoneNs: ts, Data: p.clockBuf[:]}
+	if err := out.Write(m); err != nil {
+		return fmt.Errorf("replay: clock topic %s at %d: %w", m.Topic, ts, err)
+	}
+	st.ClockTicks++
+	return nil
+}
+
+// delay waits Options.Delay before a pass (interrupted by ctx; a Pause
+// during the delay holds the pass until Resume or Step).
+func (p *Player) delay(ctx context.Context) error {
+	d := p.opts.Delay
+	if d <= 0 {
+		return nil
+	}
+	end := p.clk.Now() + int64(d)
+	for {
+		left := time.Duration(end - p.clk.Now())
+		if left <= 0 {
+			return nil
+		}
+		if err := p.sleep(ctx, left, p.wake); err != nil && err != errWoken {
+			return err
 		}
 	}
 }
@@ -504,8 +721,9 @@ func (p *Player) waitUntil(ctx context.Context, due int64) error {
 }
 
 // waitPaused blocks while the player is paused. It returns stepped = true
-// when a Step let one message through.
-func (p *Player) waitPaused(ctx context.Context) (stepped bool, err error) {
+// when a Step lets one message through; for a clock tick (peek) a pending
+// Step lets it through without being used up.
+func (p *Player) waitPaused(ctx context.Context, peek bool) (stepped bool, err error) {
 	for {
 		p.mu.Lock()
 		switch {
@@ -513,7 +731,9 @@ func (p *Player) waitPaused(ctx context.Context) (stepped bool, err error) {
 			p.mu.Unlock()
 			return false, nil
 		case p.steps > 0:
-			p.steps--
+			if !peek {
+				p.steps--
+			}
 			p.mu.Unlock()
 			return true, nil
 		}
@@ -524,4 +744,20 @@ func (p *Player) waitPaused(ctx context.Context) (stepped bool, err error) {
 			return false, ctx.Err()
 		}
 	}
+}
+
+func matchTopic(globs []string, t *Topic) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	full := pack.Topic(t.Name, t.Channel)
+	for _, g := range globs {
+		if ok, _ := path.Match(g, full); ok {
+			return true
+		}
+		if ok, _ := path.Match(g, t.Name); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -31,7 +31,7 @@ var _ flag.Value = (*multiFlag)(nil)
 
 // replayUsage, replayHelp and replayExample are the help of replay.
 const (
-	replayUsage = "edr-lite replay FILE... --to shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop] [--topics G,...] [--start D] [--duration D]"
+	replayUsage = "edr-lite replay FILE... --to shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop | --loop-count N] [--topics G,...] [--exclude G,...] [--start D] [--duration D] [--delay D] [--remap OLD=NEW] [--clock HZ] [--start-paused] [--control SOCK]"
 	replayHelp  = `Replay dumps, pack or MCAP in any mix, merged message by message in
 capture-time order, into a live system: the payload bytes exactly as
 recorded. An MCAP file (a dump written with format = "mcap", an export, a
@@ -53,8 +53,15 @@ Timing: --rate 1 (the default) keeps the recorded gaps between messages,
 The summary gives messages, bytes, msg/s and, in timed modes, how late
 messages were handed over (timing error p50 / p99). Messages too large for
 the output (a UDP datagram, half a segment) are dropped and counted. Ctrl-C
-stops cleanly and prints the summary.`
-	replayExample = "edr-lite replay dump.pack --to shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap --to udp:127.0.0.1:30000 --topics 'vehicle/*' --start 10s --duration 5s --loop"
+stops cleanly and prints the summary.
+
+rosbag2's "ros2 bag play" flags: --exclude (-x), --delay (-d, before each
+pass), --start-paused (-p, with --control SOCK: step and resume with
+"edr-lite replay-ctl"), --playback-duration (= --duration), --remap
+OLD=NEW (OLD:=NEW also works), --clock HZ (a clock topic, payload the
+message time as i64le ns, ticking every 1/HZ of message time), --loop (-l)
+and --loop-count N.`
+	replayExample = "edr-lite replay dump.pack --to shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap --to udp:127.0.0.1:30000 --topics 'vehicle/*' --start 10s --duration 5s --loop\nedr-lite replay dump.pack --to shm:/dev/shm/edr --exclude 'camera/*' --remap vehicle/speed=sim/speed --clock 100 --loop-count 3\nedr-lite replay dump.pack --to shm:/dev/shm/edr --start-paused --control /tmp/replay.sock"
 )
 
 // runReplay is the replay verb: it reads the flags, opens the dumps and
@@ -62,12 +69,16 @@ stops cleanly and prints the summary.`
 func runReplay(e *env) int {
 	c := newCommand(e, "replay", replayUsage, replayHelp, replayExample, 1, -1)
 	f := declareReplayFlags(c)
+	rf := declareRosbagFlags(c)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
 	opts, err := f.options(c.fs)
 	if err != nil {
+		return c.usageErr("%v", err)
+	}
+	if err := rf.apply(c.fs, &opts); err != nil {
 		return c.usageErr("%v", err)
 	}
 	out, udp, err := f.output()
@@ -82,12 +93,17 @@ func runReplay(e *env) int {
 		return c.fail(err)
 	}
 	defer p.Close()
-	if len(p.Topics()) == 0 {
-		return c.fail(fmt.Errorf("no topic of the dumps matches --topics %q", *f.topics))
+	if len(p.Topics()) == 0 || (opts.ClockHz > 0 && len(p.Topics()) == 1) {
+		return c.fail(fmt.Errorf("no topic of the dumps matches --topics %q without --exclude %q", *f.topics, strings.Join(opts.Exclude, ",")))
 	}
 	if udp != nil {
 		out = announce{udp, e}
 	}
+	stopCtl, err := rf.serveControl(p)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer stopCtl()
 	return play(c, p, out, opts.Rate)
 }
 
@@ -257,6 +273,9 @@ func printReplaySummary(e *env, st *replay.Stats, rate float64, interrupted bool
 	if st.Samples > 0 {
 		fmt.Fprintf(e.stdout, "timing error: p50 %s, p99 %s, max %s over %d messages\n",
 			st.TimingP50, st.TimingP99, st.TimingMax, st.Samples)
+	}
+	if st.ClockTicks > 0 {
+		fmt.Fprintf(e.stdout, "clock topic: %d ticks\n", st.ClockTicks)
 	}
 	if st.Dropped > 0 {
 		fmt.Fprintf(e.stdout, "dropped %d messages too large for the output\n", st.Dropped)

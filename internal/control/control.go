@@ -15,7 +15,9 @@ import (
 
 // Request is one operation.
 type Request struct {
-	Op      string   `json:"op"` // "trigger", "status" or "reload"
+	// Op is "trigger", "status" or "reload" for a recorder; "pause",
+	// "resume", "step" or "status" for a replay started with --control.
+	Op      string   `json:"op"`
 	Reason  string   `json:"reason,omitempty"`
 	Pre     string   `json:"pre,omitempty"`  // duration, "" = configured default
 	Post    string   `json:"post,omitempty"` // duration, "" = configured default
@@ -23,6 +25,7 @@ type Request struct {
 	Tag     string   `json:"tag,omitempty"`
 	NoWait  bool     `json:"no_wait,omitempty"` // trigger: answer once accepted, not once written
 	Timeout string   `json:"timeout,omitempty"` // trigger: give up waiting after this long
+	Steps   int      `json:"steps,omitempty"`   // replay step: messages to let through (0 = 1)
 }
 
 // Response answers a Request.
