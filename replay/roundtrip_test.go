@@ -125,9 +125,25 @@ func TestRoundTripDemo(t *testing.T) {
 	}
 	dumpA := dres.Dumps[0].Path
 
-	// 3. rules regression over the dump
-	demoParams := map[string]string{"topic": demo.TopicSpeed, "decel": "6"} // as the demo configures the rule
-	res, err := RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: demoParams})
+	// 3. rules regression over the dump: with the rule's defaults (pre 15s,
+	// post 5s) the trigger fires at the recorded time but its windows and
+	// params differ from the recorded 3s/2s, so the test fails, naming them
+	res, err := RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: map[string]string{"topic": demo.TopicSpeed, "decel": "6"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := CompareTriggers(res.Fired, res.Recorded, res.Rules, time.Millisecond); c.OK() || len(c.Changed) != 1 {
+		t.Fatalf("windows 15s/5s against a dump recorded with 3s/2s: %+v", c)
+	} else {
+		var d bytes.Buffer
+		c.WriteDiff(&d, res.Fired, res.Recorded)
+		if !strings.Contains(d.String(), "pre 3s recorded, 15s fired; post 2s recorded, 5s fired") {
+			t.Errorf("diff does not name the windows:\n%s", d.String())
+		}
+	}
+	// as the demo configures the rule: everything matches
+	demoParams := map[string]string{"topic": demo.TopicSpeed, "decel": "6", "pre": daemon.DemoPre.String(), "post": daemon.DemoPost.String()}
+	res, err = RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: demoParams})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +152,8 @@ func TestRoundTripDemo(t *testing.T) {
 		c.WriteDiff(&d, res.Fired, res.Recorded)
 		t.Fatalf("rules test over the demo dump fails:\n%s", d.String())
 	}
-	res, err = RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: map[string]string{"topic": demo.TopicSpeed, "decel": "1000"}})
+	demoParams["decel"] = "1000"
+	res, err = RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: demoParams})
 	if err != nil {
 		t.Fatal(err)
 	}
