@@ -194,7 +194,12 @@ type Player struct {
 
 	clk   clock.Clock
 	sleep func(ctx context.Context, d time.Duration, wake <-chan struct{}) error // tests
-	nap   func(d time.Duration)                                                  // tests
+	// hold, when set (a closed loop in lockstep), is called before each
+	// message with its topic index and may wait; when it waited and the
+	// message is then late, the timing restarts at it (the wait is not
+	// made up)
+	hold  func(ctx context.Context, ti int) (waited bool, err error)
+	nap   func(d time.Duration) // tests
 	spin  time.Duration
 	timer *time.Timer // reused by timerSleep
 
@@ -588,6 +593,15 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 			ti, known := p.index[topicKey{pm.Name, pm.Channel}]
 			if !known || ti < 0 {
 				continue
+			}
+			if p.hold != nil {
+				waited, err := p.hold(ctx, ti)
+				if err != nil {
+					return err
+				}
+				if waited && p.opts.Rate > 0 && !ps.rebase && p.clk.Now() > ps.due(ts, p.opts.Rate) {
+					ps.rebase = true
+				}
 			}
 			for p.clockStep > 0 && p.nextTick <= ts {
 				if err := p.tick(ctx, out, st, &ps); err != nil {

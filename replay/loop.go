@@ -1,0 +1,618 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/edr-lite/edr-lite/schema"
+)
+
+// Closed-loop replay: the recorded inputs go to a system under test, what
+// it publishes on the expected topics is collected by a private recorder
+// (collect.go) and compared with the recorded outputs (feedcheck.go).
+
+// Mode is what a closed-loop replay does (the reference's Full /
+// InputOnly / OutputOnly).
+type Mode int
+
+const (
+	// ModeFull publishes the recorded inputs, collects the outputs and
+	// compares them with the recorded ones.
+	ModeFull Mode = iota
+	// ModeInputOnly publishes the recorded inputs and collects the outputs
+	// (written with the inputs to LoopOptions.Record when set); nothing is
+	// compared.
+	ModeInputOnly
+	// ModeOutputOnly re-emits the recorded outputs (the expected topics)
+	// with their timing, for a downstream consumer or a viewer: no system
+	// under test.
+	ModeOutputOnly
+)
+
+var modeNames = [...]string{ModeFull: "full", ModeInputOnly: "input-only", ModeOutputOnly: "output-only"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// ParseMode parses "full", "input-only" or "output-only".
+func ParseMode(s string) (Mode, error) {
+	for i, n := range modeNames {
+		if s == n {
+			return Mode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: mode %q: want full, input-only or output-only", ErrOptions, s)
+}
+
+// Lockstep is how a closed-loop replay paces its inputs by the system
+// under test.
+type Lockstep int
+
+const (
+	// LockstepOff publishes inputs with their recorded timing (or as fast
+	// as possible), whatever the system under test does.
+	LockstepOff Lockstep = iota
+	// LockstepAck releases each input after the previous ones were
+	// acknowledged: one message per input on a topic matching
+	// LoopOptions.Ack (an acknowledgement topic, or the node's own output
+	// when it publishes one per input).
+	LockstepAck
+	// LockstepOutputs releases each input once the system under test has
+	// published as many outputs as the recording holds before that input
+	// (after the first input).
+	LockstepOutputs
+)
+
+// DefaultLoopTimeout is LoopOptions.Timeout when 0.
+const DefaultLoopTimeout = 2 * time.Second
+
+// MaxMismatches bounds the mismatches a LoopResult lists; more are
+// counted in LoopResult.MismatchesNotListed.
+const MaxMismatches = 100000
+
+// settleQuiet is how long the outputs must stay quiet, once every expected
+// topic has as many as recorded, before the collection ends.
+const settleQuiet = 100 * time.Millisecond
+
+// LoopOptions configure a closed-loop replay.
+type LoopOptions struct {
+	// Expect are globs (Options.Topics syntax, over the recorded names)
+	// of the topics the system under test publishes: its outputs. Every
+	// other replayed topic is an input.
+	Expect []string
+	Mode   Mode
+	// Listen is where the system under test publishes (its segment
+	// directories, UDP addresses). Required for ModeFull and
+	// ModeInputOnly.
+	Listen []Listen
+	// Timeout bounds the waits for the system under test: after the last
+	// input, the collection ends once every expected topic has its
+	// recorded count and nothing came for 100ms, or once nothing came for
+	// Timeout; in lockstep, a step waits at most Timeout for its
+	// acknowledgement. DefaultLoopTimeout when 0.
+	Timeout time.Duration
+	// Lockstep paces the inputs by the system under test; Ack is the
+	// acknowledgement topic glob of LockstepAck. An input topic of the
+	// dumps that matches Ack is neither replayed nor compared.
+	Lockstep Lockstep
+	Ack      string
+	// Checks are the FeedChecks, first match by topic wins; a topic
+	// matched by none is compared exactly, aligned by sequence.
+	Checks []Check
+	// Record, with ModeInputOnly (or ModeFull), writes the replayed
+	// inputs and the collected outputs to this new dump (pack, or MCAP
+	// when the name ends in .mcap), outputs at their replay time.
+	Record string
+	// Writer names the program in Record's header.
+	Writer string
+}
+
+// Loop is a closed-loop replay over one Player. Make it with NewLoop, run
+// it once with Run; Player gives its controls (Pause, Step, Progress).
+// Close after Run.
+type Loop struct {
+	p     *Player
+	paths []string
+	opts  LoopOptions
+	// by player topic index
+	kind   []topicKind
+	outIdx []int // input: index in inTopics; expected: index in exp
+	// the inputs as the output sees them (Index renumbered)
+	inTopics []Topic
+	exp      []*expTopic
+
+	// filled while running (the player goroutine)
+	released   int     // inputs released
+	releaseNs  []int64 // wall-clock release time of each input
+	inputTs    []int64 // message time of each input
+	lastInTs   int64
+	recStepped int // recorded outputs after the first input, so far
+	coll       *collector
+	m          Message // the message handed to the output (reused: a local would escape)
+}
+
+type topicKind uint8
+
+const (
+	kindInput topicKind = iota
+	kindExpected
+	kindDropped // matches the acknowledgement glob: neither replayed nor compared
+	kindClock   // the clock topic (Options.ClockHz): published, not a step
+)
+
+// expTopic is one expected topic: what was recorded, how to check it.
+type expTopic struct {
+	topic    *Topic // the player's
+	check    *Check
+	rec      []recOut
+	recBytes atomic.Int64
+}
+
+// NewLoop opens the dumps at paths for a closed-loop replay. popts are the
+// player's options (Loop is refused: a closed loop plays once); in
+// ModeOutputOnly the player replays only the expected topics, otherwise
+// the expected topics are read whatever popts.Topics says.
+func NewLoop(paths []string, popts Options, lopts LoopOptions) (*Loop, error) {
+	if err := lopts.check(); err != nil {
+		return nil, err
+	}
+	if popts.Loop {
+		return nil, fmt.Errorf("%w: a closed-loop replay plays the dumps once (no loop)", ErrOptions)
+	}
+	if lopts.Mode == ModeOutputOnly {
+		if len(popts.Topics) > 0 {
+			return nil, fmt.Errorf("%w: output-only replays the expected topics: give them with the expect globs, not topics", ErrOptions)
+		}
+		popts.Topics = lopts.Expect
+	} else if len(popts.Topics) > 0 {
+		popts.Topics = append(append([]string(nil), popts.Topics...), lopts.Expect...)
+	}
+	p, err := Open(paths, popts)
+	if err != nil {
+		return nil, err
+	}
+	l := &Loop{p: p, paths: paths, opts: lopts}
+	if err := l.classify(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (o *LoopOptions) check() error {
+	if len(o.Expect) == 0 {
+		return fmt.Errorf("%w: no expected topic: say which topics the system under test publishes", ErrOptions)
+	}
+	for _, g := range append(append([]string(nil), o.Expect...), o.Ack) {
+		if _, err := pathMatch(g); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.Mode < ModeFull || o.Mode > ModeOutputOnly:
+		return fmt.Errorf("%w: mode %d", ErrOptions, o.Mode)
+	case o.Timeout < 0:
+		return fmt.Errorf("%w: negative timeout", ErrOptions)
+	case o.Lockstep == LockstepAck && o.Ack == "":
+		return fmt.Errorf("%w: lockstep by acknowledgement needs an acknowledgement topic", ErrOptions)
+	case o.Lockstep != LockstepAck && o.Ack != "":
+		return fmt.Errorf("%w: an acknowledgement topic is for lockstep by acknowledgement", ErrOptions)
+	case o.Lockstep < LockstepOff || o.Lockstep > LockstepOutputs:
+		return fmt.Errorf("%w: lockstep %d", ErrOptions, o.Lockstep)
+	case o.Mode == ModeOutputOnly && (o.Lockstep != LockstepOff || o.Record != "" || len(o.Listen) > 0):
+		return fmt.Errorf("%w: output-only re-emits the recording: no system under test to listen to, lock steps with or record", ErrOptions)
+	case o.Mode != ModeOutputOnly && len(o.Listen) == 0:
+		return fmt.Errorf("%w: nowhere to listen for the outputs of the system under test", ErrOptions)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultLoopTimeout
+	}
+	for i := range o.Checks {
+		if err := o.Checks[i].validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// classify sorts the player's topics into inputs, expected and dropped,
+// and picks each expected topic's check.
+func (l *Loop) classify() error {
+	tps := l.p.Topics()
+	l.kind, l.outIdx = make([]topicKind, len(tps)), make([]int, len(tps))
+	var all []string
+	for i := range tps {
+		t := &tps[i]
+		rt := Topic{Name: t.recordedKey().name, Channel: t.Channel}
+		all = append(all, t.recordedString())
+		switch {
+		case l.p.clockStep > 0 && i == l.p.clockIdx:
+			l.kind[i] = kindClock
+		case matchTopic(l.opts.Expect, &rt):
+			l.kind[i] = kindExpected
+		case l.opts.Ack != "" && matchTopic([]string{l.opts.Ack}, &rt):
+			l.kind[i] = kindDropped
+		}
+		switch l.kind[i] {
+		case kindInput, kindClock:
+			l.outIdx[i] = len(l.inTopics)
+			in := *t
+			in.Index = len(l.inTopics)
+			l.inTopics = append(l.inTopics, in)
+		case kindExpected:
+			ch, err := l.checkFor(t)
+			if err != nil {
+				return err
+			}
+			l.outIdx[i] = len(l.exp)
+			l.exp = append(l.exp, &expTopic{topic: t, check: ch})
+		}
+	}
+	if len(l.exp) == 0 {
+		return fmt.Errorf("%w: expect %s matches no topic of the dumps (they hold %s)", ErrOptions,
+			strings.Join(l.opts.Expect, ","), strings.Join(all, ", "))
+	}
+	if l.opts.Mode != ModeOutputOnly && len(l.inTopics) == 0 {
+		return fmt.Errorf("%w: every topic of the dumps matches expect %s: no input to feed the system under test", ErrOptions,
+			strings.Join(l.opts.Expect, ","))
+	}
+	return nil
+}
+
+// checkFor returns the check of expected topic t: the first whose glob
+// matches, else exact by sequence. A tolerance check without a decoder
+// takes the one the dump's type gives (TypeDecoder), or fails.
+func (l *Loop) checkFor(t *Topic) (*Check, error) {
+	name := t.recordedString()
+	ch := &Check{Mode: CheckExact, Align: AlignSeq}
+	for i := range l.opts.Checks {
+		if l.opts.Checks[i].matches(name) {
+			c := l.opts.Checks[i]
+			ch = &c
+			break
+		}
+	}
+	if ch.Decoder == nil {
+		if d, how, ok := TypeDecoder(t); ok {
+			ch.Decoder, ch.Schema = d, how
+		}
+	}
+	if ch.Mode == CheckTolerance && ch.Decoder == nil {
+		return nil, fmt.Errorf("%w: a tolerance check of %s needs its schema (the dump gives none for type %q): give one for the topic", ErrOptions, name, t.Type)
+	}
+	return ch, nil
+}
+
+// TypeDecoder is the hook where a topic's type recorded in the dump gives
+// the decoder of its messages, so that a tolerance check needs no schema
+// on the command line. Dumps carry a type name only today, which says
+// nothing of the layout: it returns false. When dumps carry the topic's
+// message encoding and schema (schema.Type), this builds the decoder from
+// it (schema.NewDecoder) and says so in how.
+func TypeDecoder(t *Topic) (d schema.Decoder, how string, ok bool) {
+	return nil, "", false
+}
+
+// Player returns the player, for Pause, Resume, Step, Progress and Range.
+func (l *Loop) Player() *Player { return l.p }
+
+// Inputs returns the topics published to the system under test (Index
+// numbered among them): the topics an Output given to Run is opened with.
+func (l *Loop) Inputs() []Topic { return l.inTopics }
+
+// Close closes the dumps.
+func (l *Loop) Close() error { return l.p.Close() }
+
+// LatencyReport is a distribution of the time from an input's release to
+// an output answering it (the output's arrival at the collector).
+type LatencyReport struct {
+	Samples uint64 `json:"samples"`
+	P50Ns   int64  `json:"p50_ns"`
+	P99Ns   int64  `json:"p99_ns"`
+	MaxNs   int64  `json:"max_ns"`
+}
+
+func latencyOf(h *hist) LatencyReport {
+	return LatencyReport{Samples: h.n, P50Ns: int64(h.quantile(0.5)), P99Ns: int64(h.quantile(0.99)), MaxNs: h.max}
+}
+
+// TopicReport is one expected topic's result.
+type TopicReport struct {
+	Topic     string `json:"topic"`               // as recorded
+	Published string `json:"published,omitempty"` // as the system under test publishes it, when remapped
+	Type      string `json:"type,omitempty"`      // as the system under test declared it
+	Check     string `json:"check"`
+	Align     string `json:"align"`
+	Schema    string `json:"schema,omitempty"`
+	Recorded  int    `json:"recorded"` // outputs recorded after the first input
+	Got       int    `json:"got"`      // outputs published after the first input
+	// BeforeFirstInput counts recorded outputs older than the first
+	// replayed input (answers to inputs the dump does not hold) and
+	// published ones collected before it: not compared.
+	BeforeFirstInput     int           `json:"before_first_input,omitempty"`
+	PublishedBeforeFirst int           `json:"published_before_first_input,omitempty"`
+	Matched              int           `json:"matched"`
+	Differing            int           `json:"differing"`
+	Missing              int           `json:"missing"`
+	Extra                int           `json:"extra"`
+	NotKept              uint64        `json:"not_kept,omitempty"` // published beyond twice the recording: counted, not compared
+	Lost                 uint64        `json:"lost,omitempty"`     // overwritten in the collector's ring before it was read
+	Latency              LatencyReport `json:"latency"`
+}
+
+// LoopResult is what a closed-loop replay found.
+type LoopResult struct {
+	Mode     string `json:"mode"`
+	OK       bool   `json:"ok"`
+	Lockstep string `json:"lockstep"`
+	Inputs   int    `json:"inputs"` // input messages released (steps)
+	// Stats are the player's (timing error of the inputs, or in
+	// ModeOutputOnly of the re-emitted outputs).
+	Stats Stats `json:"-"`
+	// Timing is Stats' timing error, for the JSON form.
+	Timing              LatencyReport `json:"timing_error"`
+	Latency             LatencyReport `json:"latency"` // every output, from its input's release
+	Topics              []TopicReport `json:"topics,omitempty"`
+	Mismatches          []Mismatch    `json:"mismatches"`
+	MismatchesNotListed int           `json:"mismatches_not_listed,omitempty"`
+	Record              string        `json:"record,omitempty"`
+	Warnings            []string      `json:"warnings,omitempty"`
+}
+
+// ErrLockstep is returned when the system under test did not acknowledge
+// a step within the timeout.
+var ErrLockstep = errors.New("replay: lockstep: the system under test did not answer in time")
+
+var lockstepNames = [...]string{LockstepOff: "off", LockstepAck: "ack", LockstepOutputs: "outputs"}
+
+// Run plays the loop to out (opened with Inputs; in ModeOutputOnly with
+// the expected topics), until the dumps end or ctx is cancelled (a clean
+// stop: the result so far and ctx's error). In ModeFull the result's OK
+// says whether the outputs matched; ErrMismatch is not returned, the
+// caller decides.
+func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
+	res := &LoopResult{Mode: l.opts.Mode.String(), Lockstep: lockstepNames[l.opts.Lockstep], Mismatches: []Mismatch{}}
+	if l.opts.Mode == ModeOutputOnly {
+		st, err := l.p.Run(ctx, out)
+		res.Stats, res.Timing, res.OK = st, timingOf(&st), err == nil
+		return res, err
+	}
+	caps := make([]func() topicCap, len(l.exp))
+	names := make([]string, len(l.exp))
+	for i, e := range l.exp {
+		names[i] = e.topic.String()
+		n := int(min(e.topic.Messages, 1<<30))
+		caps[i] = func() topicCap { return topicCap{n: 2*n + 64, bytes: 2*e.recBytes.Load() + 1<<20} }
+	}
+	coll, err := newCollector(collectorOptions{listen: l.opts.Listen, expect: names, caps: caps, ackGlob: l.opts.Ack})
+	if err != nil {
+		return res, err
+	}
+	l.coll = coll
+	if l.opts.Lockstep != LockstepOff {
+		l.p.hold = l.hold
+	}
+	st, runErr := l.p.Run(ctx, &routeOut{l: l, inner: out})
+	res.Stats, res.Timing, res.Inputs = st, timingOf(&st), l.released
+	if runErr == nil {
+		runErr = l.settle(ctx)
+	}
+	got, warnings := coll.finish()
+	res.Warnings = warnings
+	l.report(res, got)
+	if l.opts.Record != "" && (runErr == nil || errors.Is(runErr, context.Canceled)) {
+		if err := l.writeRecord(got); err != nil {
+			return res, err
+		}
+		res.Record = l.opts.Record
+	}
+	return res, runErr
+}
+
+func timingOf(st *Stats) LatencyReport {
+	return LatencyReport{Samples: st.Samples, P50Ns: int64(st.TimingP50), P99Ns: int64(st.TimingP99), MaxNs: int64(st.TimingMax)}
+}
+
+// routeOut is the Output the player writes to in a closed loop: inputs go
+// to the real output (topics renumbered), recorded outputs are kept for
+// the comparison, dropped topics go nowhere.
+type routeOut struct {
+	l     *Loop
+	inner Output
+}
+
+func (o *routeOut) Open([]Topic) error { return o.inner.Open(o.l.inTopics) }
+func (o *routeOut) Close() error       { return o.inner.Close() }
+
+func (o *routeOut) Write(m *Message) error {
+	l := o.l
+	ti := m.Topic.Index
+	switch l.kind[ti] {
+	case kindClock:
+		l.m = *m
+		l.m.Topic = &l.inTopics[l.outIdx[ti]]
+		return o.inner.Write(&l.m)
+	case kindInput:
+		l.m = *m
+		l.m.Topic = &l.inTopics[l.outIdx[ti]]
+		at := time.Now().UnixNano() // before: the answer may be collected before Write returns
+		err := o.inner.Write(&l.m)
+		l.released++
+		l.releaseNs = append(l.releaseNs, at)
+		l.inputTs = append(l.inputTs, m.TimeNs)
+		l.lastInTs = m.TimeNs
+		return err
+	case kindExpected:
+		e := l.exp[l.outIdx[ti]]
+		r := recOut{seq: len(e.rec), step: l.released, timeNs: m.TimeNs, genNs: m.GenNs, lat: -1, data: append([]byte(nil), m.Data...)}
+		if l.released > 0 {
+			r.lat = m.TimeNs - l.lastInTs
+			l.recStepped++
+		}
+		e.rec = append(e.rec, r)
+		e.recBytes.Add(int64(len(m.Data)))
+	}
+	return nil
+}
+
+// hold is the player's lockstep gate, called before each message: an
+// input waits until the system under test answered the inputs before it.
+func (l *Loop) hold(ctx context.Context, ti int) (waited bool, err error) {
+	if l.kind[ti] != kindInput || l.released == 0 {
+		return false, nil
+	}
+	want := l.released
+	what := "acknowledgement(s) on " + l.opts.Ack
+	cond := func(outputs, acks int, _ int64) bool { return acks >= want }
+	if l.opts.Lockstep == LockstepOutputs {
+		want, what = l.recStepped, "output(s) on the expected topics"
+		cond = func(outputs, acks int, _ int64) bool { return outputs >= want }
+	}
+	ok, err := l.coll.waitUntil(ctx, time.Now().Add(l.opts.Timeout), cond)
+	if err != nil {
+		return true, err
+	}
+	if !ok {
+		outs, acks, _ := l.coll.counts()
+		have := acks
+		if l.opts.Lockstep == LockstepOutputs {
+			have = outs
+		}
+		return true, fmt.Errorf("%w: step %d (the input at %s): %d of %d %s within %v", ErrLockstep, l.released,
+			fmtNs(l.lastInTs), have, want, what, l.opts.Timeout)
+	}
+	return true, nil
+}
+
+// settle waits, after the last input, for the outputs: until every
+// expected topic has its recorded count (and lockstep its acknowledgements)
+// and nothing came for settleQuiet, or nothing came for Timeout.
+func (l *Loop) settle(ctx context.Context) error {
+	want := l.recStepped
+	wantAcks := 0
+	if l.opts.Lockstep == LockstepAck {
+		wantAcks = l.released
+	}
+	endNs := time.Now().UnixNano()
+	for {
+		outs, acks, last := l.coll.counts()
+		act := max(last, endNs)
+		enough := outs >= want && acks >= wantAcks
+		idle := time.Duration(time.Now().UnixNano() - act)
+		if (enough && idle >= settleQuiet) || idle >= l.opts.Timeout {
+			return nil
+		}
+		until := act + int64(l.opts.Timeout)
+		if enough {
+			until = act + int64(settleQuiet)
+		}
+		if _, err := l.coll.waitUntil(ctx, time.Unix(0, until), func(_, _ int, newest int64) bool { return newest > last }); err != nil {
+			return err
+		}
+	}
+}
+
+// report compares (ModeFull) and fills res.
+func (l *Loop) report(res *LoopResult, got map[int]*collected) {
+	rate := l.p.opts.Rate
+	if rate == 0 {
+		rate = 1
+	}
+	all := &hist{}
+	var firstNs int64
+	if len(l.inputTs) > 0 {
+		firstNs = l.inputTs[0]
+	}
+	add := func(m Mismatch) {
+		if len(res.Mismatches) < MaxMismatches {
+			res.Mismatches = append(res.Mismatches, m)
+		} else {
+			res.MismatchesNotListed++
+		}
+	}
+	for i, e := range l.exp {
+		tr := TopicReport{Topic: e.topic.recordedString(), Check: e.check.Mode.String(), Align: e.check.Align.String(), Schema: e.check.Schema}
+		if e.topic.Recorded != "" {
+			tr.Published = e.topic.String()
+		}
+		var rec []recOut
+		for _, r := range e.rec {
+			if r.step == 0 {
+				tr.BeforeFirstInput++
+				continue
+			}
+			r.seq = len(rec)
+			rec = append(rec, r)
+		}
+		var pub []pubOut
+		h := &hist{}
+		if c := got[i]; c != nil {
+			tr.Type, tr.NotKept, tr.Lost = c.info.Type, c.extra, c.lost
+			for _, g := range c.msgs {
+				k := sort.Search(len(l.releaseNs), func(j int) bool { return l.releaseNs[j] > g.CaptureNs })
+				if k == 0 {
+					tr.PublishedBeforeFirst++
+					continue
+				}
+				lat := g.CaptureNs - l.releaseNs[k-1]
+				h.add(lat)
+				all.add(lat)
+				pub = append(pub, pubOut{seq: len(pub), step: k, timeNs: l.inputTs[k-1] + int64(float64(lat)*rate), genNs: g.GenNs, lat: lat, data: g.Data})
+			}
+		}
+		tr.Recorded, tr.Got, tr.Latency = len(rec), len(pub), latencyOf(h)
+		if l.opts.Mode == ModeFull {
+			c := &comparer{ch: e.check, topic: tr.Topic, firstNs: firstNs}
+			var differing = map[[2]int]bool{}
+			c.add = func(m Mismatch) {
+				switch m.Kind {
+				case "missing":
+					tr.Missing++
+				case "extra":
+					tr.Extra++
+				default:
+					differing[[2]int{m.Seq, m.Step}] = true
+				}
+				add(m)
+			}
+			c.run(rec, pub)
+			tr.Differing = len(differing)
+			tr.Matched = c.paired - tr.Differing
+			if tr.NotKept > 0 {
+				add(Mismatch{Topic: tr.Topic, Kind: "extra", Seq: len(pub), Offset: "-", Field: "",
+					Expected: "at most " + strconv.Itoa(2*len(e.rec)+64) + " outputs kept", Got: strconv.FormatUint(tr.NotKept, 10) + " more, not compared"})
+				tr.Extra += int(min(tr.NotKept, 1<<30))
+			}
+		}
+		res.Topics = append(res.Topics, tr)
+	}
+	res.Latency = latencyOf(all)
+	res.OK = l.opts.Mode != ModeFull || (len(res.Mismatches) == 0 && res.MismatchesNotListed == 0)
+	if l.opts.Mode == ModeFull {
+		for _, tr := range res.Topics {
+			if tr.Lost > 0 {
+				res.OK = false
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %d outputs lost in the collector's ring (not compared)", tr.Topic, tr.Lost))
+			}
+		}
+	}
+}
+
+// pathMatch checks a glob (path.Match syntax).
+func pathMatch(g string) (bool, error) {
+	if _, err := path.Match(g, ""); err != nil {
+		return false, fmt.Errorf("%w: topic glob %q: %v", ErrOptions, g, err)
+	}
+	return true, nil
+}

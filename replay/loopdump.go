@@ -1,0 +1,184 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/pack"
+)
+
+// Labels of a dump written by a closed-loop replay (LoopOptions.Record).
+const (
+	// RecordModeLabel is the mode that wrote it ("input-only", "full").
+	RecordModeLabel = "edr.replay.mode"
+	// RecordOfLabel lists the dumps it replayed, comma-separated.
+	RecordOfLabel = "edr.replay.of"
+)
+
+// writeRecord writes LoopOptions.Record: the inputs released (as the
+// system under test saw them: remapped names, recorded producer and
+// capture times, payloads as recorded) and the outputs collected after
+// the first input (their producer time as published, their capture time
+// their replay time: the recorded time of the input they answer plus the
+// latency measured, scaled by the rate), merged in time order. The file is
+// written as NAME.tmp, made durable and renamed, like a recorder's dump.
+func (l *Loop) writeRecord(got map[int]*collected) (err error) {
+	path := l.opts.Record
+	tmp := path + ".tmp"
+	mk := dump.NewPackWriteWriter
+	if strings.HasSuffix(strings.ToLower(path), ".mcap") {
+		mk = dump.NewMCAPWriter
+	}
+	name := l.opts.Writer
+	if name == "" {
+		name = "edr-lite replay"
+	}
+	w, err := mk(tmp, dump.WriterOptions{Compression: "none", FrameSize: 1 << 20, WriterName: name, CreatedNs: time.Now().UnixNano()})
+	if err != nil {
+		return fmt.Errorf("replay: record: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			w.Abort()
+			os.Remove(tmp)
+		}
+	}()
+	accounts := map[*ingest.TopicInfo]*dumpinfo.TopicAccount{}
+	var order []*ingest.TopicInfo
+	account := func(ti *ingest.TopicInfo, ts int64, n int) {
+		a := accounts[ti]
+		if a == nil {
+			a = &dumpinfo.TopicAccount{Topic: pack.Topic(ti.Name, ti.Channel), Type: ti.Type, FirstNs: ts}
+			accounts[ti] = a
+			order = append(order, ti)
+		}
+		a.Messages++
+		a.Bytes += uint64(n)
+		a.LastNs = ts
+	}
+	var startNs, endNs int64
+	write := func(ti *ingest.TopicInfo, gen, capture int64, data []byte) error {
+		if startNs == 0 || capture < startNs {
+			startNs = capture
+		}
+		endNs = max(endNs, capture)
+		account(ti, capture, len(data))
+		return w.WriteMessage(ti, gen, capture, data)
+	}
+
+	// the outputs, by replay time
+	type outMsg struct {
+		ti     *ingest.TopicInfo
+		t, gen int64
+		data   []byte
+	}
+	var outs []outMsg
+	rate := l.p.opts.Rate
+	if rate == 0 {
+		rate = 1
+	}
+	for i := range l.exp {
+		c := got[i]
+		if c == nil {
+			continue
+		}
+		ti := &ingest.TopicInfo{Name: c.info.Name, Channel: c.info.Channel, Type: c.info.Type}
+		for _, g := range c.msgs {
+			k := sort.Search(len(l.releaseNs), func(j int) bool { return l.releaseNs[j] > g.CaptureNs })
+			if k == 0 {
+				continue
+			}
+			outs = append(outs, outMsg{ti, l.inputTs[k-1] + int64(float64(g.CaptureNs-l.releaseNs[k-1])*rate), g.GenNs, g.Data})
+		}
+	}
+	sort.SliceStable(outs, func(i, j int) bool { return outs[i].t < outs[j].t })
+
+	// the inputs again, in the player's order, merged with the outputs
+	ins := make([]*ingest.TopicInfo, len(l.inTopics))
+	for i := range l.inTopics {
+		t := &l.inTopics[i]
+		ins[i] = &ingest.TopicInfo{Name: t.Name, Channel: t.Channel, Type: t.Type}
+	}
+	msgs := dumpfile.NewMessages(l.p.sources...)
+	if err := msgs.SeekTime(l.p.startNs); err != nil {
+		return err
+	}
+	oi, written := 0, 0
+	for written < l.released {
+		ok, err := msgs.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		ts := msgs.Time()
+		if l.p.endNs != 0 && ts > l.p.endNs {
+			break
+		}
+		pm := msgs.Message()
+		ti, known := l.p.index[topicKey{pm.Name, pm.Channel}]
+		if !known || ti < 0 || l.kind[ti] != kindInput {
+			continue
+		}
+		for oi < len(outs) && outs[oi].t <= ts {
+			if err := write(outs[oi].ti, outs[oi].gen, outs[oi].t, outs[oi].data); err != nil {
+				return err
+			}
+			oi++
+		}
+		capture := pm.DoneNs
+		if capture == 0 {
+			capture = ts
+		}
+		if err := write(ins[l.outIdx[ti]], pm.GenNs, capture, pm.Data); err != nil {
+			return err
+		}
+		written++
+	}
+	for ; oi < len(outs); oi++ {
+		if err := write(outs[oi].ti, outs[oi].gen, outs[oi].t, outs[oi].data); err != nil {
+			return err
+		}
+	}
+	info := dumpinfo.Info{Writer: name, StartNs: startNs, EndNs: endNs, CreatedNs: time.Now().UnixNano(),
+		Labels: map[string]string{RecordModeLabel: l.opts.Mode.String(), RecordOfLabel: strings.Join(l.paths, ",")}}
+	for _, ti := range order {
+		info.Topics = append(info.Topics, *accounts[ti])
+	}
+	if err := w.SetInfo(info); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, os.ErrInvalid) {
+		return nil // a file system that cannot sync directories
+	}
+	return err
+}
