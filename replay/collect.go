@@ -12,6 +12,7 @@ import (
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
@@ -52,7 +53,8 @@ type gotMsg struct {
 // collected is one topic the collector records.
 type collected struct {
 	info     ingest.TopicInfo
-	expected int // index of the expected topic it carries, -1 for none
+	expected int  // index of the expected topic it carries, -1 for none
+	dynamic  bool // an output topic the recording does not hold (input-only)
 	ack      bool
 	reader   *engine.Reader
 	msgs     []gotMsg
@@ -72,6 +74,8 @@ type collector struct {
 
 	expect  map[string]int    // "name#channel" (as the SUT publishes it) -> expected topic index
 	caps    []func() topicCap // by expected topic index
+	dynamic []string          // globs of output topics the recording does not hold
+	dynCap  topicCap          // what is kept of each of those
 	ackGlob string
 
 	notify chan struct{} // signalled by IngestAt and Discover
@@ -110,6 +114,8 @@ type collectorOptions struct {
 	expect  []string          // the names ("name" or "name#channel") the SUT publishes, by expected topic index
 	caps    []func() topicCap // by expected topic index: what may be kept now
 	ackGlob string            // acknowledgement topic glob ("" = none)
+	dynamic []string          // globs of outputs the recording does not hold (input-only), collected too
+	dynCap  topicCap          // bound of each such topic
 }
 
 // collectRing is each collected topic's ring: the drainer empties it within
@@ -125,7 +131,7 @@ func newCollector(o collectorOptions) (*collector, error) {
 		return nil, fmt.Errorf("%w: nowhere to listen for the outputs (no shm directory or UDP address)", ErrOptions)
 	}
 	topicBytes := int64(collectRing)
-	include := append([]string(nil), o.expect...)
+	include := append(append([]string(nil), o.expect...), o.dynamic...)
 	if o.ackGlob != "" {
 		include = append(include, o.ackGlob)
 	}
@@ -141,7 +147,7 @@ func newCollector(o collectorOptions) (*collector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: collector: %w", err)
 	}
-	c := &collector{rec: rec, expect: map[string]int{}, caps: o.caps, ackGlob: o.ackGlob,
+	c := &collector{rec: rec, expect: map[string]int{}, caps: o.caps, ackGlob: o.ackGlob, dynamic: o.dynamic, dynCap: o.dynCap,
 		notify: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		byID: map[ingest.TopicID]*collected{}, changed: make(chan struct{})}
 	for i, e := range o.expect {
@@ -275,7 +281,9 @@ func (c *collector) drain(m *engine.Message) {
 		} else if i, ok := c.expect[info.Name]; ok && info.Channel == "" {
 			t.expected = i
 		}
-		t.ack = c.ackGlob != "" && matchTopic([]string{c.ackGlob}, &Topic{Name: info.Name, Channel: info.Channel})
+		tp := &Topic{Name: info.Name, Channel: info.Channel}
+		t.ack = c.ackGlob != "" && matchTopic([]string{c.ackGlob}, tp)
+		t.dynamic = t.expected < 0 && len(c.dynamic) > 0 && matchTopic(c.dynamic, tp)
 		c.byID[id] = t
 		c.topics = append(c.topics, t)
 	}
@@ -289,11 +297,15 @@ func (c *collector) drain(m *engine.Message) {
 				t.acks++
 				c.acks++
 			}
-			if t.expected < 0 {
+			if t.expected < 0 && !t.dynamic {
 				continue
 			}
 			c.outputs++
-			if cp := c.caps[t.expected](); len(t.msgs) >= cp.n || t.bytes+int64(len(m.Data)) > cp.bytes {
+			cp := c.dynCap
+			if t.expected >= 0 {
+				cp = c.caps[t.expected]()
+			}
+			if len(t.msgs) >= cp.n || t.bytes+int64(len(m.Data)) > cp.bytes {
 				t.extra++
 				continue
 			}
@@ -352,12 +364,16 @@ func (c *collector) waitUntil(ctx context.Context, deadline time.Time, cond func
 }
 
 // finish stops the sources (each reads what is left), drains the rings a
-// last time and returns what was collected per expected topic (index) and
-// the warnings. The collector is closed.
-func (c *collector) finish() (byExpected map[int]*collected, warnings []string) {
+// last time and returns what was collected per expected topic (index), the
+// outputs on topics the recording does not hold (by name), and the
+// warnings. The collector is closed.
+func (c *collector) finish() (byExpected map[int]*collected, dynamic []*collected, warnings []string) {
 	c.close()
 	byExpected = map[int]*collected{}
 	for _, t := range c.topics {
+		if t.dynamic {
+			dynamic = append(dynamic, t)
+		}
 		if t.expected >= 0 {
 			if prev := byExpected[t.expected]; prev == nil || len(t.msgs) > len(prev.msgs) {
 				byExpected[t.expected] = t
@@ -366,7 +382,10 @@ func (c *collector) finish() (byExpected map[int]*collected, warnings []string) 
 	}
 	w := append([]string(nil), c.warnings...)
 	sort.Strings(w)
-	return byExpected, w
+	sort.Slice(dynamic, func(i, j int) bool {
+		return pack.Topic(dynamic[i].info.Name, dynamic[i].info.Channel) < pack.Topic(dynamic[j].info.Name, dynamic[j].info.Channel)
+	})
+	return byExpected, dynamic, w
 }
 
 // close stops everything; safe to call once.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/schema"
 )
 
@@ -81,6 +82,10 @@ const DefaultLoopTimeout = 2 * time.Second
 // counted in LoopResult.MismatchesNotListed.
 const MaxMismatches = 100000
 
+// dynamicBytes bounds the payload kept of an output topic the recording
+// does not hold (input-only): there is no recorded size to follow.
+const dynamicBytes = 256 << 20
+
 // settleQuiet is how long the outputs must stay quiet, once every expected
 // topic has as many as recorded, before the collection ends.
 const settleQuiet = 100 * time.Millisecond
@@ -110,12 +115,24 @@ type LoopOptions struct {
 	// Checks are the FeedChecks, first match by topic wins; a topic
 	// matched by none is compared exactly, aligned by sequence.
 	Checks []Check
+	// Schemas give the decoder of expected topics by recorded name
+	// ("name" or "name#channel") to the checks that have none (a schema
+	// given on the command line); else the dump's type may give one
+	// (TypeDecoder).
+	Schemas map[string]TopicSchema
 	// Record, with ModeInputOnly (or ModeFull), writes the replayed
 	// inputs and the collected outputs to this new dump (pack, or MCAP
 	// when the name ends in .mcap), outputs at their replay time.
 	Record string
 	// Writer names the program in Record's header.
 	Writer string
+}
+
+// TopicSchema is a topic's decoder and where it came from (for the
+// report).
+type TopicSchema struct {
+	Decoder schema.Decoder
+	From    string
 }
 
 // Loop is a closed-loop replay over one Player. Make it with NewLoop, run
@@ -131,6 +148,7 @@ type Loop struct {
 	// the inputs as the output sees them (Index renumbered)
 	inTopics []Topic
 	exp      []*expTopic
+	dynamic  []string // input-only: expect globs no recorded topic matches (outputs collected under their own names)
 
 	// filled while running (the player goroutine)
 	released   int     // inputs released
@@ -259,13 +277,34 @@ func (l *Loop) classify() error {
 			l.exp = append(l.exp, &expTopic{topic: t, check: ch})
 		}
 	}
-	if len(l.exp) == 0 {
+	if l.opts.Mode == ModeInputOnly {
+		for _, g := range l.opts.Expect {
+			used := false
+			for _, e := range l.exp {
+				rt := Topic{Name: e.topic.recordedKey().name, Channel: e.topic.Channel}
+				used = used || matchTopic([]string{g}, &rt)
+			}
+			if !used {
+				l.dynamic = append(l.dynamic, g)
+			}
+		}
+	}
+	if len(l.exp) == 0 && len(l.dynamic) == 0 {
 		return fmt.Errorf("%w: expect %s matches no topic of the dumps (they hold %s)", ErrOptions,
 			strings.Join(l.opts.Expect, ","), strings.Join(all, ", "))
 	}
 	if l.opts.Mode != ModeOutputOnly && len(l.inTopics) == 0 {
 		return fmt.Errorf("%w: every topic of the dumps matches expect %s: no input to feed the system under test", ErrOptions,
 			strings.Join(l.opts.Expect, ","))
+	}
+	for name := range l.opts.Schemas {
+		found := false
+		for _, e := range l.exp {
+			found = found || name == e.topic.recordedString() || name == e.topic.recordedKey().name
+		}
+		if !found {
+			return fmt.Errorf("%w: a schema is given for %s, which is not an expected topic", ErrOptions, name)
+		}
 	}
 	return nil
 }
@@ -284,7 +323,11 @@ func (l *Loop) checkFor(t *Topic) (*Check, error) {
 		}
 	}
 	if ch.Decoder == nil {
-		if d, how, ok := TypeDecoder(t); ok {
+		if s, ok := l.opts.Schemas[name]; ok {
+			ch.Decoder, ch.Schema = s.Decoder, s.From
+		} else if s, ok := l.opts.Schemas[t.recordedKey().name]; ok {
+			ch.Decoder, ch.Schema = s.Decoder, s.From
+		} else if d, how, ok := TypeDecoder(t); ok {
 			ch.Decoder, ch.Schema = d, how
 		}
 	}
@@ -340,15 +383,19 @@ type TopicReport struct {
 	// BeforeFirstInput counts recorded outputs older than the first
 	// replayed input (answers to inputs the dump does not hold) and
 	// published ones collected before it: not compared.
-	BeforeFirstInput     int           `json:"before_first_input,omitempty"`
-	PublishedBeforeFirst int           `json:"published_before_first_input,omitempty"`
-	Matched              int           `json:"matched"`
-	Differing            int           `json:"differing"`
-	Missing              int           `json:"missing"`
-	Extra                int           `json:"extra"`
-	NotKept              uint64        `json:"not_kept,omitempty"` // published beyond twice the recording: counted, not compared
-	Lost                 uint64        `json:"lost,omitempty"`     // overwritten in the collector's ring before it was read
-	Latency              LatencyReport `json:"latency"`
+	BeforeFirstInput     int `json:"before_first_input,omitempty"`
+	PublishedBeforeFirst int `json:"published_before_first_input,omitempty"`
+	// PublishedAfterEnd counts outputs whose replay time is after the end
+	// of the recording (their recorded counterparts may lie beyond the
+	// dump's window): not compared.
+	PublishedAfterEnd int           `json:"published_after_end,omitempty"`
+	Matched           int           `json:"matched"`
+	Differing         int           `json:"differing"`
+	Missing           int           `json:"missing"`
+	Extra             int           `json:"extra"`
+	NotKept           uint64        `json:"not_kept,omitempty"` // published beyond twice the recording: counted, not compared
+	Lost              uint64        `json:"lost,omitempty"`     // overwritten in the collector's ring before it was read
+	Latency           LatencyReport `json:"latency"`
 }
 
 // LoopResult is what a closed-loop replay found.
@@ -395,7 +442,12 @@ func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
 		n := int(min(e.topic.Messages, 1<<30))
 		caps[i] = func() topicCap { return topicCap{n: 2*n + 64, bytes: 2*e.recBytes.Load() + 1<<20} }
 	}
-	coll, err := newCollector(collectorOptions{listen: l.opts.Listen, expect: names, caps: caps, ackGlob: l.opts.Ack})
+	var inputs uint64
+	for _, t := range l.inTopics {
+		inputs += t.Messages
+	}
+	coll, err := newCollector(collectorOptions{listen: l.opts.Listen, expect: names, caps: caps, ackGlob: l.opts.Ack,
+		dynamic: l.dynamic, dynCap: topicCap{n: int(min(4*inputs+64, 1<<30)), bytes: dynamicBytes}})
 	if err != nil {
 		return res, err
 	}
@@ -408,11 +460,11 @@ func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
 	if runErr == nil {
 		runErr = l.settle(ctx)
 	}
-	got, warnings := coll.finish()
+	got, dyn, warnings := coll.finish()
 	res.Warnings = warnings
-	l.report(res, got)
+	l.report(res, got, dyn)
 	if l.opts.Record != "" && (runErr == nil || errors.Is(runErr, context.Canceled)) {
-		if err := l.writeRecord(got); err != nil {
+		if err := l.writeRecord(got, dyn); err != nil {
 			return res, err
 		}
 		res.Record = l.opts.Record
@@ -524,16 +576,13 @@ func (l *Loop) settle(ctx context.Context) error {
 }
 
 // report compares (ModeFull) and fills res.
-func (l *Loop) report(res *LoopResult, got map[int]*collected) {
-	rate := l.p.opts.Rate
-	if rate == 0 {
-		rate = 1
-	}
+func (l *Loop) report(res *LoopResult, got map[int]*collected, dyn []*collected) {
 	all := &hist{}
 	var firstNs int64
 	if len(l.inputTs) > 0 {
 		firstNs = l.inputTs[0]
 	}
+	_, endNs := l.p.Range()
 	add := func(m Mismatch) {
 		if len(res.Mismatches) < MaxMismatches {
 			res.Mismatches = append(res.Mismatches, m)
@@ -555,26 +604,11 @@ func (l *Loop) report(res *LoopResult, got map[int]*collected) {
 			r.seq = len(rec)
 			rec = append(rec, r)
 		}
-		var pub []pubOut
-		h := &hist{}
-		if c := got[i]; c != nil {
-			tr.Type, tr.NotKept, tr.Lost = c.info.Type, c.extra, c.lost
-			for _, g := range c.msgs {
-				k := sort.Search(len(l.releaseNs), func(j int) bool { return l.releaseNs[j] > g.CaptureNs })
-				if k == 0 {
-					tr.PublishedBeforeFirst++
-					continue
-				}
-				lat := g.CaptureNs - l.releaseNs[k-1]
-				h.add(lat)
-				all.add(lat)
-				pub = append(pub, pubOut{seq: len(pub), step: k, timeNs: l.inputTs[k-1] + int64(float64(lat)*rate), genNs: g.GenNs, lat: lat, data: g.Data})
-			}
-		}
-		tr.Recorded, tr.Got, tr.Latency = len(rec), len(pub), latencyOf(h)
+		pub := l.published(got[i], &tr, all)
+		tr.Recorded, tr.Got = len(rec), len(pub)
 		if l.opts.Mode == ModeFull {
-			c := &comparer{ch: e.check, topic: tr.Topic, firstNs: firstNs}
-			var differing = map[[2]int]bool{}
+			c := &comparer{ch: e.check, topic: tr.Topic, firstNs: firstNs, endNs: endNs}
+			differing := map[int]bool{}
 			c.add = func(m Mismatch) {
 				switch m.Kind {
 				case "missing":
@@ -582,19 +616,26 @@ func (l *Loop) report(res *LoopResult, got map[int]*collected) {
 				case "extra":
 					tr.Extra++
 				default:
-					differing[[2]int{m.Seq, m.Step}] = true
+					differing[m.Seq] = true
 				}
 				add(m)
 			}
 			c.run(rec, pub)
+			tr.PublishedAfterEnd = c.afterEnd
 			tr.Differing = len(differing)
 			tr.Matched = c.paired - tr.Differing
 			if tr.NotKept > 0 {
-				add(Mismatch{Topic: tr.Topic, Kind: "extra", Seq: len(pub), Offset: "-", Field: "",
+				add(Mismatch{Topic: tr.Topic, Kind: "extra", Seq: len(pub), Offset: "-",
 					Expected: "at most " + strconv.Itoa(2*len(e.rec)+64) + " outputs kept", Got: strconv.FormatUint(tr.NotKept, 10) + " more, not compared"})
 				tr.Extra += int(min(tr.NotKept, 1<<30))
 			}
 		}
+		res.Topics = append(res.Topics, tr)
+	}
+	for _, c := range dyn {
+		tr := TopicReport{Topic: pack.Topic(c.info.Name, c.info.Channel), Check: "-", Align: "-"}
+		tr.Topic = strings.TrimSuffix(tr.Topic, "#")
+		tr.Got = len(l.published(c, &tr, all))
 		res.Topics = append(res.Topics, tr)
 	}
 	res.Latency = latencyOf(all)
@@ -607,6 +648,39 @@ func (l *Loop) report(res *LoopResult, got map[int]*collected) {
 			}
 		}
 	}
+}
+
+// published turns what was collected on one topic into outputs to
+// compare: each is attributed to the last input released before it
+// arrived (its step), with its latency from that release and its replay
+// time (the step's recorded time plus the latency, scaled by the rate).
+// Outputs that arrived before the first input are counted in tr, not
+// returned.
+func (l *Loop) published(c *collected, tr *TopicReport, all *hist) []pubOut {
+	if c == nil {
+		return nil
+	}
+	rate := l.p.opts.Rate
+	if rate == 0 {
+		rate = 1
+	}
+	tr.Type, tr.NotKept, tr.Lost = c.info.Type, c.extra, c.lost
+	h := &hist{}
+	var pub []pubOut
+	for _, g := range c.msgs {
+		k := sort.Search(len(l.releaseNs), func(j int) bool { return l.releaseNs[j] > g.CaptureNs })
+		if k == 0 {
+			tr.PublishedBeforeFirst++
+			continue
+		}
+		lat := g.CaptureNs - l.releaseNs[k-1]
+		t := l.inputTs[k-1] + int64(float64(lat)*rate)
+		h.add(lat)
+		all.add(lat)
+		pub = append(pub, pubOut{seq: len(pub), step: k, timeNs: t, genNs: g.GenNs, lat: lat, data: g.Data})
+	}
+	tr.Latency = latencyOf(h)
+	return pub
 }
 
 // pathMatch checks a glob (path.Match syntax).

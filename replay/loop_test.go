@@ -358,3 +358,31 @@ func TestLoopBadOptions(t *testing.T) {
 	f(Options{Topics: []string{"a"}}, LoopOptions{Expect: []string{"planner/*"}, Mode: ModeOutputOnly}, "output-only replays the expected topics")
 	f(Options{}, LoopOptions{Expect: []string{"planner/*"}, Listen: ls, Checks: []Check{{Align: AlignNearest}}}, "needs a window")
 }
+
+// TestLoopInputOnlyNewTopic: input-only over a dump of inputs alone
+// collects the node's outputs under their own names and records them.
+func TestLoopInputOnlyNewTopic(t *testing.T) {
+	var msgs []rec
+	for i := 0; i < 50; i++ {
+		ts := t0 + int64(i)*10e6
+		msgs = append(msgs, rec{name: "vehicle/speed", gen: ts, done: ts, data: binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(10+i)))})
+	}
+	dump := writeDump(t, "inputs.pack", msgs, nil)
+	dir := t.TempDir()
+	startNode(t, dir, func(v float32) []byte { return decide(v, 18) }, "")
+	out := filepath.Join(t.TempDir(), "session.mcap")
+	if _, err := NewLoop([]string{dump}, Options{}, LoopOptions{Expect: []string{"planner/*"}, Listen: []Listen{{Shm: dir}}}); !errors.Is(err, ErrOptions) {
+		t.Fatalf("full mode with nothing recorded to compare: %v", err)
+	}
+	res := runLoop(t, dump, Options{}, LoopOptions{Mode: ModeInputOnly, Expect: []string{"planner/*"}, Listen: []Listen{{Shm: dir}}, Record: out}, dir)
+	if len(res.Topics) != 1 || res.Topics[0].Topic != "planner/brake" || res.Topics[0].Got != 50 || res.Topics[0].Recorded != 0 {
+		t.Fatalf("%+v", res.Topics)
+	}
+	info, err := dumpfile.ReadInfo(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Format != "mcap" || info.Messages != 100 {
+		t.Fatalf("recorded %+v", info)
+	}
+}

@@ -31,7 +31,7 @@ const (
 // their replay time: the recorded time of the input they answer plus the
 // latency measured, scaled by the rate), merged in time order. The file is
 // written as NAME.tmp, made durable and renamed, like a recorder's dump.
-func (l *Loop) writeRecord(got map[int]*collected) (err error) {
+func (l *Loop) writeRecord(got map[int]*collected, dyn []*collected) (err error) {
 	path := l.opts.Record
 	tmp := path + ".tmp"
 	mk := dump.NewPackWriteWriter
@@ -86,11 +86,13 @@ func (l *Loop) writeRecord(got map[int]*collected) (err error) {
 	if rate == 0 {
 		rate = 1
 	}
+	cs := dyn
 	for i := range l.exp {
-		c := got[i]
-		if c == nil {
-			continue
+		if c := got[i]; c != nil {
+			cs = append(cs, c)
 		}
+	}
+	for _, c := range cs {
 		ti := &ingest.TopicInfo{Name: c.info.Name, Channel: c.info.Channel, Type: c.info.Type}
 		for _, g := range c.msgs {
 			k := sort.Search(len(l.releaseNs), func(j int) bool { return l.releaseNs[j] > g.CaptureNs })

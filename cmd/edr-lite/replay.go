@@ -31,7 +31,7 @@ var _ flag.Value = (*multiFlag)(nil)
 
 // replayUsage, replayHelp and replayExample are the help of replay.
 const (
-	replayUsage = "edr-lite replay FILE... --to shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop | --loop-count N] [--topics G,...] [--exclude G,...] [--start D] [--duration D] [--delay D] [--remap OLD=NEW] [--clock HZ] [--start-paused] [--control SOCK]"
+	replayUsage = "edr-lite replay FILE... --to shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop | --loop-count N] [--topics G,...] [--exclude G,...] [--start D] [--duration D] [--delay D] [--remap OLD=NEW] [--clock HZ] [--start-paused] [--control SOCK]\nedr-lite replay DUMP... --to shm:DIR|udp:HOST:PORT --expect GLOB [--mode full|input-only|output-only] [--listen shm:DIR|udp:HOST:PORT=TOPIC] [--check MODE|GLOB=MODE] [--schema TOPIC=FILE] [--checks FILE] [--align seq|time|nearest] [--lockstep ack:TOPIC|outputs] [--timeout D] [--record OUT] [--format text|json]"
 	replayHelp  = `Replay dumps, pack or MCAP in any mix, merged message by message in
 capture-time order, into a live system: the payload bytes exactly as
 recorded. An MCAP file (a dump written with format = "mcap", an export, a
@@ -60,8 +60,31 @@ pass), --start-paused (-p, with --control SOCK: step and resume with
 "edr-lite replay-ctl"), --playback-duration (= --duration), --remap
 OLD=NEW (OLD:=NEW also works), --clock HZ (a clock topic, payload the
 message time as i64le ns, ticking every 1/HZ of message time), --loop (-l)
-and --loop-count N.`
-	replayExample = "edr-lite replay dump.pack --to shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap --to udp:127.0.0.1:30000 --topics 'vehicle/*' --start 10s --duration 5s --loop\nedr-lite replay dump.pack --to shm:/dev/shm/edr --exclude 'camera/*' --remap vehicle/speed=sim/speed --clock 100 --loop-count 3\nedr-lite replay dump.pack --to shm:/dev/shm/edr --start-paused --control /tmp/replay.sock"
+and --loop-count N.
+
+Closed loop, to test a node against a recording: --expect GLOB names the
+topics the system under test publishes (its outputs); every other topic is
+an input. --mode full (the default) publishes the inputs, collects what the
+node publishes on the expected topics (from the --to shm directory, or
+--listen shm:DIR / udp:HOST:PORT=TOPIC) into a private recorder, and
+compares it with the recorded outputs: --check exact (the bytes; field by
+field with --schema), tolerance (numeric fields within --abs + --rel times
+the recorded value; needs --schema TOPIC=FILE, a packed layout, or
+FILE@pkg.Message, a protobuf descriptor set, or json) or none (the count;
+the latency too with --window), pairing outputs by --align seq, time (equal
+producer times) or nearest (in replay time, within --window); --checks FILE
+sets all that per topic. Every mismatch is listed with its topic, input
+step, sequence, time, field, expected and got values, and the exit status is
+1; --format json prints the report for CI. Outputs recorded before the
+first input are not compared. --mode input-only collects without comparing
+(--record FILE writes inputs and outputs to a new dump); --mode output-only
+re-emits the recorded outputs with their timing. --lockstep ack:TOPIC (one
+message per input on TOPIC, which may be the output itself) or outputs
+(as many outputs as the recording holds) releases each input only once the
+node answered the ones before: deterministic even when the node is slower
+than real time. --timeout bounds every wait for the node. The report gives
+the latency from input to output (p50, p99, max).`
+	replayExample = "edr-lite replay dump.pack --to shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap --to udp:127.0.0.1:30000 --topics 'vehicle/*' --start 10s --duration 5s --loop\nedr-lite replay dump.pack --to shm:/dev/shm/edr --exclude 'camera/*' --remap vehicle/speed=sim/speed --clock 100 --loop-count 3\nedr-lite replay dump.pack --to shm:/dev/shm/edr --start-paused --control /tmp/replay.sock\nedr-lite replay drive.pack --to shm:/dev/shm/edr --expect 'planner/*' --asfast --lockstep ack:planner/brake\nedr-lite replay drive.pack --to shm:/dev/shm/edr --expect planner/brake --check tolerance --schema planner/brake=brake.layout --format json"
 )
 
 // runReplay is the replay verb: it reads the flags, opens the dumps and
@@ -70,6 +93,7 @@ func runReplay(e *env) int {
 	c := newCommand(e, "replay", replayUsage, replayHelp, replayExample, 1, -1)
 	f := declareReplayFlags(c)
 	rf := declareRosbagFlags(c)
+	lf := declareLoopFlags(c)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -84,6 +108,21 @@ func runReplay(e *env) int {
 	out, udp, err := f.output()
 	if err != nil {
 		return c.usageErr("%v", err)
+	}
+	given := map[string]bool{}
+	c.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if lf.active() {
+		lo, err := lf.options(given, *f.to)
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		if *f.to == "discard" && lo.Mode != replay.ModeOutputOnly {
+			return c.usageErr("--to discard feeds no system under test: give --to shm:DIR or udp:HOST:PORT")
+		}
+		return runLoop(c, lf, rf, args, opts, lo, out, udp)
+	}
+	if n := lf.usedWithoutExpect(given); n != "" {
+		return c.usageErr("--%s is for a closed loop: give --expect with the topics the system under test publishes", n)
 	}
 	p, err := replay.Open(args, opts)
 	if err != nil {
