@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"sort"
 	"strconv"
@@ -104,8 +105,10 @@ type LoopOptions struct {
 	// Timeout bounds the waits for the system under test: after the last
 	// input, the collection ends once every expected topic has its
 	// recorded count and nothing came for 100ms, or once nothing came for
-	// Timeout; in lockstep, a step waits at most Timeout for its
-	// acknowledgement. DefaultLoopTimeout when 0.
+	// Timeout (so always so when outputs the recording does not hold are
+	// collected, unless lockstep by acknowledgement counts them); in
+	// lockstep, a step waits at most Timeout for its answer.
+	// DefaultLoopTimeout when 0.
 	Timeout time.Duration
 	// Lockstep paces the inputs by the system under test; Ack is the
 	// acknowledgement topic glob of LockstepAck. An input topic of the
@@ -151,11 +154,13 @@ type Loop struct {
 	dynamic  []string // input-only: expect globs no recorded topic matches (outputs collected under their own names)
 
 	// filled while running (the player goroutine)
-	released   int     // inputs released
-	releaseNs  []int64 // wall-clock release time of each input
-	inputTs    []int64 // message time of each input
+	released   int           // inputs released
+	releaseNs  []int64       // wall-clock release time of each input
+	inputTs    []int64       // message time of each input
+	genIdx     map[int64]int // producer time of released inputs -> index of the last with it
 	lastInTs   int64
-	recStepped int // recorded outputs after the first input, so far
+	recSeen    []recRef // every recorded output read so far (lockstep by outputs)
+	recCounted int      // of those, how many answer a released input (at the time they were read)
 	coll       *collector
 	m          Message // the message handed to the output (reused: a local would escape)
 }
@@ -168,6 +173,12 @@ const (
 	kindDropped // matches the acknowledgement glob: neither replayed nor compared
 	kindClock   // the clock topic (Options.ClockHz): published, not a step
 )
+
+// recRef is a recorded output as lockstep by outputs counts it.
+type recRef struct {
+	gen, ts int64
+	counted bool
+}
 
 // expTopic is one expected topic: what was recorded, how to check it.
 type expTopic struct {
@@ -452,6 +463,7 @@ func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
 		return res, err
 	}
 	l.coll = coll
+	l.genIdx = map[int64]int{}
 	if l.opts.Lockstep != LockstepOff {
 		l.p.hold = l.hold
 	}
@@ -500,6 +512,9 @@ func (o *routeOut) Write(m *Message) error {
 		l.m.Topic = &l.inTopics[l.outIdx[ti]]
 		at := time.Now().UnixNano() // before: the answer may be collected before Write returns
 		err := o.inner.Write(&l.m)
+		if m.GenNs != 0 {
+			l.genIdx[m.GenNs] = l.released
+		}
 		l.released++
 		l.releaseNs = append(l.releaseNs, at)
 		l.inputTs = append(l.inputTs, m.TimeNs)
@@ -507,20 +522,37 @@ func (o *routeOut) Write(m *Message) error {
 		return err
 	case kindExpected:
 		e := l.exp[l.outIdx[ti]]
-		r := recOut{seq: len(e.rec), step: l.released, timeNs: m.TimeNs, genNs: m.GenNs, lat: -1, data: append([]byte(nil), m.Data...)}
-		if l.released > 0 {
-			r.lat = m.TimeNs - l.lastInTs
-			l.recStepped++
-		}
-		e.rec = append(e.rec, r)
+		e.rec = append(e.rec, recOut{timeNs: m.TimeNs, genNs: m.GenNs, data: append([]byte(nil), m.Data...)})
 		e.recBytes.Add(int64(len(m.Data)))
+		if l.opts.Lockstep == LockstepOutputs {
+			r := recRef{gen: m.GenNs, ts: m.TimeNs, counted: l.stepOf(m.GenNs, m.TimeNs) > 0}
+			l.recSeen = append(l.recSeen, r)
+			if r.counted {
+				l.recCounted++
+			}
+		}
 	}
 	return nil
 }
 
+// stepOf attributes an output (its producer and message time) to an input
+// step among the inputs released so far: the input carrying the same
+// producer time, when there is one (a node that stamps its answer with
+// the time of the input, as the example nodes and ROS headers do);
+// otherwise the last input at or before it in time (an output at the same
+// time as an input answers that input). 0: before the first input.
+func (l *Loop) stepOf(gen, ts int64) int {
+	if gen != 0 {
+		if i, ok := l.genIdx[gen]; ok {
+			return i + 1
+		}
+	}
+	return sort.Search(len(l.inputTs), func(j int) bool { return l.inputTs[j] > ts })
+}
+
 // hold is the player's lockstep gate, called before each message: an
 // input waits until the system under test answered the inputs before it.
-func (l *Loop) hold(ctx context.Context, ti int) (waited bool, err error) {
+func (l *Loop) hold(ctx context.Context, ti int, ts, gen int64) (waited bool, err error) {
 	if l.kind[ti] != kindInput || l.released == 0 {
 		return false, nil
 	}
@@ -528,7 +560,7 @@ func (l *Loop) hold(ctx context.Context, ti int) (waited bool, err error) {
 	what := "acknowledgement(s) on " + l.opts.Ack
 	cond := func(outputs, acks int, _ int64) bool { return acks >= want }
 	if l.opts.Lockstep == LockstepOutputs {
-		want, what = l.recStepped, "output(s) on the expected topics"
+		want, what = l.outputsBefore(ts, gen), "output(s) on the expected topics"
 		cond = func(outputs, acks int, _ int64) bool { return outputs >= want }
 	}
 	ok, err := l.coll.waitUntil(ctx, time.Now().Add(l.opts.Timeout), cond)
@@ -547,14 +579,49 @@ func (l *Loop) hold(ctx context.Context, ti int) (waited bool, err error) {
 	return true, nil
 }
 
+// outputsBefore is how many recorded outputs answer the inputs released
+// so far, before the input at ts (producer time gen) is released: those
+// read so far, but not the ones that answer the held input itself (the
+// same producer time, or the same message time: recorders stamp capture
+// times per batch, so an answer may carry its input's time and be read
+// before it). The outputs read since the last released input are
+// attributed again, now that more inputs are known.
+func (l *Loop) outputsBefore(ts, gen int64) int {
+	n := l.recCounted
+	for i := len(l.recSeen) - 1; i >= 0 && l.recSeen[i].ts >= l.lastInTs; i-- {
+		r := l.recSeen[i]
+		now := l.stepOf(r.gen, r.ts) > 0 && !(gen != 0 && r.gen == gen) && r.ts != ts
+		switch {
+		case r.counted && !now:
+			n--
+		case !r.counted && now:
+			n++
+		}
+	}
+	return n
+}
+
 // settle waits, after the last input, for the outputs: until every
 // expected topic has its recorded count (and lockstep its acknowledgements)
 // and nothing came for settleQuiet, or nothing came for Timeout.
 func (l *Loop) settle(ctx context.Context) error {
-	want := l.recStepped
+	want := 0
+	for _, e := range l.exp {
+		for _, r := range e.rec {
+			if l.stepOf(r.genNs, r.timeNs) > 0 {
+				want++
+			}
+		}
+	}
 	wantAcks := 0
 	if l.opts.Lockstep == LockstepAck {
 		wantAcks = l.released
+	}
+	quiet := settleQuiet
+	if len(l.dynamic) > 0 && wantAcks == 0 {
+		// outputs the recording does not hold: how many will come is
+		// unknown, only a quiet Timeout ends the wait
+		quiet = l.opts.Timeout
 	}
 	endNs := time.Now().UnixNano()
 	for {
@@ -562,12 +629,12 @@ func (l *Loop) settle(ctx context.Context) error {
 		act := max(last, endNs)
 		enough := outs >= want && acks >= wantAcks
 		idle := time.Duration(time.Now().UnixNano() - act)
-		if (enough && idle >= settleQuiet) || idle >= l.opts.Timeout {
+		if (enough && idle >= quiet) || idle >= l.opts.Timeout {
 			return nil
 		}
 		until := act + int64(l.opts.Timeout)
 		if enough {
-			until = act + int64(settleQuiet)
+			until = act + int64(quiet)
 		}
 		if _, err := l.coll.waitUntil(ctx, time.Unix(0, until), func(_, _ int, newest int64) bool { return newest > last }); err != nil {
 			return err
@@ -597,11 +664,11 @@ func (l *Loop) report(res *LoopResult, got map[int]*collected, dyn []*collected)
 		}
 		var rec []recOut
 		for _, r := range e.rec {
-			if r.step == 0 {
+			if r.step = l.stepOf(r.genNs, r.timeNs); r.step == 0 {
 				tr.BeforeFirstInput++
 				continue
 			}
-			r.seq = len(rec)
+			r.seq, r.lat = len(rec), r.timeNs-l.inputTs[r.step-1]
 			rec = append(rec, r)
 		}
 		pub := l.published(got[i], &tr, all)
@@ -660,27 +727,47 @@ func (l *Loop) published(c *collected, tr *TopicReport, all *hist) []pubOut {
 	if c == nil {
 		return nil
 	}
+	tr.Type, tr.NotKept, tr.Lost = c.info.Type, c.extra, c.lost
+	pub, before := l.attribute(c)
+	tr.PublishedBeforeFirst = before
+	h := &hist{}
+	for i := range pub {
+		h.add(pub[i].lat)
+		all.add(pub[i].lat)
+	}
+	tr.Latency = latencyOf(h)
+	return pub
+}
+
+// attribute gives each output collected on one topic its input step (the
+// released input with the same producer time, else the last released
+// before it arrived), its latency from that input's release and its replay
+// time (the step's recorded time plus the latency, scaled by the rate,
+// never going back within the topic: the order of arrival is the order
+// published). before counts outputs that arrived before the first input.
+func (l *Loop) attribute(c *collected) (pub []pubOut, before int) {
 	rate := l.p.opts.Rate
 	if rate == 0 {
 		rate = 1
 	}
-	tr.Type, tr.NotKept, tr.Lost = c.info.Type, c.extra, c.lost
-	h := &hist{}
-	var pub []pubOut
+	last := int64(math.MinInt64)
 	for _, g := range c.msgs {
-		k := sort.Search(len(l.releaseNs), func(j int) bool { return l.releaseNs[j] > g.CaptureNs })
+		k := 0
+		if i, ok := l.genIdx[g.GenNs]; ok && g.GenNs != 0 && l.releaseNs[i] <= g.CaptureNs {
+			k = i + 1
+		} else {
+			k = sort.Search(len(l.releaseNs), func(j int) bool { return l.releaseNs[j] > g.CaptureNs })
+		}
 		if k == 0 {
-			tr.PublishedBeforeFirst++
+			before++
 			continue
 		}
 		lat := g.CaptureNs - l.releaseNs[k-1]
-		t := l.inputTs[k-1] + int64(float64(lat)*rate)
-		h.add(lat)
-		all.add(lat)
+		t := max(l.inputTs[k-1]+int64(float64(lat)*rate), last)
+		last = t
 		pub = append(pub, pubOut{seq: len(pub), step: k, timeNs: t, genNs: g.GenNs, lat: lat, data: g.Data})
 	}
-	tr.Latency = latencyOf(h)
-	return pub
+	return pub, before
 }
 
 // pathMatch checks a glob (path.Match syntax).

@@ -28,8 +28,8 @@ const (
 // system under test saw them: remapped names, recorded producer and
 // capture times, payloads as recorded) and the outputs collected after
 // the first input (their producer time as published, their capture time
-// their replay time: the recorded time of the input they answer plus the
-// latency measured, scaled by the rate), merged in time order. The file is
+// their replay time, Loop.attribute), merged in time order (an output
+// before an input of the same time; each topic in its order of arrival). The file is
 // written as NAME.tmp, made durable and renamed, like a recorder's dump.
 func (l *Loop) writeRecord(got map[int]*collected, dyn []*collected) (err error) {
 	path := l.opts.Record
@@ -82,10 +82,6 @@ func (l *Loop) writeRecord(got map[int]*collected, dyn []*collected) (err error)
 		data   []byte
 	}
 	var outs []outMsg
-	rate := l.p.opts.Rate
-	if rate == 0 {
-		rate = 1
-	}
 	cs := dyn
 	for i := range l.exp {
 		if c := got[i]; c != nil {
@@ -94,12 +90,9 @@ func (l *Loop) writeRecord(got map[int]*collected, dyn []*collected) (err error)
 	}
 	for _, c := range cs {
 		ti := &ingest.TopicInfo{Name: c.info.Name, Channel: c.info.Channel, Type: c.info.Type}
-		for _, g := range c.msgs {
-			k := sort.Search(len(l.releaseNs), func(j int) bool { return l.releaseNs[j] > g.CaptureNs })
-			if k == 0 {
-				continue
-			}
-			outs = append(outs, outMsg{ti, l.inputTs[k-1] + int64(float64(g.CaptureNs-l.releaseNs[k-1])*rate), g.GenNs, g.Data})
+		pub, _ := l.attribute(c)
+		for _, p := range pub {
+			outs = append(outs, outMsg{ti, p.timeNs, p.genNs, p.data})
 		}
 	}
 	sort.SliceStable(outs, func(i, j int) bool { return outs[i].t < outs[j].t })

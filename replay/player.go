@@ -198,7 +198,7 @@ type Player struct {
 	// message with its topic index and may wait; when it waited and the
 	// message is then late, the timing restarts at it (the wait is not
 	// made up)
-	hold  func(ctx context.Context, ti int) (waited bool, err error)
+	hold  func(ctx context.Context, ti int, ts, gen int64) (waited bool, err error)
 	nap   func(d time.Duration) // tests
 	spin  time.Duration
 	timer *time.Timer // reused by timerSleep
@@ -595,7 +595,7 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 				continue
 			}
 			if p.hold != nil {
-				waited, err := p.hold(ctx, ti)
+				waited, err := p.hold(ctx, ti, ts, pm.GenNs)
 				if err != nil {
 					return err
 				}

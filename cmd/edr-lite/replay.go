@@ -116,9 +116,6 @@ func runReplay(e *env) int {
 		if err != nil {
 			return c.usageErr("%v", err)
 		}
-		if *f.to == "discard" && lo.Mode != replay.ModeOutputOnly {
-			return c.usageErr("--to discard feeds no system under test: give --to shm:DIR or udp:HOST:PORT")
-		}
 		return runLoop(c, lf, rf, args, opts, lo, out, udp)
 	}
 	if n := lf.usedWithoutExpect(given); n != "" {

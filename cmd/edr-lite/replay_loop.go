@@ -41,7 +41,7 @@ func declareLoopFlags(c *command) *loopFlags {
 	f.timeout = c.fs.String("timeout", "2s", "closed loop: how long to wait for outputs after the last input, and for each step's answer in lockstep")
 	f.lockstep = c.fs.String("lockstep", "", "closed loop: release each input after the previous was answered: ack:GLOB (one message per input on GLOB) or outputs (as many outputs as recorded)")
 	c.fs.Var(&f.checks, "check", "closed loop: exact, tolerance or none for every expected topic, or GLOB=MODE for some (repeatable)")
-	f.abs = c.fs.Float64("abs", 1e-9, "tolerance: absolute bound of a field's difference")
+	f.abs = c.fs.Float64("abs", 1e-6, "tolerance: absolute bound of a field's difference")
 	f.rel = c.fs.Float64("rel", 1e-6, "tolerance: relative bound (times |recorded|), added to --abs")
 	f.align = c.fs.String("align", "seq", "closed loop: pair outputs by seq (k-th with k-th), time (equal producer time) or nearest (in replay time, within --window)")
 	f.window = c.fs.String("window", "0", "align nearest: how far apart a pair may be; check none: latency difference allowed (0 = not checked)")
@@ -76,6 +76,9 @@ func (f *loopFlags) options(given map[string]bool, to string) (replay.LoopOption
 	var err error
 	if lo.Mode, err = replay.ParseMode(*f.mode); err != nil {
 		return lo, fmt.Errorf("--mode %q: want full, input-only or output-only", *f.mode)
+	}
+	if to == "discard" && lo.Mode != replay.ModeOutputOnly {
+		return lo, errors.New("--to discard feeds no system under test: give --to shm:DIR or udp:HOST:PORT")
 	}
 	if lo.Timeout, err = units.ParseDuration(*f.timeout); err != nil || lo.Timeout <= 0 {
 		return lo, fmt.Errorf("--timeout %q: want a positive duration like 2s", *f.timeout)
