@@ -69,6 +69,8 @@ type collector struct {
 	rec       *engine.Recorder
 	consumers []*shm.Consumer
 	udps      []*capture.UDPSource
+	listen    []Listen // of consumers, by index
+	listenUDP []Listen // of udps, by index
 	cancelUDP context.CancelFunc
 	udpWG     sync.WaitGroup
 
@@ -117,6 +119,10 @@ type collectorOptions struct {
 	dynamic []string          // globs of outputs the recording does not hold (input-only), collected too
 	dynCap  topicCap          // bound of each such topic
 }
+
+// udpRcvBuf is the receive buffer of each listened UDP socket (as far as
+// the system allows without CAP_NET_ADMIN).
+const udpRcvBuf = 8 << 20
 
 // collectRing is each collected topic's ring: the drainer empties it within
 // milliseconds, so it only has to hold a burst (a message larger than it
@@ -168,6 +174,7 @@ func newCollector(o collectorOptions) (*collector, error) {
 			return nil, fmt.Errorf("replay: listening on %s: %w", l, err)
 		}
 		c.consumers = append(c.consumers, cons)
+		c.listen = append(c.listen, l)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancelUDP = cancel
@@ -175,12 +182,15 @@ func newCollector(o collectorOptions) (*collector, error) {
 		if l.UDP == "" {
 			continue
 		}
-		src, err := capture.NewUDP(capture.UDPOptions{Addr: l.UDP, Topic: l.Topic, MaxPacket: 65535}, sink)
+		// a large buffer: a node answering a burst of inputs as fast as
+		// possible sends its answers faster than one reader may take them
+		src, err := capture.NewUDP(capture.UDPOptions{Addr: l.UDP, Topic: l.Topic, MaxPacket: 65535, RcvBuf: udpRcvBuf}, sink)
 		if err != nil {
 			c.close()
 			return nil, fmt.Errorf("replay: listening on %s: %w", l, err)
 		}
 		c.udps = append(c.udps, src)
+		c.listenUDP = append(c.listenUDP, l)
 		c.udpWG.Add(1)
 		go func() {
 			defer c.udpWG.Done()
@@ -369,6 +379,16 @@ func (c *collector) waitUntil(ctx context.Context, deadline time.Time, cond func
 // warnings. The collector is closed.
 func (c *collector) finish() (byExpected map[int]*collected, dynamic []*collected, warnings []string) {
 	c.close()
+	for i, cons := range c.consumers {
+		if n := cons.Stats().Lost; n > 0 {
+			c.warnings = append(c.warnings, fmt.Sprintf("%s: %d messages overwritten in their segments before the collector read them", c.listen[i], n))
+		}
+	}
+	for i, u := range c.udps {
+		if n := u.Stats().Lost; n > 0 {
+			c.warnings = append(c.warnings, fmt.Sprintf("%s: the kernel dropped %d datagrams before the collector read them", c.listenUDP[i], n))
+		}
+	}
 	byExpected = map[int]*collected{}
 	for _, t := range c.topics {
 		if t.dynamic {
