@@ -9,9 +9,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/schema"
 )
@@ -142,16 +144,13 @@ type TopicSchema struct {
 // it once with Run; Player gives its controls (Pause, Step, Progress).
 // Close after Run.
 type Loop struct {
-	p     *Player
-	paths []string
-	opts  LoopOptions
-	// by player topic index
-	kind   []topicKind
-	outIdx []int // input: index in inTopics; expected: index in exp
-	// the inputs as the output sees them (Index renumbered)
-	inTopics []Topic
-	exp      []*expTopic
-	dynamic  []string // input-only: expect globs no recorded topic matches (outputs collected under their own names)
+	p       *Player
+	paths   []string
+	opts    LoopOptions
+	orch    *Orchestrator // several players (AddPlayer, AddLive); nil for one
+	feeds   []*feed       // feeds[0]: p; then each AddPlayer and AddLive
+	exp     []*expTopic
+	dynamic []string // input-only: expect globs no recorded topic matches (outputs collected under their own names)
 
 	// filled while running (the player goroutine)
 	released   int           // inputs released
@@ -161,8 +160,30 @@ type Loop struct {
 	lastInTs   int64
 	recSeen    []recRef // every recorded output read so far (lockstep by outputs)
 	recCounted int      // of those, how many answer a released input (at the time they were read)
+	recIn      []recIn  // with Record: every input released, copied
 	coll       *collector
 	m          Message // the message handed to the output (reused: a local would escape)
+}
+
+// feed is one player of a loop: its topics' routing and its output.
+type feed struct {
+	name string
+	// by the player's topic index
+	kind   []topicKind
+	outIdx []int // input: index in inTopics; expected: index in Loop.exp
+	// the inputs as the output sees them (Index renumbered)
+	inTopics []Topic
+	infos    []*ingest.TopicInfo // by inTopics index, for Record
+	out      Output              // nil for the main player: Run's
+	run      func(ctx context.Context, out Output) (Stats, error)
+	live     bool
+}
+
+// recIn is an input released, kept for Record.
+type recIn struct {
+	info          *ingest.TopicInfo
+	gen, done, at int64
+	data          []byte
 }
 
 type topicKind uint8
@@ -259,7 +280,8 @@ func (o *LoopOptions) check() error {
 // and picks each expected topic's check.
 func (l *Loop) classify() error {
 	tps := l.p.Topics()
-	l.kind, l.outIdx = make([]topicKind, len(tps)), make([]int, len(tps))
+	f := &feed{name: "main", kind: make([]topicKind, len(tps)), outIdx: make([]int, len(tps)), run: l.p.Run}
+	l.feeds = []*feed{f}
 	var all []string
 	for i := range tps {
 		t := &tps[i]
@@ -267,24 +289,21 @@ func (l *Loop) classify() error {
 		all = append(all, t.recordedString())
 		switch {
 		case l.p.clockStep > 0 && i == l.p.clockIdx:
-			l.kind[i] = kindClock
+			f.kind[i] = kindClock
 		case matchTopic(l.opts.Expect, &rt):
-			l.kind[i] = kindExpected
+			f.kind[i] = kindExpected
 		case l.opts.Ack != "" && matchTopic([]string{l.opts.Ack}, &rt):
-			l.kind[i] = kindDropped
+			f.kind[i] = kindDropped
 		}
-		switch l.kind[i] {
+		switch f.kind[i] {
 		case kindInput, kindClock:
-			l.outIdx[i] = len(l.inTopics)
-			in := *t
-			in.Index = len(l.inTopics)
-			l.inTopics = append(l.inTopics, in)
+			f.addInput(i, t)
 		case kindExpected:
 			ch, err := l.checkFor(t)
 			if err != nil {
 				return err
 			}
-			l.outIdx[i] = len(l.exp)
+			f.outIdx[i] = len(l.exp)
 			l.exp = append(l.exp, &expTopic{topic: t, check: ch})
 		}
 	}
@@ -304,7 +323,7 @@ func (l *Loop) classify() error {
 		return fmt.Errorf("%w: expect %s matches no topic of the dumps (they hold %s)", ErrOptions,
 			strings.Join(l.opts.Expect, ","), strings.Join(all, ", "))
 	}
-	if l.opts.Mode != ModeOutputOnly && len(l.inTopics) == 0 {
+	if l.opts.Mode != ModeOutputOnly && len(f.inTopics) == 0 {
 		return fmt.Errorf("%w: every topic of the dumps matches expect %s: no input to feed the system under test", ErrOptions,
 			strings.Join(l.opts.Expect, ","))
 	}
@@ -318,6 +337,76 @@ func (l *Loop) classify() error {
 		}
 	}
 	return nil
+}
+
+// addInput routes player topic i (t) to the output, as its next input
+// topic.
+func (f *feed) addInput(i int, t *Topic) {
+	f.outIdx[i] = len(f.inTopics)
+	in := *t
+	in.Index = len(f.inTopics)
+	f.inTopics = append(f.inTopics, in)
+	f.infos = append(f.infos, &ingest.TopicInfo{Name: t.Name, Channel: t.Channel, Type: t.Type})
+}
+
+// AddPlayer adds another player of dumps, whose topics are all inputs,
+// published to out. The loop's player and this one must have turns of one
+// Orchestrator (Options.Turn), which orders their messages (and, in
+// lockstep, waits for the answer to each before the next of any player).
+// Call before Run.
+func (l *Loop) AddPlayer(p *Player, out Output) error {
+	if err := l.addOK(p.opts.Turn); err != nil {
+		return err
+	}
+	tps := p.Topics()
+	f := &feed{name: fmt.Sprintf("player %d", len(l.feeds)), kind: make([]topicKind, len(tps)), outIdx: make([]int, len(tps)), out: out, run: p.Run}
+	for i := range tps {
+		rt := Topic{Name: tps[i].recordedKey().name, Channel: tps[i].Channel}
+		if matchTopic(l.opts.Expect, &rt) {
+			return fmt.Errorf("%w: %s is expected: the expected topics come from the first dumps, another player only feeds inputs", ErrOptions, tps[i].recordedString())
+		}
+		f.addInput(i, &tps[i])
+	}
+	p.hold = func(ctx context.Context, ti int, ts, gen int64) (bool, error) { return l.holdFeed(ctx, f, ti, ts, gen) }
+	l.feeds = append(l.feeds, f)
+	return nil
+}
+
+// AddLive adds a live player (its datagrams are inputs, published to out)
+// of the loop's Orchestrator. Call before Run.
+func (l *Loop) AddLive(lv *LiveUDP, out Output) error {
+	if err := l.addOK(lv.turn); err != nil {
+		return err
+	}
+	f := &feed{name: "live " + lv.opts.Addr, kind: []topicKind{kindInput}, outIdx: []int{0}, out: out, run: lv.Run, live: true}
+	f.addInput(0, &lv.topics[0])
+	lv.hold = func(ctx context.Context, ti int, ts, gen int64) (bool, error) { return l.holdFeed(ctx, f, ti, ts, gen) }
+	l.feeds = append(l.feeds, f)
+	return nil
+}
+
+func (l *Loop) addOK(t *TurnToken) error {
+	switch {
+	case l.p.opts.Turn == nil:
+		return fmt.Errorf("%w: several players need an orchestrator: give the loop's player a turn (Options.Turn)", ErrOptions)
+	case t == nil || t.o != l.p.opts.Turn.o:
+		return fmt.Errorf("%w: every player of a loop takes its turns from the loop's orchestrator", ErrOptions)
+	case l.opts.Mode == ModeOutputOnly:
+		return fmt.Errorf("%w: output-only re-emits the recorded outputs: no other player", ErrOptions)
+	}
+	return nil
+}
+
+// rate is the timeline's pace: the orchestrator's, or the player's.
+func (l *Loop) rate() float64 {
+	r := l.p.opts.Rate
+	if t := l.p.opts.Turn; t != nil {
+		r = t.o.rate
+	}
+	if r == 0 {
+		r = 1 // as fast as possible: latencies map one to one
+	}
+	return r
 }
 
 // checkFor returns the check of expected topic t: the first whose glob
@@ -361,9 +450,10 @@ func TypeDecoder(t *Topic) (d schema.Decoder, how string, ok bool) {
 // Player returns the player, for Pause, Resume, Step, Progress and Range.
 func (l *Loop) Player() *Player { return l.p }
 
-// Inputs returns the topics published to the system under test (Index
-// numbered among them): the topics an Output given to Run is opened with.
-func (l *Loop) Inputs() []Topic { return l.inTopics }
+// Inputs returns the topics the loop's player publishes to the system
+// under test (Index numbered among them): the topics the Output given to
+// Run is opened with.
+func (l *Loop) Inputs() []Topic { return l.feeds[0].inTopics }
 
 // Close closes the dumps.
 func (l *Loop) Close() error { return l.p.Close() }
@@ -454,8 +544,10 @@ func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
 		caps[i] = func() topicCap { return topicCap{n: 2*n + 64, bytes: 2*e.recBytes.Load() + 1<<20} }
 	}
 	var inputs uint64
-	for _, t := range l.inTopics {
-		inputs += t.Messages
+	for _, f := range l.feeds {
+		for _, t := range f.inTopics {
+			inputs += t.Messages
+		}
 	}
 	coll, err := newCollector(collectorOptions{listen: l.opts.Listen, expect: names, caps: caps, ackGlob: l.opts.Ack,
 		dynamic: l.dynamic, dynCap: topicCap{n: int(min(4*inputs+64, 1<<30)), bytes: dynamicBytes}})
@@ -464,10 +556,14 @@ func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
 	}
 	l.coll = coll
 	l.genIdx = map[int64]int{}
+	main := l.feeds[0]
+	main.out = out
 	if l.opts.Lockstep != LockstepOff {
-		l.p.hold = l.hold
+		l.p.hold = func(ctx context.Context, ti int, ts, gen int64) (bool, error) {
+			return l.holdFeed(ctx, main, ti, ts, gen)
+		}
 	}
-	st, runErr := l.p.Run(ctx, &routeOut{l: l, inner: out})
+	st, runErr := l.runFeeds(ctx)
 	res.Stats, res.Timing, res.Inputs = st, timingOf(&st), l.released
 	if runErr == nil {
 		runErr = l.settle(ctx)
@@ -484,44 +580,95 @@ func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
 	return res, runErr
 }
 
+// runFeeds runs every player: the loop's on this goroutine, the others on
+// their own; live players until the players of dumps are done. It returns
+// the loop's player's stats and the first error.
+func (l *Loop) runFeeds(ctx context.Context) (Stats, error) {
+	if len(l.feeds) == 1 {
+		return l.p.Run(ctx, &routeOut{l: l, f: l.feeds[0]})
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	liveCtx, stopLive := context.WithCancel(ctx)
+	defer stopLive()
+	var dumps, lives sync.WaitGroup
+	errs := make([]error, len(l.feeds))
+	for i, f := range l.feeds[1:] {
+		wg := &dumps
+		fctx := ctx
+		if f.live {
+			wg, fctx = &lives, liveCtx
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := f.run(fctx, &routeOut{l: l, f: f}); err != nil && !errors.Is(err, context.Canceled) {
+				errs[i+1] = fmt.Errorf("%s: %w", f.name, err)
+				cancel()
+			}
+		}()
+	}
+	st, err := l.p.Run(ctx, &routeOut{l: l, f: l.feeds[0]})
+	errs[0] = err
+	dumps.Wait()
+	stopLive()
+	lives.Wait()
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			return st, e
+		}
+	}
+	return st, err
+}
+
 func timingOf(st *Stats) LatencyReport {
 	return LatencyReport{Samples: st.Samples, P50Ns: int64(st.TimingP50), P99Ns: int64(st.TimingP99), MaxNs: int64(st.TimingMax)}
 }
 
-// routeOut is the Output the player writes to in a closed loop: inputs go
-// to the real output (topics renumbered), recorded outputs are kept for
-// the comparison, dropped topics go nowhere.
+// routeOut is the Output a player writes to in a closed loop: inputs go
+// to its feed's output (topics renumbered), recorded outputs are kept for
+// the comparison, dropped topics go nowhere. With several players, only
+// the one holding the orchestrator's turn writes: the loop's state is
+// touched by one goroutine at a time.
 type routeOut struct {
-	l     *Loop
-	inner Output
+	l *Loop
+	f *feed
 }
 
-func (o *routeOut) Open([]Topic) error { return o.inner.Open(o.l.inTopics) }
-func (o *routeOut) Close() error       { return o.inner.Close() }
+func (o *routeOut) Open([]Topic) error { return o.f.out.Open(o.f.inTopics) }
+func (o *routeOut) Close() error       { return o.f.out.Close() }
 
 func (o *routeOut) Write(m *Message) error {
-	l := o.l
+	l, f := o.l, o.f
 	ti := m.Topic.Index
-	switch l.kind[ti] {
+	switch f.kind[ti] {
 	case kindClock:
 		l.m = *m
-		l.m.Topic = &l.inTopics[l.outIdx[ti]]
-		return o.inner.Write(&l.m)
+		l.m.Topic = &f.inTopics[f.outIdx[ti]]
+		return f.out.Write(&l.m)
 	case kindInput:
 		l.m = *m
-		l.m.Topic = &l.inTopics[l.outIdx[ti]]
+		l.m.Topic = &f.inTopics[f.outIdx[ti]]
 		at := time.Now().UnixNano() // before: the answer may be collected before Write returns
-		err := o.inner.Write(&l.m)
+		err := f.out.Write(&l.m)
 		if m.GenNs != 0 {
 			l.genIdx[m.GenNs] = l.released
 		}
+		ts := max(m.TimeNs, l.lastInTs) // a live message may come a little before the last turn's time
 		l.released++
 		l.releaseNs = append(l.releaseNs, at)
-		l.inputTs = append(l.inputTs, m.TimeNs)
-		l.lastInTs = m.TimeNs
+		l.inputTs = append(l.inputTs, ts)
+		l.lastInTs = ts
+		if l.opts.Record != "" {
+			done := m.DoneNs
+			if done == 0 {
+				done = m.TimeNs
+			}
+			l.recIn = append(l.recIn, recIn{info: f.infos[f.outIdx[ti]], gen: m.GenNs, done: done, at: ts, data: append([]byte(nil), m.Data...)})
+		}
 		return err
 	case kindExpected:
-		e := l.exp[l.outIdx[ti]]
+		e := l.exp[f.outIdx[ti]]
 		e.rec = append(e.rec, recOut{timeNs: m.TimeNs, genNs: m.GenNs, data: append([]byte(nil), m.Data...)})
 		e.recBytes.Add(int64(len(m.Data)))
 		if l.opts.Lockstep == LockstepOutputs {
@@ -550,10 +697,12 @@ func (l *Loop) stepOf(gen, ts int64) int {
 	return sort.Search(len(l.inputTs), func(j int) bool { return l.inputTs[j] > ts })
 }
 
-// hold is the player's lockstep gate, called before each message: an
-// input waits until the system under test answered the inputs before it.
-func (l *Loop) hold(ctx context.Context, ti int, ts, gen int64) (waited bool, err error) {
-	if l.kind[ti] != kindInput || l.released == 0 {
+// holdFeed is a player's lockstep gate, called before each message of
+// feed f (inside its turn when there are several players): an input waits
+// until the system under test answered every input released before it,
+// by any player.
+func (l *Loop) holdFeed(ctx context.Context, f *feed, ti int, ts, gen int64) (waited bool, err error) {
+	if l.opts.Lockstep == LockstepOff || f.kind[ti] != kindInput || l.released == 0 {
 		return false, nil
 	}
 	want := l.released
@@ -746,10 +895,7 @@ func (l *Loop) published(c *collected, tr *TopicReport, all *hist) []pubOut {
 // never going back within the topic: the order of arrival is the order
 // published). before counts outputs that arrived before the first input.
 func (l *Loop) attribute(c *collected) (pub []pubOut, before int) {
-	rate := l.p.opts.Rate
-	if rate == 0 {
-		rate = 1
-	}
+	rate := l.rate()
 	last := int64(math.MinInt64)
 	for _, g := range c.msgs {
 		k := 0

@@ -12,7 +12,6 @@ import (
 	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -24,9 +23,10 @@ const (
 	RecordOfLabel = "edr.replay.of"
 )
 
-// writeRecord writes LoopOptions.Record: the inputs released (as the
-// system under test saw them: remapped names, recorded producer and
-// capture times, payloads as recorded) and the outputs collected after
+// writeRecord writes LoopOptions.Record: the inputs released by every
+// player (as the system under test saw them: remapped names, recorded
+// producer and capture times, payloads as recorded; a live input at its
+// time on the timeline) and the outputs collected after
 // the first input (their producer time as published, their capture time
 // their replay time, Loop.attribute), merged in time order (an output
 // before an input of the same time; each topic in its order of arrival). The file is
@@ -97,48 +97,19 @@ func (l *Loop) writeRecord(got map[int]*collected, dyn []*collected) (err error)
 	}
 	sort.SliceStable(outs, func(i, j int) bool { return outs[i].t < outs[j].t })
 
-	// the inputs again, in the player's order, merged with the outputs
-	ins := make([]*ingest.TopicInfo, len(l.inTopics))
-	for i := range l.inTopics {
-		t := &l.inTopics[i]
-		ins[i] = &ingest.TopicInfo{Name: t.Name, Channel: t.Channel, Type: t.Type}
-	}
-	msgs := dumpfile.NewMessages(l.p.sources...)
-	if err := msgs.SeekTime(l.p.startNs); err != nil {
-		return err
-	}
-	oi, written := 0, 0
-	for written < l.released {
-		ok, err := msgs.Next()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		ts := msgs.Time()
-		if l.p.endNs != 0 && ts > l.p.endNs {
-			break
-		}
-		pm := msgs.Message()
-		ti, known := l.p.index[topicKey{pm.Name, pm.Channel}]
-		if !known || ti < 0 || l.kind[ti] != kindInput {
-			continue
-		}
-		for oi < len(outs) && outs[oi].t <= ts {
+	// the inputs as released (in turn order, every player), merged with
+	// the outputs
+	oi := 0
+	for _, in := range l.recIn {
+		for oi < len(outs) && outs[oi].t <= in.at {
 			if err := write(outs[oi].ti, outs[oi].gen, outs[oi].t, outs[oi].data); err != nil {
 				return err
 			}
 			oi++
 		}
-		capture := pm.DoneNs
-		if capture == 0 {
-			capture = ts
-		}
-		if err := write(ins[l.outIdx[ti]], pm.GenNs, capture, pm.Data); err != nil {
+		if err := write(in.info, in.gen, max(in.done, in.at), in.data); err != nil {
 			return err
 		}
-		written++
 	}
 	for ; oi < len(outs); oi++ {
 		if err := write(outs[oi].ti, outs[oi].gen, outs[oi].t, outs[oi].data); err != nil {

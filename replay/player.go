@@ -73,6 +73,12 @@ type Options struct {
 	ClockHz float64
 	// ClockTopic names the clock topic (DefaultClockTopic when "").
 	ClockTopic string
+	// Turn, when set, makes the player one of several an Orchestrator
+	// coordinates: each message waits for its turn (TurnToken.Wait) and
+	// the orchestrator paces the shared timeline, so Rate must be 0 and
+	// Loop, Delay, StartPaused, ClockHz, Pause and Step do not apply.
+	// Run leaves the orchestrator when it returns.
+	Turn *TurnToken
 	// Spin, when positive, is how long before a due time the player stops
 	// sleeping and polls the clock (yielding between polls): better timing
 	// on an idle machine for a busy core, worse when the CPU is contended
@@ -340,6 +346,9 @@ func (o *Options) check() error {
 	case o.ClockHz > 1e6:
 		return fmt.Errorf("%w: clock rate %v Hz is more than 1 MHz", ErrOptions, o.ClockHz)
 	}
+	if o.Turn != nil && (o.Rate != 0 || o.Loop || o.Delay != 0 || o.StartPaused || o.ClockHz != 0) {
+		return fmt.Errorf("%w: a player with a turn is paced by its orchestrator: no rate, loop, delay, start paused or clock of its own", ErrOptions)
+	}
 	for _, list := range [][]string{o.Topics, o.Exclude} {
 		for _, g := range list {
 			if _, err := path.Match(g, ""); err != nil {
@@ -535,6 +544,9 @@ func (p *Player) Run(ctx context.Context, out Output) (Stats, error) {
 	if p.ran.Swap(true) {
 		return st, errors.New("replay: Run called twice")
 	}
+	if p.opts.Turn != nil {
+		defer p.opts.Turn.Leave()
+	}
 	if p.opts.StartPaused {
 		p.Pause()
 	}
@@ -594,6 +606,35 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 			if !known || ti < 0 {
 				continue
 			}
+			if turn := p.opts.Turn; turn != nil {
+				// the orchestrator orders and paces: wait for the turn,
+				// write, end the turn
+				if err := turn.Wait(ctx, ts); err != nil {
+					return err
+				}
+				waited := false
+				if p.hold != nil {
+					if waited, err = p.hold(ctx, ti, ts, pm.GenNs); err != nil {
+						turn.Done()
+						return err
+					}
+				}
+				m = Message{Topic: &p.topics[ti], Seq: p.seq[ti], TimeNs: ts, GenNs: pm.GenNs, DoneNs: pm.DoneNs, Meta: pm.Meta, Data: pm.Data}
+				p.seq[ti]++
+				err := p.write(out, &m, st)
+				if waited {
+					turn.Restart()
+				}
+				turn.Done()
+				if err != nil {
+					return err
+				}
+				if first {
+					st.FirstNs, first = ts, false
+				}
+				st.LastNs = ts
+				continue
+			}
 			if p.hold != nil {
 				waited, err := p.hold(ctx, ti, ts, pm.GenNs)
 				if err != nil {
@@ -618,27 +659,36 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 			m = Message{Topic: &p.topics[ti], Seq: p.seq[ti], TimeNs: ts, GenNs: pm.GenNs, DoneNs: pm.DoneNs,
 				Meta: pm.Meta, Data: pm.Data}
 			p.seq[ti]++
-			if err := out.Write(&m); err != nil {
-				if !errors.Is(err, ErrTooLarge) {
-					return fmt.Errorf("replay: %s seq %d: %w", m.Topic, m.Seq, err)
-				}
-				st.Dropped++
-			} else {
-				st.Messages++
-				st.Bytes += uint64(len(m.Data))
-				p.nMsgs.Add(1)
-				p.nBytes.Add(uint64(len(m.Data)))
+			if err := p.write(out, &m, st); err != nil {
+				return err
 			}
 			if first {
 				st.FirstNs, first = ts, false
 			}
 			st.LastNs = ts
-			p.position.Store(ts)
 		}
 		if !p.opts.Loop || st.Messages+st.Dropped == 0 || (p.opts.Passes > 0 && st.Passes >= p.opts.Passes) {
 			return nil
 		}
 	}
+}
+
+// write hands m to out and counts it (a message too large for the output
+// is dropped and counted; any other error stops the replay).
+func (p *Player) write(out Output, m *Message, st *Stats) error {
+	if err := out.Write(m); err != nil {
+		if !errors.Is(err, ErrTooLarge) {
+			return fmt.Errorf("replay: %s seq %d: %w", m.Topic, m.Seq, err)
+		}
+		st.Dropped++
+	} else {
+		st.Messages++
+		st.Bytes += uint64(len(m.Data))
+		p.nMsgs.Add(1)
+		p.nBytes.Add(uint64(len(m.Data)))
+	}
+	p.position.Store(m.TimeNs)
+	return nil
 }
 
 func (ps *pass) due(ts int64, rate float64) int64 { return ps.base + int64(float64(ts-ps.baseTs)/rate) }

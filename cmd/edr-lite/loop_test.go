@@ -513,3 +513,151 @@ func TestClosedLoopUsage(t *testing.T) {
 	os.WriteFile(checks, []byte("[[check]]\nmode = \"loose\"\n"), 0o644)
 	f(2, `checks.toml: check 1 (topic ""): mode = "loose"`, "--to", seg, "--expect", "vehicle/speed", "--checks", checks)
 }
+
+// splitInputs writes the speed and the obstacle samples of inputsDump(n)
+// into two dumps, one per topic.
+func splitInputs(t *testing.T, n int) (speed, obstacle string) {
+	dir := t.TempDir()
+	speed, obstacle = filepath.Join(dir, "speed.pack"), filepath.Join(dir, "obstacle.pack")
+	ws, err := pack.Create(speed, pack.WriterOptions{Writer: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wo, err := pack.Create(obstacle, pack.WriterOptions{Writer: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		ts := t0 + int64(i)*10e6
+		ws.Add("vehicle/speed", "", nil, ts, ts, binary.LittleEndian.AppendUint32(nil, math.Float32bits(speedAt(i*3))))
+		wo.Add("vehicle/obstacle", "", nil, ts+5e6, ts+5e6, binary.LittleEndian.AppendUint32(nil, math.Float32bits(60-float32(i))))
+	}
+	if err := ws.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wo.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return speed, obstacle
+}
+
+// TestLockstepTwoPlayers: the speed and the obstacle samples replayed by
+// two players (--player) coordinated by one orchestrator, in lockstep
+// with a jittery node: every run records the same outputs as one player
+// replaying both in one dump.
+func TestLockstepTwoPlayers(t *testing.T) {
+	const n = 30
+	merged := inputsDump(t, n)
+	speed, obstacle := splitInputs(t, n)
+	run := func(mk func(dir string) []string) []byte {
+		t.Helper()
+		dir := t.TempDir()
+		args := mk(dir)
+		startNode(t, dir, nil, brakeNodeBinary(t), "-shm", dir, "-jitter", "1ms")
+		out := filepath.Join(t.TempDir(), "run.pack")
+		code, stdout, errs := runBin(t, append(args, "--to", "shm:"+dir, "--expect", "planner/brake", "--asfast", "--mode", "input-only",
+			"--lockstep", "ack:planner/brake", "--record", out, "--timeout", "1s")...)
+		if code != 0 || !strings.Contains(stdout, fmt.Sprintf("closed loop (input-only): %d inputs", 2*n)) {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, stdout, errs)
+		}
+		got, m := brakeOutputs(t, out)
+		if m != 2*n {
+			t.Fatalf("%v: %d outputs", args, m)
+		}
+		return got
+	}
+	want := run(func(string) []string { return []string{"replay", merged} })
+	for i := 0; i < 5; i++ {
+		if got := run(func(dir string) []string { return []string{"replay", speed, "--player", "shm:" + dir + "=" + obstacle} }); !bytes.Equal(got, want) {
+			t.Fatalf("two players, run %d: outputs differ from one player's", i)
+		}
+	}
+}
+
+// TestLiveAndDumpPlayers: a dump replayed in real time while obstacle
+// distances arrive live over UDP (--live): the node answers both, and the
+// recorded session holds the live inputs in their place on the timeline.
+func TestLiveAndDumpPlayers(t *testing.T) {
+	speed, _ := splitInputs(t, 40)
+	dir := t.TempDir()
+	startNode(t, dir, nil, brakeNodeBinary(t), "-shm", dir)
+	port := freeUDPPort(t)
+	out := filepath.Join(t.TempDir(), "session.pack")
+	cmd := exec.Command(edrBinary(t), "replay", speed, "--to", "shm:"+dir, "--expect", "planner/brake", "--mode", "input-only",
+		"--live", fmt.Sprintf("udp:127.0.0.1:%d=vehicle/obstacle", port), "--record", out, "--timeout", "500ms")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(100 * time.Millisecond) // the replay of 400 ms is under way
+	for i := 0; i < 5; i++ {
+		c.Write(binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(50-i))))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "closed loop (input-only): 45 inputs") {
+		t.Fatalf("%s", stdout.String())
+	}
+	var topics []string
+	var last int64
+	if err := dumpfile.Walk(out, func(m *dumpfile.Msg) error {
+		topics = append(topics, m.Topic)
+		if m.TimeNs < last && m.Topic != "planner/brake" {
+			t.Errorf("%s at %d after %d", m.Topic, m.TimeNs, last)
+		}
+		last = max(last, m.TimeNs)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, tp := range topics {
+		count[tp]++
+	}
+	if count["vehicle/obstacle"] != 5 || count["vehicle/speed"] != 40 || count["planner/brake"] != 45 {
+		t.Fatalf("session holds %v", count)
+	}
+	// the live samples arrived between the first and the last speed sample
+	first, lastSpeed := -1, -1
+	for i, tp := range topics {
+		if tp == "vehicle/speed" {
+			if first < 0 {
+				first = i
+			}
+			lastSpeed = i
+		}
+	}
+	for i, tp := range topics {
+		if tp == "vehicle/obstacle" && (i < first || i > lastSpeed) {
+			t.Errorf("live sample at position %d, outside the replayed speed samples (%d..%d)", i, first, lastSpeed)
+		}
+	}
+}
+
+// TestReplayPlayersOpenLoop: --player without a closed loop replays each
+// player's dumps to its own output on one timeline.
+func TestReplayPlayersOpenLoop(t *testing.T) {
+	speed, obstacle := splitInputs(t, 20)
+	d1, d2 := t.TempDir(), t.TempDir()
+	code, out, errs := runBin(t, "replay", speed, "--to", "shm:"+d1, "--player", "shm:"+d2+"="+obstacle, "--rate", "4")
+	if code != 0 || !strings.Contains(out, "replayed 20 messages") || !strings.Contains(out, "player shm:"+d2+" ("+obstacle+"): 20 messages, 0 dropped") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if s := drainSeg(t, d2, "vehicle/obstacle"); s.n != 20 {
+		t.Errorf("the second player published %d messages", s.n)
+	}
+	if code, _, errs := runBin(t, "replay", speed, "--to", "shm:"+d1, "--player", "shm:"+d2+"="+obstacle, "--loop"); code != 2 || !strings.Contains(errs, "--loop is for one player") {
+		t.Errorf("--loop with --player: %d %s", code, errs)
+	}
+	if code, _, errs := runBin(t, "replay", speed, "--to", "shm:"+d1, "--live", "udp:127.0.0.1:1"); code != 2 || !strings.Contains(errs, "want udp:HOST:PORT=TOPIC") {
+		t.Errorf("--live without a topic: %d %s", code, errs)
+	}
+}

@@ -94,6 +94,7 @@ func runReplay(e *env) int {
 	f := declareReplayFlags(c)
 	rf := declareRosbagFlags(c)
 	lf := declareLoopFlags(c)
+	pf := declarePlayerFlags(c)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -111,12 +112,38 @@ func runReplay(e *env) int {
 	}
 	given := map[string]bool{}
 	c.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	// several players: one orchestrator paces the timeline at --rate
+	var extra *extraPlayers
+	rate := opts.Rate
+	if pf.active() {
+		ps, ls, err := pf.parse(given)
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		o, err := replay.NewOrchestrator(rate)
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		opts.Rate, opts.Turn = 0, o.Join("main")
+		capacity := 0
+		if *f.capacity != "" {
+			n, _ := units.ParseSize(*f.capacity) // checked by f.output
+			capacity = int(n)
+		}
+		if extra, err = openExtra(o, ps, ls, *f.to, capacity); err != nil {
+			if errors.Is(err, replay.ErrOptions) {
+				return c.usageErr("%v", err)
+			}
+			return c.fail(err)
+		}
+		defer extra.close()
+	}
 	if lf.active() {
 		lo, err := lf.options(given, *f.to)
 		if err != nil {
 			return c.usageErr("%v", err)
 		}
-		return runLoop(c, lf, rf, args, opts, lo, out, udp)
+		return runLoop(c, lf, rf, args, opts, lo, out, udp, extra, rate)
 	}
 	if n := lf.usedWithoutExpect(given); n != "" {
 		return c.usageErr("--%s is for a closed loop: give --expect with the topics the system under test publishes", n)
@@ -134,6 +161,9 @@ func runReplay(e *env) int {
 	}
 	if udp != nil {
 		out = announce{udp, e}
+	}
+	if extra != nil {
+		return playMany(c, p, out, extra, rate)
 	}
 	stopCtl, err := rf.serveControl(p)
 	if err != nil {

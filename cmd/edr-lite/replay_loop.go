@@ -260,7 +260,8 @@ func parseListen(s string) (replay.Listen, error) {
 // runLoop is replay's closed loop: it opens the dumps, plays the inputs
 // to out (or, output-only, the recorded outputs), prints the report and
 // returns the exit code.
-func runLoop(c *command, f *loopFlags, rf *rosbagFlags, args []string, opts replay.Options, lo replay.LoopOptions, out replay.Output, udp *replay.UDPOutput) int {
+func runLoop(c *command, f *loopFlags, rf *rosbagFlags, args []string, opts replay.Options, lo replay.LoopOptions, out replay.Output,
+	udp *replay.UDPOutput, extra *extraPlayers, rate float64) int {
 	l, err := replay.NewLoop(args, opts, lo)
 	if err != nil {
 		if errors.Is(err, replay.ErrOptions) {
@@ -269,6 +270,19 @@ func runLoop(c *command, f *loopFlags, rf *rosbagFlags, args []string, opts repl
 		return c.fail(err)
 	}
 	defer l.Close()
+	if extra != nil {
+		for i, p := range extra.players {
+			if err := l.AddPlayer(p, extra.pouts[i]); err != nil {
+				return c.usageErr("%v", err)
+			}
+		}
+		for i, lv := range extra.lives {
+			if err := l.AddLive(lv, extra.louts[i]); err != nil {
+				return c.usageErr("%v", err)
+			}
+		}
+		opts.Rate = rate
+	}
 	if udp != nil {
 		out = announce{udp, c.e}
 	}
