@@ -413,3 +413,40 @@ func (c *comparer) byteDiff(r *recOut, p *pubOut) {
 	win := func(b []byte) string { return fmt.Sprintf("%x", b[i:min(len(b), i+16)]) }
 	c.mismatch("value", r, p, fmt.Sprintf("bytes[%d]", i), win(r.data), win(p.data))
 }
+
+// OutputMessage is one output message for CompareOutputs.
+type OutputMessage struct {
+	TimeNs int64 // message time (replay time for a published one)
+	GenNs  int64 // producer time (0 = unknown)
+	Data   []byte
+}
+
+// CompareOutputs compares the outputs a system under test published on
+// one topic with the recorded ones, by ch, as a closed loop does (each
+// message its own step, numbered from 1), and returns every mismatch. The
+// messages are untrusted: decoding is bounded by each message and never
+// panics (fuzz/replay_fuzz_test.go).
+func CompareOutputs(ch Check, topic string, recorded, published []OutputMessage) ([]Mismatch, error) {
+	if err := ch.validate(); err != nil {
+		return nil, err
+	}
+	if ch.Mode == CheckTolerance && ch.Decoder == nil {
+		return nil, fmt.Errorf("%w: a tolerance check of %s needs a decoder", ErrOptions, topic)
+	}
+	rec := make([]recOut, len(recorded))
+	for i, m := range recorded {
+		rec[i] = recOut{seq: i, step: i + 1, timeNs: m.TimeNs, genNs: m.GenNs, data: m.Data}
+	}
+	pub := make([]pubOut, len(published))
+	for i, m := range published {
+		pub[i] = pubOut{seq: i, step: i + 1, timeNs: m.TimeNs, genNs: m.GenNs, data: m.Data}
+	}
+	var out []Mismatch
+	var first int64
+	if len(recorded) > 0 {
+		first = recorded[0].TimeNs
+	}
+	c := &comparer{ch: &ch, topic: topic, firstNs: first, add: func(m Mismatch) { out = append(out, m) }}
+	c.run(rec, pub)
+	return out, nil
+}
