@@ -88,10 +88,12 @@ type collector struct {
 	topics   []*collected // by recorder TopicID
 	pending  []pendingTopic
 	byID     map[ingest.TopicID]*collected
-	changed  chan struct{} // closed (and replaced) whenever something was drained
-	outputs  int           // messages on expected topics
-	acks     int           // acknowledgements
-	lastNs   int64         // capture time of the newest message drained
+	changed  chan struct{}  // closed (and replaced) whenever something was drained
+	scratch  engine.Message // drain's (under mu)
+	timer    *time.Timer    // waitUntil's: one waiter at a time (the player holding the turn)
+	outputs  int            // messages on expected topics
+	acks     int            // acknowledgements
+	lastNs   int64          // capture time of the newest message drained
 	warnings []string
 }
 
@@ -258,23 +260,25 @@ func (c *collector) drainer() {
 	defer close(c.done)
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	var m engine.Message
 	for {
 		select {
 		case <-c.notify:
 		case <-t.C:
 		case <-c.stop:
-			c.drain(&m)
+			c.drain()
 			return
 		}
-		c.drain(&m)
+		c.drain()
 	}
 }
 
-// drain opens readers for new topics and reads every ring to its end.
-func (c *collector) drain(m *engine.Message) {
+// drain opens readers for new topics and reads every ring to its end. The
+// drainer calls it, and so does a waiter that takes the wake-up first
+// (waitUntil): the readers are used under c.mu, one goroutine at a time.
+func (c *collector) drain() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	m := &c.scratch
 	for _, pt := range c.pending {
 		id, info := pt.id, pt.info
 		if c.byID[id] != nil {
@@ -341,8 +345,23 @@ func (c *collector) counts() (outputs, acks int, lastNs int64) {
 // waitUntil blocks until cond (called with the collector's lock held,
 // with the counts so far) holds, ctx is done, or deadline passes. ok says
 // whether cond held.
+//
+// The waiter drains the rings itself when it takes the sources' wake-up
+// before the drainer goroutine does: a lockstep step then costs one
+// goroutine hand-off less.
 func (c *collector) waitUntil(ctx context.Context, deadline time.Time, cond func(outputs, acks int, lastNs int64) bool) (ok bool, err error) {
-	var timer *time.Timer
+	if c.timer == nil {
+		c.timer = time.NewTimer(time.Hour)
+	}
+	timer := c.timer
+	stop := func() {
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
 	for {
 		c.mu.Lock()
 		if cond(c.outputs, c.acks, c.lastNs) {
@@ -355,19 +374,17 @@ func (c *collector) waitUntil(ctx context.Context, deadline time.Time, cond func
 		if left <= 0 {
 			return false, nil
 		}
-		if timer == nil {
-			timer = time.NewTimer(left)
-			defer timer.Stop()
-		} else {
-			timer.Reset(left)
-		}
+		stop()
+		timer.Reset(left)
 		select {
 		case <-ch:
-			if !timer.Stop() {
-				<-timer.C
-			}
+			stop()
+		case <-c.notify:
+			stop()
+			c.drain()
 		case <-timer.C:
 		case <-ctx.Done():
+			stop()
 			return false, ctx.Err()
 		}
 	}

@@ -51,7 +51,7 @@ type testNode struct {
 	seen int
 }
 
-func startNode(t *testing.T, dir string, f func(speed float32) []byte, ack string) *testNode {
+func startNode(t testing.TB, dir string, f func(speed float32) []byte, ack string) *testNode {
 	t.Helper()
 	n := &testNode{f: f}
 	var err error
