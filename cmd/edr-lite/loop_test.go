@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -19,8 +20,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bufbuild/protocompile"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/replay"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
@@ -659,5 +668,74 @@ func TestReplayPlayersOpenLoop(t *testing.T) {
 	}
 	if code, _, errs := runBin(t, "replay", speed, "--to", "shm:"+d1, "--live", "udp:127.0.0.1:1"); code != 2 || !strings.Contains(errs, "want udp:HOST:PORT=TOPIC") {
 		t.Errorf("--live without a topic: %d %s", code, errs)
+	}
+}
+
+// TestClosedLoopChecksFile: per-topic checks from a TOML file (a layout
+// next to it) and from a JSON file, against the node computing in float64.
+func TestClosedLoopChecksFile(t *testing.T) {
+	dump := daemonRecording(t)
+	dir := t.TempDir()
+	layout, err := os.ReadFile(brakeLayout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "brake.layout"), layout, 0o644)
+	toml := filepath.Join(dir, "checks.toml")
+	os.WriteFile(toml, []byte(`
+[[check]]
+topic = "planner/*"
+mode = "tolerance"
+abs = 1e-5
+fields = ["command", "brake"]
+layout = "brake.layout"
+`), 0o644)
+	code, out, errs := replayNode(t, dump, nil, []string{"-f64"}, "--checks", toml)
+	if code != 0 || !strings.Contains(out, "planner/brake  tolerance") || !strings.Contains(out, "ok: 300 outputs") {
+		t.Fatalf("TOML checks, -f64: exit %d\n%s%s", code, out, errs)
+	}
+	js := filepath.Join(dir, "checks.json")
+	os.WriteFile(js, []byte(`{"check": [{"topic": "planner/brake", "mode": "exact", "align": "time", "layout": "brake.layout"}]}`), 0o644)
+	code, out, _ = replayNode(t, dump, nil, []string{"-threshold", "17"}, "--checks", js)
+	if code != 1 || !strings.Contains(out, "planner/brake  exact  time") || len(mismatchLine.FindAllString(out, -1)) == 0 {
+		t.Fatalf("JSON checks, threshold 17: exit %d\n%s", code, out)
+	}
+}
+
+// TestLoadSchemaProtobuf: --schema TOPIC=FILE@pkg.Message reads a protobuf
+// FileDescriptorSet, and its decoder serves a tolerance check.
+func TestLoadSchemaProtobuf(t *testing.T) {
+	c := protocompile.Compiler{Resolver: &protocompile.SourceResolver{Accessor: protocompile.SourceAccessorFromMap(map[string]string{
+		"brake.proto": "syntax = \"proto3\"; package planner; message Brake { float speed = 1; float command = 2; bool brake = 3; }"})}}
+	files, err := c.Compile(context.Background(), "brake.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{protodesc.ToFileDescriptorProto(files[0])}}
+	b, err := proto.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := filepath.Join(t.TempDir(), "planner.desc")
+	os.WriteFile(desc, b, 0o644)
+	d, from, err := loadSchema(desc+"@planner.Brake", "")
+	if err != nil || from != "protobuf planner.desc planner.Brake" {
+		t.Fatalf("%v %q", err, from)
+	}
+	md := files[0].Messages().ByName("Brake")
+	enc := func(cmd float32) []byte {
+		m := dynamicpb.NewMessage(md)
+		m.Set(md.Fields().ByName("speed"), protoreflect.ValueOfFloat32(20))
+		m.Set(md.Fields().ByName("command"), protoreflect.ValueOfFloat32(cmd))
+		out, _ := proto.Marshal(m)
+		return out
+	}
+	ms, err := replay.CompareOutputs(replay.Check{Mode: replay.CheckTolerance, Abs: 1e-3, Decoder: d}, "planner/brake",
+		[]replay.OutputMessage{{Data: enc(0.5)}, {Data: enc(0.7)}}, []replay.OutputMessage{{Data: enc(0.5002)}, {Data: enc(0.8)}})
+	if err != nil || len(ms) != 1 || ms[0].Field != "command" || ms[0].Expected != "0.7" || ms[0].Got != "0.8" {
+		t.Fatalf("%v %+v", err, ms)
+	}
+	if _, _, err := loadSchema(desc+"@planner.Nope", ""); err == nil {
+		t.Error("an unknown message name gave no error")
 	}
 }
