@@ -83,7 +83,14 @@ message per input on TOPIC, which may be the output itself) or outputs
 (as many outputs as the recording holds) releases each input only once the
 node answered the ones before: deterministic even when the node is slower
 than real time. --timeout bounds every wait for the node. The report gives
-the latency from input to output (p50, p99, max).`
+the latency from input to output (p50, p99, max).
+
+Several players on one timeline: --player TO=DUMP[,DUMP] replays more dumps
+to another output, --live udp:HOST:PORT=TOPIC forwards datagrams received
+while replaying to --to as TOPIC. One orchestrator gives them turns by
+message time; equal times go to the player named first (the main dumps,
+then each --player, then each --live). With --expect they are all inputs,
+and lockstep waits for the answer to each before the next of any player.`
 	replayExample = "edr-lite replay dump.pack --to shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap --to udp:127.0.0.1:30000 --topics 'vehicle/*' --start 10s --duration 5s --loop\nedr-lite replay dump.pack --to shm:/dev/shm/edr --exclude 'camera/*' --remap vehicle/speed=sim/speed --clock 100 --loop-count 3\nedr-lite replay dump.pack --to shm:/dev/shm/edr --start-paused --control /tmp/replay.sock\nedr-lite replay drive.pack --to shm:/dev/shm/edr --expect 'planner/*' --asfast --lockstep ack:planner/brake\nedr-lite replay drive.pack --to shm:/dev/shm/edr --expect planner/brake --check tolerance --schema planner/brake=brake.layout --format json"
 )
 
