@@ -20,8 +20,9 @@ type LiveOptions struct {
 // LiveUDP is a live player for an Orchestrator: it receives datagrams
 // while dumps replay (a real sensor beside recorded ones) and writes each,
 // in its turn, to its Output as a message of one topic whose time is its
-// arrival on the orchestrator's timeline (Orchestrator.Timeline) and whose
-// producer time is unknown (0). One datagram is held at a time: while it
+// arrival on the orchestrator's timeline (Orchestrator.Timeline; a datagram
+// that arrives before the first recorded message was replayed waits for
+// it) and whose producer time is unknown (0). One datagram is held at a time: while it
 // waits for its turn, the socket buffers the next ones (the kernel drops
 // what does not fit; Stats.Dropped counts what the output refused).
 //
@@ -93,7 +94,10 @@ func (l *LiveUDP) run(ctx context.Context, out Output, st *Stats) error {
 		if err != nil {
 			return fmt.Errorf("replay: live udp %s: %w", l.opts.Addr, err)
 		}
-		ts := l.o.Timeline(time.Now().UnixNano())
+		ts, err := l.o.liveTime(ctx, time.Now().UnixNano())
+		if err != nil {
+			return err
+		}
 		if err := l.turn.Wait(ctx, ts); err != nil {
 			return err
 		}

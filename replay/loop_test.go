@@ -310,7 +310,7 @@ func TestLoopLockstepAck(t *testing.T) {
 	dir := t.TempDir()
 	node := startNode(t, dir, func(v float32) []byte { time.Sleep(time.Millisecond); return decide(v, 18) }, "planner/ack")
 	res := runLoop(t, dump, Options{}, LoopOptions{Expect: []string{"planner/brake"}, Listen: []Listen{{Shm: dir}},
-		Lockstep: LockstepAck, Ack: "planner/ack"}, dir)
+		Lockstep: LockstepAck, Ack: "planner/ack", Timeout: 20 * time.Second}, dir)
 	if !res.OK || res.Topics[0].Matched != 100 || res.Lockstep != "ack" {
 		t.Fatalf("%+v\n%s", res, mismatchText(res))
 	}

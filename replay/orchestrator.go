@@ -95,29 +95,53 @@ func (o *Orchestrator) Grants() uint64 {
 }
 
 // Timeline returns the message time the timeline has reached at wall time
-// wallNs: where a live message that arrived then belongs. Before the first
-// turn it is the earliest announced time (a live message then ties with
-// the first recorded one, and goes after it).
-func (o *Orchestrator) Timeline(wallNs int64) int64 {
+// wallNs, and false before the timeline has started (no turn granted yet).
+func (o *Orchestrator) Timeline(wallNs int64) (int64, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.started {
-		first := int64(math.MaxInt64)
-		for _, t := range o.tokens {
-			if t.pending && t.head < first {
-				first = t.head
-			}
-		}
-		if first == math.MaxInt64 {
-			return 0
-		}
-		return first
+		return 0, false
 	}
+	return o.timelineLocked(wallNs), true
+}
+
+func (o *Orchestrator) timelineLocked(wallNs int64) int64 {
 	rate := o.rate
 	if rate == 0 {
 		rate = 1
 	}
 	return o.baseTs + int64(float64(wallNs-o.base)*rate)
+}
+
+// liveTime is where a live message that arrived at wall time wallNs goes
+// on the timeline. Before the timeline has started it waits for the first
+// turn of a dump player (a live message never precedes the recording's
+// start); when no dump player remains, the timeline starts at the wall
+// clock.
+func (o *Orchestrator) liveTime(ctx context.Context, wallNs int64) (int64, error) {
+	o.mu.Lock()
+	for !o.started {
+		dumps := false
+		for _, t := range o.tokens {
+			dumps = dumps || (!t.live && !t.left)
+		}
+		if !dumps {
+			now := o.clk.Now()
+			o.base, o.baseTs, o.started = now, now, true
+			break
+		}
+		ch := o.changed
+		o.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		o.mu.Lock()
+	}
+	ts := o.timelineLocked(max(wallNs, o.base))
+	o.mu.Unlock()
+	return ts, nil
 }
 
 func (o *Orchestrator) signalLocked() {
@@ -184,6 +208,7 @@ func (t *TurnToken) Wait(ctx context.Context, ts int64) error {
 				o.holder, t.pending = t.i, false
 				o.grants++
 				o.grantedTs = ts
+				o.signalLocked() // live players wait for the timeline to start
 				o.mu.Unlock()
 				return nil
 			}

@@ -231,3 +231,60 @@ func TestLoopAddPlayerNeedsTurns(t *testing.T) {
 		t.Errorf("AddPlayer of expected topics: %v", err)
 	}
 }
+
+// TestOrchestratorLiveBeforeStart: a datagram that arrives before the dump
+// player's first turn waits for the timeline to start, and goes after the
+// recording's first message (it once took the time 0 and made the
+// recording due decades later).
+func TestOrchestratorLiveBeforeStart(t *testing.T) {
+	var r []rec
+	for i := 0; i < 5; i++ {
+		r = append(r, rec{name: "a", done: t0 + int64(i)*10e6, data: []byte{byte(i)}})
+	}
+	dump := writeDump(t, "a.pack", r, nil)
+	o, _ := NewOrchestrator(1)
+	p, err := Open([]string{dump}, Options{Turn: o.Join("dump")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	lv, err := ListenLive(LiveOptions{Addr: "127.0.0.1:0", Topic: "live/x"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lv.Close()
+	g := &orchLog{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	liveCtx, stopLive := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := lv.Run(liveCtx, g.output("L")); err != nil {
+			t.Error(err)
+		}
+	}()
+	c, err := net.Dial("udp", lv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte{1})
+	time.Sleep(100 * time.Millisecond) // the datagram is read and waits
+	if _, err := p.Run(ctx, g.output("D")); err != nil {
+		t.Fatalf("the recording did not replay: %v\n%v", err, g.out)
+	}
+	stopLive()
+	<-done
+	if len(g.out) != 6 || !strings.HasPrefix(g.out[0], "D a ") {
+		t.Fatalf("%v", g.out)
+	}
+	for _, line := range g.out {
+		var who, topic string
+		var ts int64
+		fmt.Sscanf(line, "%s %s %d", &who, &topic, &ts)
+		if ts < t0 {
+			t.Errorf("%s before the recording's start %d", line, t0)
+		}
+	}
+}

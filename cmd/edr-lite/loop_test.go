@@ -405,9 +405,12 @@ func TestLockstepDeterministic(t *testing.T) {
 	dump := inputsDump(t, n)
 	run := func(lockstep bool, i int) ([]byte, int) {
 		out := filepath.Join(t.TempDir(), fmt.Sprintf("run%d.pack", i))
+		// lockstep: a step may take long on a loaded machine, the end
+		// needs no quiet wait (every input is answered); free running: the
+		// outputs end after a quiet --timeout
 		args := []string{"--mode", "input-only", "--record", out, "--timeout", "1s"}
 		if lockstep {
-			args = append(args, "--lockstep", "ack:planner/brake")
+			args = []string{"--mode", "input-only", "--record", out, "--timeout", "20s", "--lockstep", "ack:planner/brake"}
 		}
 		code, stdout, errs := replayNode(t, dump, nil, []string{"-jitter", "1ms"}, args...)
 		if code != 0 {
@@ -565,7 +568,7 @@ func TestLockstepTwoPlayers(t *testing.T) {
 		startNode(t, dir, nil, brakeNodeBinary(t), "-shm", dir, "-jitter", "1ms")
 		out := filepath.Join(t.TempDir(), "run.pack")
 		code, stdout, errs := runBin(t, append(args, "--to", "shm:"+dir, "--expect", "planner/brake", "--asfast", "--mode", "input-only",
-			"--lockstep", "ack:planner/brake", "--record", out, "--timeout", "1s")...)
+			"--lockstep", "ack:planner/brake", "--record", out, "--timeout", "20s")...)
 		if code != 0 || !strings.Contains(stdout, fmt.Sprintf("closed loop (input-only): %d inputs", 2*n)) {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, stdout, errs)
 		}
@@ -609,6 +612,8 @@ func TestLiveAndDumpPlayers(t *testing.T) {
 		c.Write(binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(50-i))))
 		time.Sleep(20 * time.Millisecond)
 	}
+	watchdog := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer watchdog.Stop()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}
