@@ -108,7 +108,9 @@ func TestManualRateLimitApart(t *testing.T) {
 func TestMergedTriggersKeepTheirWindows(t *testing.T) {
 	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(100 * time.Millisecond), Post: new(100 * time.Millisecond), Guard: new(time.Duration(0))}})
 	ids := discover(t, r, "a")
-	feed(r, vc, ids, t0, t0+500*ms, 10*ms)
+	// the clock stops before the first trigger's post window ends, so its
+	// dump is still waiting when the second trigger joins it
+	feed(r, vc, ids, t0, t0+350*ms, 10*ms)
 	first, err := r.Trigger(TriggerParams{Reason: "brake", Source: dumpinfo.SourceLua, Rule: "hard_brake", TimeNs: t0 + 300*ms})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +119,7 @@ func TestMergedTriggersKeepTheirWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed(r, vc, ids, t0+510*ms, t0+600*ms, 10*ms)
+	feed(r, vc, ids, t0+360*ms, t0+600*ms, 10*ms)
 	res := wait(t, r, second)
 	if len(res.Triggers) != 2 || res.Triggers[0] != first || len(res.Records) != 2 {
 		t.Fatalf("result %+v, want both triggers, the first first", res)

@@ -1,8 +1,9 @@
 // Package fuzz holds the fuzz targets over every parser of untrusted bytes
-// (pack files, shm segments, packets, configuration, Lua-facing accessors,
-// MP4 files and the JPEG time readers, the upload queue's journal and ledger,
-// key templates and schedule windows)
-// with their seed corpora under testdata/fuzz.
+// (pack files, shm segments, packets, configuration and replay checks
+// files, Lua-facing accessors, MP4 files and the JPEG time readers, the
+// upload queue's journal and ledger, key templates and schedule windows,
+// and the closed loop's comparison of untrusted outputs) with their seed
+// corpora under testdata/fuzz.
 //
 // It is not for: library code.
 //

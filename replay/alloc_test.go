@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/testutil"
 	"github.com/edr-lite/edr-lite/mcap"
@@ -34,6 +35,14 @@ func TestReplayAllocs(t *testing.T) {
 		if a, b := allocs(small), allocs(big); a != b {
 			t.Errorf("rate %v: Run allocates %v times for 40 messages, %v for 40000: the per-message path allocates", rate, a, b)
 		}
+	}
+	// with a clock topic ticking at every message time (ns times: 1 GHz
+	// is over the limit, so every 1000 ns of the 40000 ns: 40 ticks)
+	clocked := func(r *pack.Reader) float64 {
+		return runAllocs(t, func() (*Player, error) { return New([]*pack.Reader{r}, Options{ClockHz: 1e6}) })
+	}
+	if a, b := clocked(small), clocked(big); a != b {
+		t.Errorf("clock topic: Run allocates %v times for 40 messages, %v for 40000 (and 40 ticks)", a, b)
 	}
 }
 
@@ -110,4 +119,28 @@ func TestReplayMCAPAllocs(t *testing.T) {
 			t.Errorf("%q: Run allocates %v times for 4000 messages, %v for 40000: the per-message or per-chunk path allocates", comp, a, b)
 		}
 	}
+}
+
+// TestCollectorIngestAllocs: the closed loop's private recorder is fed on
+// the sources' ingest path; its sink (the recorder's IngestAt plus a
+// wake-up of the drainer) allocates nothing, whether the drainer is
+// asleep or the wake-up is already pending.
+func TestCollectorIngestAllocs(t *testing.T) {
+	c, err := newCollector(collectorOptions{listen: []Listen{{Shm: t.TempDir()}}, expect: []string{"planner/brake"},
+		caps: []func() topicCap{func() topicCap { return topicCap{n: 1 << 20, bytes: 1 << 30} }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.finish()
+	sink := collectSink{c}
+	id, err := sink.Discover(ingest.TopicInfo{Name: "planner/brake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 13)
+	testutil.AssertNoAllocs(t, func() {
+		if !sink.IngestAt(id, sink.Now(), 1, msg) {
+			t.Fatal("refused")
+		}
+	})
 }

@@ -11,9 +11,25 @@
 // OutputFunc — as fast as possible (Rate 0), in real time (Rate 1) or scaled
 // (Rate 2, 0.5), once or in a Loop; Pause, Resume and Step control it from
 // another goroutine, and Stats report throughput and, in timed modes, the
-// player's own timing error (p50 / p99 / max). RunRules feeds dumps through
-// a scripts.Host in message time and CompareTriggers checks the triggers it
-// fired against the ones recorded in the dumps.
+// player's own timing error (p50 / p99 / max); Options also carry the
+// flags of "ros2 bag play" (Exclude, Remap, Delay, Passes, StartPaused,
+// ClockHz). RunRules feeds dumps through a scripts.Host in message time
+// and Compare checks the triggers it fired against the ones recorded in
+// the dumps: time, tag, severity, windows and params.
+//
+// The closed loop: NewLoop over dumps with LoopOptions (Expect names the
+// outputs of a system under test; every other topic is an input) and
+// Loop.Run publish the inputs to an Output, collect what the system
+// publishes on the expected topics with a private engine.Recorder fed by
+// its own shm.Consumer and capture.UDPSource (Listen), and compare it with
+// the recorded outputs by per-topic Checks (CheckExact, CheckTolerance on
+// schema-decoded numeric fields, CheckNone; AlignSeq, AlignTime,
+// AlignNearest) in ModeFull, or record it (ModeInputOnly, Record), or
+// re-emit the recorded outputs (ModeOutputOnly); Lockstep paces the inputs
+// by the system's answers. A LoopResult lists every Mismatch and the
+// latency from input to output. An Orchestrator coordinates several
+// players (Options.Turn, Loop.AddPlayer) and live UDP players (LiveUDP)
+// on one timeline with TurnTokens.
 //
 // UDP addressing: with UDPOptions.Base "host:port", the i-th topic in sorted
 // topic order (Player.Topics: by "name", or "name#channel" for a channel)
@@ -26,8 +42,9 @@
 // log_time the capture time, publish_time the producer time, the payload
 // as recorded and the meta channel's bytes as Message.Meta.
 //
-// It is not for: recording (package engine), writing MCAP (mcap), or the
-// JSON-lines export and import (jsonl).
+// It is not for: recording (package engine; the closed loop's private
+// recorder is one), writing MCAP (mcap), or the JSON-lines export and
+// import (jsonl).
 //
 // # Caveats
 //
@@ -44,5 +61,16 @@
 //     drop datagrams their socket buffer cannot hold.
 //   - Concurrency: a Player's Run is called once from one goroutine; Pause,
 //     Resume, Step and Progress are safe from any goroutine. Outputs and the rule
-//     helpers are not safe for concurrent use.
+//     helpers are not safe for concurrent use. Several players of one
+//     Orchestrator run on their own goroutines; only the turn holder writes,
+//     so players of one loop share its state without races. A Loop's Run
+//     is called once.
+//   - The closed loop allocates on the player's path (the recorded outputs
+//     and the release times of the inputs are kept); the collector's ingest
+//     path (the private recorder's sink) does not (alloc_test.go). Memory
+//     follows the dumps: see docs/replay.md for the bounds.
+//   - Outputs are attributed to inputs by producer time, else by time: a
+//     node that neither stamps its answers with its input's time nor answers
+//     before the next input can be paired with the wrong step; lockstep makes
+//     the order deterministic.
 package replay

@@ -136,6 +136,21 @@ func TestShmOutputCarriesTypeAndDropsOversize(t *testing.T) {
 	if err := NewShm(ShmOptions{}).Open(topics); !errors.Is(err, ErrOptions) {
 		t.Errorf("no dir: %v", err)
 	}
+	// Keep leaves the closed segment for a consumer started later
+	keep := NewShm(ShmOptions{Dir: dir, Capacity: 4096, Keep: true})
+	if err := keep.Open(topics); err != nil {
+		t.Fatal(err)
+	}
+	if err := keep.Write(&Message{Topic: &topics[0], GenNs: 8, Data: []byte("kept")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := keep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sink = typeSink{}
+	if _, err := shm.DrainFile(dir+"/"+shm.SegmentFileName("cam", ""), &sink, shm.ConsumerOptions{}); err != nil || sink.n != 1 {
+		t.Errorf("kept segment: %v, %d messages, want 1", err, sink.n)
+	}
 }
 
 type typeSink struct {

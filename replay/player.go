@@ -2,8 +2,11 @@ package replay
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"path"
 	"runtime"
 	"sort"
 	"strings"
@@ -29,6 +32,13 @@ type Options struct {
 	// FromNs skips the messages before this message time (UNIX ns; 0 = no
 	// limit). With Start as well, the later start wins.
 	FromNs int64
+	// Remap renames topics on the way out (rosbag2's --remap): a key is a
+	// recorded "name" or "name#channel", its value the name the outputs
+	// see (the channel is kept). Topics and Exclude select by the recorded
+	// names; outputs, Player.Topics and the UDP port order use the new
+	// ones. A key that names no topic of the dumps, or two topics ending
+	// up with one name, is an error.
+	Remap map[string]string
 	// Start skips the first Start of message time, counted from the
 	// earliest message of the dumps.
 	Start time.Duration
@@ -43,8 +53,35 @@ type Options struct {
 	// scaled (2 = twice as fast, 0.5 = half speed).
 	Rate float64
 	// Loop starts over from the start when the end is reached, until the
-	// context is cancelled.
+	// context is cancelled or Passes passes have been played.
 	Loop bool
+	// Passes bounds the passes of a Loop (0 = until the context is
+	// cancelled). Without Loop there is one pass.
+	Passes int
+	// Delay waits this long (wall clock) before each pass (rosbag2's
+	// --delay). Pause, Step and the context interrupt it.
+	Delay time.Duration
+	// StartPaused makes Run start paused: nothing is written until Resume
+	// or Step (rosbag2's --start-paused).
+	StartPaused bool
+	// ClockHz, when positive, adds a clock topic (rosbag2's --clock): every
+	// 1/ClockHz of message time from the start of a pass, a message on
+	// ClockTopic whose payload is that message time as an i64le count of
+	// nanoseconds since the UNIX epoch (layout "i64le t (ns)", producer
+	// time the same), written before the first recorded message at or
+	// after it. It is timed, paused and stepped with the messages around
+	// it, sorts after every recorded topic (its index is the last, so UDP
+	// ports of recorded topics do not move) and is counted in
+	// Stats.ClockTicks, not in Stats.Messages.
+	ClockHz float64
+	// ClockTopic names the clock topic (DefaultClockTopic when "").
+	ClockTopic string
+	// Turn, when set, makes the player one of several an Orchestrator
+	// coordinates: each message waits for its turn (TurnToken.Wait) and
+	// the orchestrator paces the shared timeline, so Rate must be 0 and
+	// Loop, Delay, StartPaused, ClockHz, Pause and Step do not apply.
+	// Run leaves the orchestrator when it returns.
+	Turn *TurnToken
 	// Spin, when positive, is how long before a due time the player stops
 	// sleeping and polls the clock (yielding between polls): better timing
 	// on an idle machine for a busy core, worse when the CPU is contended
@@ -54,11 +91,21 @@ type Options struct {
 	Spin time.Duration
 }
 
+// DefaultClockTopic is the clock topic's name when Options.ClockTopic is
+// empty; ClockType is its type.
+const (
+	DefaultClockTopic = "clock"
+	ClockType         = "edr.Clock(i64le ns)"
+)
+
 // Topic is one topic a Player replays. Index is its position in
 // Player.Topics (sorted by String), which Message.Topic points into.
 type Topic struct {
 	Index         int
 	Name, Channel string
+	// Recorded is the name in the dumps when Options.Remap renamed the
+	// topic ("" when it did not).
+	Recorded string
 	// Type is the topic's type as the dump records it: its first (a
 	// message's own is Message.Type), raw bytes named by the accounting in
 	// a dump without types.
@@ -101,9 +148,11 @@ type Stats struct {
 	Bytes    uint64 // their data bytes
 	Dropped  uint64 // messages the output refused as too large
 	Passes   int    // passes over the range (more than 1 with Loop)
-	Elapsed  time.Duration
-	FirstNs  int64 // message time of the first message replayed
-	LastNs   int64 // message time of the last message replayed
+	// ClockTicks counts the clock topic's messages (Options.ClockHz).
+	ClockTicks uint64
+	Elapsed    time.Duration
+	FirstNs    int64 // message time of the first message replayed
+	LastNs     int64 // message time of the last message replayed
 	// Timing error in real-time and scaled modes: how late each message
 	// was handed to the output compared with its due time (the recorded
 	// gap divided by the rate). Samples is 0 when replaying as fast as
@@ -144,14 +193,26 @@ type Player struct {
 	topics  []Topic
 	index   map[topicKey]int // -1: filtered out
 	seq     []uint64
-	firstNs int64 // earliest message of the dumps
-	startNs int64
-	endNs   int64 // inclusive; 0 = none
-	lastNs  int64 // latest message time of the last frames (for progress)
+	// clock topic (Options.ClockHz): its index in topics, the message-time
+	// step between ticks, the next tick, the tick's payload
+	clockIdx  int
+	clockStep int64
+	nextTick  int64
+	clockBuf  [8]byte
+	tickMsg   Message
+	firstNs   int64 // earliest message of the dumps
+	startNs   int64
+	endNs     int64 // inclusive; 0 = none
+	lastNs    int64 // latest message time of the last frames (for progress)
 
 	clk   clock.Clock
 	sleep func(ctx context.Context, d time.Duration, wake <-chan struct{}) error // tests
-	nap   func(d time.Duration)                                                  // tests
+	// hold, when set (a closed loop in lockstep), is called before each
+	// message with its topic index and may wait; when it waited and the
+	// message is then late, the timing restarts at it (the wait is not
+	// made up)
+	hold  func(ctx context.Context, ti int, ts, gen int64) (waited bool, err error)
+	nap   func(d time.Duration) // tests
 	spin  time.Duration
 	timer *time.Timer // reused by timerSleep
 
@@ -213,11 +274,8 @@ func New(readers []*pack.Reader, opts Options) (*Player, error) {
 }
 
 func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
-	if opts.Rate < 0 {
-		return nil, fmt.Errorf("%w: rate %v is negative", ErrOptions, opts.Rate)
-	}
-	if opts.Start < 0 || opts.Duration < 0 {
-		return nil, fmt.Errorf("%w: start and duration must not be negative", ErrOptions)
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	sel, err := filter.ParseTopics(strings.Join(opts.Topics, ","), strings.Join(opts.Exclude, ","))
 	if err != nil {
@@ -246,12 +304,29 @@ func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 		}
 		p.topics = append(p.topics, t)
 	}
+	if err := remapTopics(p.topics, counts, opts.Remap); err != nil {
+		return nil, err
+	}
 	sort.Slice(p.topics, func(i, j int) bool { return p.topics[i].String() < p.topics[j].String() })
 	for i := range p.topics {
 		p.topics[i].Index = i
-		p.index[topicKey{p.topics[i].Name, p.topics[i].Channel}] = i
+		p.index[p.topics[i].recordedKey()] = i
 	}
 	p.seq = make([]uint64, len(p.topics))
+	if opts.ClockHz > 0 {
+		name := opts.ClockTopic
+		if name == "" {
+			name = DefaultClockTopic
+		}
+		for i := range p.topics {
+			if p.topics[i].Name == name && p.topics[i].Channel == "" {
+				return nil, fmt.Errorf("%w: clock topic %q is also a topic of the dumps (name it with ClockTopic)", ErrOptions, name)
+			}
+		}
+		p.clockIdx = len(p.topics)
+		p.topics = append(p.topics, Topic{Index: p.clockIdx, Name: name, Type: ingest.Named(ClockType)})
+		p.clockStep = max(int64(float64(time.Second)/opts.ClockHz), 1)
+	}
 	p.msgs = dumpfile.NewMessages(sources...)
 	ok, err := p.msgs.Next()
 	if err != nil {
@@ -268,6 +343,108 @@ func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 		p.endNs = opts.UntilNs
 	}
 	return p, nil
+}
+
+// check validates the options that do not depend on the dumps.
+func (o *Options) check() error {
+	switch {
+	case o.Rate < 0:
+		return fmt.Errorf("%w: rate %v is negative", ErrOptions, o.Rate)
+	case o.Start < 0 || o.Duration < 0:
+		return fmt.Errorf("%w: start and duration must not be negative", ErrOptions)
+	case o.Delay < 0:
+		return fmt.Errorf("%w: delay %v is negative", ErrOptions, o.Delay)
+	case o.Passes < 0:
+		return fmt.Errorf("%w: passes %d is negative", ErrOptions, o.Passes)
+	case o.ClockHz < 0 || math.IsNaN(o.ClockHz) || math.IsInf(o.ClockHz, 0):
+		return fmt.Errorf("%w: clock rate %v Hz: want a positive number", ErrOptions, o.ClockHz)
+	case o.ClockHz > 1e6:
+		return fmt.Errorf("%w: clock rate %v Hz is more than 1 MHz", ErrOptions, o.ClockHz)
+	}
+	if o.Turn != nil && (o.Rate != 0 || o.Loop || o.Delay != 0 || o.StartPaused || o.ClockHz != 0) {
+		return fmt.Errorf("%w: a player with a turn is paced by its orchestrator: no rate, loop, delay, start paused or clock of its own", ErrOptions)
+	}
+	return nil
+}
+
+// recordedKey is the topic's key in the dumps (before Remap).
+func (t *Topic) recordedKey() topicKey {
+	if t.Recorded != "" {
+		return topicKey{t.Recorded, t.Channel}
+	}
+	return topicKey{t.Name, t.Channel}
+}
+
+// remapTopics renames the selected topics by remap (keys "name" or
+// "name#channel" of the dumps). A key that names no topic of the dumps
+// (all holds every one) and two topics ending up with one name are errors.
+func remapTopics(topics []Topic, all map[topicKey]uint64, remap map[string]string) error {
+	if len(remap) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(remap))
+	for k, v := range remap {
+		if k == "" || v == "" {
+			return fmt.Errorf("%w: remap %q=%q: want OLD=NEW, both non-empty", ErrOptions, k, v)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		found := false
+		for key := range all {
+			if key.name == k || pack.Topic(key.name, key.channel) == k {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("%w: remap %s: the dumps hold no such topic (they hold %s)", ErrOptions, k, topicList(all))
+		}
+	}
+	seen := map[topicKey]string{}
+	for i := range topics {
+		t := &topics[i]
+		to, ok := remap[pack.Topic(t.Name, t.Channel)]
+		if !ok {
+			to, ok = remap[t.Name]
+		}
+		if ok && to != t.Name {
+			t.Recorded, t.Name = t.Name, to
+		}
+	}
+	for i := range topics {
+		t := &topics[i]
+		k := topicKey{t.Name, t.Channel}
+		if prev, dup := seen[k]; dup {
+			return fmt.Errorf("%w: remap: %s and %s would both be replayed as %s", ErrOptions, prev, t.recordedString(), t)
+		}
+		seen[k] = t.recordedString()
+	}
+	return nil
+}
+
+// recordedString is the topic as the dumps name it.
+func (t *Topic) recordedString() string {
+	k := t.recordedKey()
+	return mcap.TopicName(k.name, k.channel)
+}
+
+// topicList names the topics of all, sorted, for error messages (at most
+// 20).
+func topicList(all map[topicKey]uint64) string {
+	names := make([]string, 0, len(all))
+	for k := range all {
+		names = append(names, mcap.TopicName(k.name, k.channel))
+	}
+	sort.Strings(names)
+	if len(names) > 20 {
+		names = append(names[:20], fmt.Sprintf("and %d more", len(names)-20))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // Topics returns the topics that will be replayed, sorted by String.
@@ -321,6 +498,10 @@ func (p *Player) Step() {
 	p.signal()
 }
 
+// Paused reports whether the player is paused (Pause, Step or
+// Options.StartPaused, and no Resume since).
+func (p *Player) Paused() bool { return p.pauseF.Load() }
+
 func (p *Player) signal() {
 	select {
 	case p.wake <- struct{}{}:
@@ -371,6 +552,12 @@ func (p *Player) Run(ctx context.Context, out Output) (Stats, error) {
 	if p.ran.Swap(true) {
 		return st, errors.New("replay: Run called twice")
 	}
+	if p.opts.Turn != nil {
+		defer p.opts.Turn.Leave()
+	}
+	if p.opts.StartPaused {
+		p.Pause()
+	}
 	if err := out.Open(p.topics); err != nil {
 		return st, err
 	}
@@ -386,9 +573,15 @@ func (p *Player) Run(ctx context.Context, out Output) (Stats, error) {
 	return st, err
 }
 
+// pass is the timing state of one pass: a message is due at
+// base + (ts - baseTs) / rate; rebase sets base to now at the next message.
+type pass struct {
+	base, baseTs int64
+	rebase       bool
+}
+
 func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error {
 	var m Message
-	rate := p.opts.Rate
 	first := true
 	for {
 		if err := p.msgs.SeekTime(p.startNs); err != nil {
@@ -396,9 +589,11 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 		}
 		clear(p.seq)
 		st.Passes++
-		// Due time of a message: base + (ts - baseTs) / rate.
-		var base, baseTs int64
-		rebase := true
+		if err := p.delay(ctx); err != nil {
+			return err
+		}
+		ps := pass{rebase: true}
+		p.nextTick = p.startNs
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -419,55 +614,152 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 			if !known || ti < 0 {
 				continue
 			}
-			stepped := false
-			for {
-				if p.pauseF.Load() {
-					s, err := p.waitPaused(ctx)
-					if err != nil {
+			if turn := p.opts.Turn; turn != nil {
+				// the orchestrator orders and paces: wait for the turn,
+				// write, end the turn
+				if err := turn.Wait(ctx, ts); err != nil {
+					return err
+				}
+				waited := false
+				if p.hold != nil {
+					if waited, err = p.hold(ctx, ti, ts, pm.GenNs); err != nil {
+						turn.Done()
 						return err
 					}
-					stepped = s
-					rebase = true
 				}
-				if stepped || rate == 0 {
-					break
+				m = Message{Topic: &p.topics[ti], Seq: p.seq[ti], TimeNs: ts, GenNs: pm.GenNs, DoneNs: pm.DoneNs, Meta: pm.Meta, Data: pm.Data}
+				p.seq[ti]++
+				err := p.write(out, &m, st)
+				if waited {
+					turn.Restart()
 				}
-				if rebase {
-					base, baseTs, rebase = p.clk.Now(), ts, false
-				}
-				due := base + int64(float64(ts-baseTs)/rate)
-				err := p.waitUntil(ctx, due)
-				if err == errWoken {
-					continue // paused, or a spurious wake-up: check again
-				}
+				turn.Done()
 				if err != nil {
 					return err
 				}
-				h.add(p.clk.Now() - due)
-				break
+				if first {
+					st.FirstNs, first = ts, false
+				}
+				st.LastNs = ts
+				continue
+			}
+			if p.hold != nil {
+				waited, err := p.hold(ctx, ti, ts, pm.GenNs)
+				if err != nil {
+					return err
+				}
+				if waited && p.opts.Rate > 0 && !ps.rebase && p.clk.Now() > ps.due(ts, p.opts.Rate) {
+					ps.rebase = true
+				}
+			}
+			for p.clockStep > 0 && p.nextTick <= ts {
+				if err := p.tick(ctx, out, st, &ps); err != nil {
+					return err
+				}
+			}
+			stepped, err := p.gate(ctx, ts, &ps, false)
+			if err != nil {
+				return err
+			}
+			if !stepped && p.opts.Rate > 0 {
+				h.add(p.clk.Now() - ps.due(ts, p.opts.Rate))
 			}
 			m = Message{Topic: &p.topics[ti], Seq: p.seq[ti], TimeNs: ts, GenNs: pm.GenNs, DoneNs: pm.DoneNs,
 				Meta: pm.Meta, Data: pm.Data, Type: pm.Type}
 			p.seq[ti]++
-			if err := out.Write(&m); err != nil {
-				if !errors.Is(err, ErrTooLarge) {
-					return fmt.Errorf("replay: %s seq %d: %w", m.Topic, m.Seq, err)
-				}
-				st.Dropped++
-			} else {
-				st.Messages++
-				st.Bytes += uint64(len(m.Data))
-				p.nMsgs.Add(1)
-				p.nBytes.Add(uint64(len(m.Data)))
+			if err := p.write(out, &m, st); err != nil {
+				return err
 			}
 			if first {
 				st.FirstNs, first = ts, false
 			}
 			st.LastNs = ts
-			p.position.Store(ts)
 		}
-		if !p.opts.Loop || st.Messages+st.Dropped == 0 {
+		if !p.opts.Loop || st.Messages+st.Dropped == 0 || (p.opts.Passes > 0 && st.Passes >= p.opts.Passes) {
 			return nil
+		}
+	}
+}
+
+// write hands m to out and counts it (a message too large for the output
+// is dropped and counted; any other error stops the replay).
+func (p *Player) write(out Output, m *Message, st *Stats) error {
+	if err := out.Write(m); err != nil {
+		if !errors.Is(err, ErrTooLarge) {
+			return fmt.Errorf("replay: %s seq %d: %w", m.Topic, m.Seq, err)
+		}
+		st.Dropped++
+	} else {
+		st.Messages++
+		st.Bytes += uint64(len(m.Data))
+		p.nMsgs.Add(1)
+		p.nBytes.Add(uint64(len(m.Data)))
+	}
+	p.position.Store(m.TimeNs)
+	return nil
+}
+
+func (ps *pass) due(ts int64, rate float64) int64 { return ps.base + int64(float64(ts-ps.baseTs)/rate) }
+
+// gate waits until the message (or clock tick) at ts may be written: while
+// paused, until a Step lets it through (stepped) or Resume; in timed
+// modes, until its due time. A clock tick does not use up a Step: while
+// stepping, the ticks before the stepped message go with it.
+func (p *Player) gate(ctx context.Context, ts int64, ps *pass, tick bool) (stepped bool, err error) {
+	for {
+		if p.pauseF.Load() {
+			if stepped, err = p.waitPaused(ctx, tick); err != nil {
+				return false, err
+			}
+			ps.rebase = true
+		}
+		if stepped || p.opts.Rate == 0 {
+			return stepped, nil
+		}
+		if ps.rebase {
+			ps.base, ps.baseTs, ps.rebase = p.clk.Now(), ts, false
+		}
+		err := p.waitUntil(ctx, ps.due(ts, p.opts.Rate))
+		if err == errWoken {
+			continue // paused, or a spurious wake-up: check again
+		}
+		return false, err
+	}
+}
+
+// tick writes the clock topic's message due at p.nextTick and schedules
+// the next one.
+func (p *Player) tick(ctx context.Context, out Output, st *Stats, ps *pass) error {
+	ts := p.nextTick
+	p.nextTick += p.clockStep
+	if _, err := p.gate(ctx, ts, ps, true); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(p.clockBuf[:], uint64(ts))
+	m := &p.tickMsg // a field: a local would escape through Write, one allocation per tick
+	*m = Message{Topic: &p.topics[p.clockIdx], Seq: st.ClockTicks, TimeNs: ts, GenNs: ts, DoneNs: ts, Data: p.clockBuf[:]}
+	if err := out.Write(m); err != nil {
+		return fmt.Errorf("replay: clock topic %s at %d: %w", m.Topic, ts, err)
+	}
+	st.ClockTicks++
+	return nil
+}
+
+// delay waits Options.Delay before a pass (interrupted by ctx; a Pause
+// during the delay holds the pass until Resume or Step).
+func (p *Player) delay(ctx context.Context) error {
+	d := p.opts.Delay
+	if d <= 0 {
+		return nil
+	}
+	end := p.clk.Now() + int64(d)
+	for {
+		left := time.Duration(end - p.clk.Now())
+		if left <= 0 {
+			return nil
+		}
+		if err := p.sleep(ctx, left, p.wake); err != nil && err != errWoken {
+			return err
 		}
 	}
 }
@@ -501,8 +793,9 @@ func (p *Player) waitUntil(ctx context.Context, due int64) error {
 }
 
 // waitPaused blocks while the player is paused. It returns stepped = true
-// when a Step let one message through.
-func (p *Player) waitPaused(ctx context.Context) (stepped bool, err error) {
+// when a Step lets one message through; for a clock tick (peek) a pending
+// Step lets it through without being used up.
+func (p *Player) waitPaused(ctx context.Context, peek bool) (stepped bool, err error) {
 	for {
 		p.mu.Lock()
 		switch {
@@ -510,7 +803,9 @@ func (p *Player) waitPaused(ctx context.Context) (stepped bool, err error) {
 			p.mu.Unlock()
 			return false, nil
 		case p.steps > 0:
-			p.steps--
+			if !peek {
+				p.steps--
+			}
 			p.mu.Unlock()
 			return true, nil
 		}
@@ -521,4 +816,20 @@ func (p *Player) waitPaused(ctx context.Context) (stepped bool, err error) {
 			return false, ctx.Err()
 		}
 	}
+}
+
+func matchTopic(globs []string, t *Topic) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	full := pack.Topic(t.Name, t.Channel)
+	for _, g := range globs {
+		if ok, _ := path.Match(g, full); ok {
+			return true
+		}
+		if ok, _ := path.Match(g, t.Name); ok {
+			return true
+		}
+	}
+	return false
 }

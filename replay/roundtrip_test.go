@@ -125,9 +125,25 @@ func TestRoundTripDemo(t *testing.T) {
 	}
 	dumpA := dres.Dumps[0].Path
 
-	// 3. rules regression over the dump
-	demoParams := map[string]string{"topic": demo.TopicSpeed, "decel": "6"} // as the demo configures the rule
-	res, err := RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: demoParams})
+	// 3. rules regression over the dump: the demo's rule sets no window
+	// (the recorder's 3s/2s apply), so a rule given windows of its own
+	// fires at the recorded time but differs, and the diff names them
+	res, err := RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: map[string]string{"topic": demo.TopicSpeed, "decel": "6", "pre": "15s", "post": "5s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := CompareTriggers(res.Fired, res.Recorded, res.Rules, time.Millisecond); c.OK() || len(c.Changed) != 1 {
+		t.Fatalf("windows 15s/5s against a dump recorded with the recorder's windows: %+v", c)
+	} else {
+		var d bytes.Buffer
+		c.WriteDiff(&d, res.Fired, res.Recorded)
+		if !strings.Contains(d.String(), "pre unset (the recorder's window) recorded, 15s fired; post unset (the recorder's window) recorded, 5s fired") {
+			t.Errorf("diff does not name the windows:\n%s", d.String())
+		}
+	}
+	// as the demo configures the rule: everything matches
+	demoParams := map[string]string{"topic": demo.TopicSpeed, "decel": "6"}
+	res, err = RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: demoParams})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +152,8 @@ func TestRoundTripDemo(t *testing.T) {
 		c.WriteDiff(&d, res.Fired, res.Recorded)
 		t.Fatalf("rules test over the demo dump fails:\n%s", d.String())
 	}
-	res, err = RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: map[string]string{"topic": demo.TopicSpeed, "decel": "1000"}})
+	demoParams["decel"] = "1000"
+	res, err = RunRules([]string{dumpA}, []string{"builtin:hard_brake"}, RulesOptions{Params: demoParams})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/scripts"
 )
 
@@ -175,17 +179,46 @@ func RunRules(dumps []string, specs []string, opts RulesOptions) (*RulesResult, 
 	}
 	res.Messages = st.Messages
 	res.Status = host.Status()
-	for i, path := range dumps {
-		d, ok := p.sources[i].DumpInfo()
+	res.Recorded = recordedOf(p.sources, dumps)
+	return res, nil
+}
+
+// RecordedTriggers returns the triggers recorded in the dumps' dump
+// information (pack or MCAP), by time, repeats of one trigger in several
+// dumps removed: what "rules test --mode output-only" prints, and
+// RulesResult.Recorded.
+func RecordedTriggers(dumps []string) ([]Trigger, error) {
+	if len(dumps) == 0 {
+		return nil, fmt.Errorf("%w: no dump given", ErrOptions)
+	}
+	srcs := make([]*dumpfile.Source, 0, len(dumps))
+	defer func() {
+		for _, s := range srcs {
+			s.Close()
+		}
+	}()
+	for _, d := range dumps {
+		s, err := dumpfile.Open(d)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, s)
+	}
+	return recordedOf(srcs, dumps), nil
+}
+
+func recordedOf(srcs []*dumpfile.Source, paths []string) []Trigger {
+	var out []Trigger
+	for i, path := range paths {
+		d, ok := srcs[i].DumpInfo()
 		if !ok {
 			continue
 		}
 		for _, t := range d.Triggers {
-			res.Recorded = append(res.Recorded, recordedTrigger(&t, path))
+			out = append(out, recordedTrigger(&t, path))
 		}
 	}
-	res.Recorded = dedupe(res.Recorded)
-	return res, nil
+	return dedupe(out)
 }
 
 func recordedTrigger(t *dumpinfo.Trigger, path string) Trigger {
@@ -258,23 +291,65 @@ func (o *rulesOutput) Close() error { return nil }
 // Pair is a recorded trigger and the fired one that matches it.
 type Pair struct{ Recorded, Fired Trigger }
 
+// FieldDiff is one field of a matched pair that differs: "tag",
+// "severity", "pre", "post" or "params.NAME".
+type FieldDiff struct {
+	Field, Recorded, Fired string
+}
+
+// Change is a recorded trigger matched by a fired one (same rule, reason,
+// time within tolerance) whose other fields differ.
+type Change struct {
+	Pair
+	Diffs []FieldDiff
+}
+
 // Comparison is the result of CompareTriggers.
 type Comparison struct {
-	Tolerance  time.Duration
-	Matched    []Pair
-	Missing    []Trigger // recorded by a loaded rule, not fired by the replay
-	Unexpected []Trigger // fired by the replay, not recorded
-	Unchecked  []Trigger // recorded by other sources or rules not loaded
+	Tolerance      time.Duration
+	ValueTolerance float64
+	Matched        []Pair
+	Changed        []Change  // matched in time, but tag, severity, windows or params differ
+	Missing        []Trigger // recorded by a loaded rule, not fired by the replay
+	Unexpected     []Trigger // fired by the replay, not recorded
+	Unchecked      []Trigger // recorded by other sources or rules not loaded
 }
 
 // OK reports whether every checked trigger matched.
-func (c *Comparison) OK() bool { return len(c.Missing) == 0 && len(c.Unexpected) == 0 }
+func (c *Comparison) OK() bool {
+	return len(c.Missing) == 0 && len(c.Unexpected) == 0 && len(c.Changed) == 0
+}
 
-// CompareTriggers matches recorded triggers of the loaded rules against the
-// fired ones: same rule and reason, time within tol, each used once,
-// earliest first. Recorded triggers of other sources are Unchecked.
+// DefaultValueTolerance is how far two numbers in a tag or a parameter may
+// be apart and still be equal: |a-b| <= tol * max(1, |a|, |b|) (so "6"
+// equals "6.0", and printing a float with another precision passes).
+const DefaultValueTolerance = 1e-9
+
+// CompareOptions configure Compare.
+type CompareOptions struct {
+	// Time is how far a fired trigger's time may be from the recorded one.
+	Time time.Duration
+	// Value is the tolerance on numbers in tags and parameters (see
+	// DefaultValueTolerance; 0 means the numbers must be equal, not the
+	// text: "6" still equals "6.0").
+	Value float64
+}
+
+// CompareTriggers is Compare with a time tolerance and
+// DefaultValueTolerance.
 func CompareTriggers(fired, recorded []Trigger, rules []string, tol time.Duration) *Comparison {
-	c := &Comparison{Tolerance: tol}
+	return Compare(fired, recorded, rules, CompareOptions{Time: tol, Value: DefaultValueTolerance})
+}
+
+// Compare matches recorded triggers of the loaded rules against the fired
+// ones: same rule and reason, time within opts.Time, each used once,
+// nearest first (on a tie, one whose other fields agree). A matched pair
+// whose tag, severity, windows (pre, post) or params differ is Changed:
+// numbers inside tags and parameter values are compared as numbers within
+// opts.Value, everything else exactly. Recorded triggers of other sources
+// are Unchecked.
+func Compare(fired, recorded []Trigger, rules []string, opts CompareOptions) *Comparison {
+	c := &Comparison{Tolerance: opts.Time, ValueTolerance: opts.Value}
 	loaded := map[string]bool{}
 	for _, r := range rules {
 		loaded[r] = true
@@ -285,13 +360,18 @@ func CompareTriggers(fired, recorded []Trigger, rules []string, tol time.Duratio
 			c.Unchecked = append(c.Unchecked, r)
 			continue
 		}
-		best := -1
+		best, bestSame := -1, false
 		for i, f := range fired {
-			if used[i] || f.Rule != r.Rule || f.Reason != r.Reason || absNs(f.TimeNs-r.TimeNs) > int64(tol) {
+			if used[i] || f.Rule != r.Rule || f.Reason != r.Reason || absNs(f.TimeNs-r.TimeNs) > int64(opts.Time) {
 				continue
 			}
-			if best < 0 || absNs(f.TimeNs-r.TimeNs) < absNs(fired[best].TimeNs-r.TimeNs) {
-				best = i
+			d, bd := absNs(f.TimeNs-r.TimeNs), int64(0)
+			if best >= 0 {
+				bd = absNs(fired[best].TimeNs - r.TimeNs)
+			}
+			same := len(diffTrigger(&r, &f, opts.Value)) == 0
+			if best < 0 || d < bd || (d == bd && same && !bestSame) {
+				best, bestSame = i, same
 			}
 		}
 		if best < 0 {
@@ -299,7 +379,12 @@ func CompareTriggers(fired, recorded []Trigger, rules []string, tol time.Duratio
 			continue
 		}
 		used[best] = true
-		c.Matched = append(c.Matched, Pair{Recorded: r, Fired: fired[best]})
+		p := Pair{Recorded: r, Fired: fired[best]}
+		if d := diffTrigger(&r, &fired[best], opts.Value); len(d) > 0 {
+			c.Changed = append(c.Changed, Change{Pair: p, Diffs: d})
+			continue
+		}
+		c.Matched = append(c.Matched, p)
 	}
 	for i, f := range fired {
 		if !used[i] {
@@ -307,6 +392,108 @@ func CompareTriggers(fired, recorded []Trigger, rules []string, tol time.Duratio
 		}
 	}
 	return c
+}
+
+// diffTrigger lists the fields of a recorded and a fired trigger that
+// differ, in a fixed order (tag, severity, pre, post, params by name).
+func diffTrigger(r, f *Trigger, tol float64) []FieldDiff {
+	var out []FieldDiff
+	if !sameText(r.Tag, f.Tag, tol) {
+		out = append(out, FieldDiff{"tag", strconv.Quote(r.Tag), strconv.Quote(f.Tag)})
+	}
+	if r.Severity != f.Severity {
+		out = append(out, FieldDiff{"severity", strconv.Itoa(r.Severity), strconv.Itoa(f.Severity)})
+	}
+	if !sameWindow(r.PreNs, f.PreNs) {
+		out = append(out, FieldDiff{"pre", fmtOptWindow(r.PreNs), fmtOptWindow(f.PreNs)})
+	}
+	if !sameWindow(r.PostNs, f.PostNs) {
+		out = append(out, FieldDiff{"post", fmtOptWindow(r.PostNs), fmtOptWindow(f.PostNs)})
+	}
+	keys := make([]string, 0, len(r.Params)+len(f.Params))
+	for k := range r.Params {
+		keys = append(keys, k)
+	}
+	for k := range f.Params {
+		if _, ok := r.Params[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rv, rok := r.Params[k]
+		fv, fok := f.Params[k]
+		switch {
+		case rok && fok && sameText(rv, fv, tol):
+		case !rok:
+			out = append(out, FieldDiff{"params." + k, "(absent)", strconv.Quote(fv)})
+		case !fok:
+			out = append(out, FieldDiff{"params." + k, strconv.Quote(rv), "(absent)"})
+		default:
+			out = append(out, FieldDiff{"params." + k, strconv.Quote(rv), strconv.Quote(fv)})
+		}
+	}
+	return out
+}
+
+// Record returns the trigger as a live recorder records it in a dump's
+// info, with the given id and source (the inverse of how RunRules reads a
+// recorded trigger).
+func (t *Trigger) Record(id uint64, source string) dumpinfo.Trigger {
+	out := dumpinfo.Trigger{ID: id, Reason: t.Reason, Source: source, Rule: t.Rule, Tag: t.Tag, Severity: t.Severity,
+		TimeNs: t.TimeNs, Params: t.Params}
+	if t.PreNs != nil {
+		out.PreNs, out.PreSet = *t.PreNs, true
+	}
+	if t.PostNs != nil {
+		out.PostNs, out.PostSet = *t.PostNs, true
+	}
+	return out
+}
+
+// fmtWindow renders a trigger window; zero is a zero window.
+func fmtWindow(ns int64) string { return time.Duration(ns).String() }
+
+// numberRE finds the numbers inside a tag or parameter value.
+var numberRE = regexp.MustCompile(`[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?`)
+
+// sameText compares two texts: the numbers in them as numbers, within
+// tol * max(1, |a|, |b|), and the text around them exactly. A duration
+// ("3s", "1m30s") is compared as its length.
+func sameText(a, b string, tol float64) bool {
+	if a == b {
+		return true
+	}
+	if da, err := time.ParseDuration(a); err == nil {
+		if db, err := time.ParseDuration(b); err == nil {
+			return da == db
+		}
+	}
+	ia, ib := numberRE.FindAllStringIndex(a, 64), numberRE.FindAllStringIndex(b, 64)
+	if len(ia) != len(ib) || len(ia) == 0 {
+		return false
+	}
+	pa, pb := 0, 0
+	for i := range ia {
+		if a[pa:ia[i][0]] != b[pb:ib[i][0]] {
+			return false
+		}
+		x, err1 := strconv.ParseFloat(a[ia[i][0]:ia[i][1]], 64)
+		y, err2 := strconv.ParseFloat(b[ib[i][0]:ib[i][1]], 64)
+		if err1 != nil || err2 != nil || !closeEnough(x, y, tol) {
+			return false
+		}
+		pa, pb = ia[i][1], ib[i][1]
+	}
+	return a[pa:] == b[pb:]
+}
+
+// closeEnough reports |x-y| <= tol * max(1, |x|, |y|).
+func closeEnough(x, y, tol float64) bool {
+	if x == y {
+		return true
+	}
+	return math.Abs(x-y) <= tol*math.Max(1, math.Max(math.Abs(x), math.Abs(y)))
 }
 
 // signed renders a time difference with its sign: "+500µs", "-2ms", "0s".
@@ -327,7 +514,9 @@ func absNs(d int64) int64 {
 // WriteDiff writes a readable diff: "-" lines are recorded triggers the
 // replay did not fire, "+" lines fired triggers that were not recorded,
 // each with the nearest trigger of the same rule and reason on the other
-// side; then the matches and what was not checked.
+// side; "!" lines triggers fired at the recorded time whose tag, severity,
+// windows or params differ, each difference named; then the matches and
+// what was not checked.
 func (c *Comparison) WriteDiff(w io.Writer, fired []Trigger, recorded []Trigger) {
 	fmt.Fprintf(w, "--- recorded in the dumps\n+++ fired by the replayed rules\n")
 	type line struct {
@@ -353,6 +542,14 @@ func (c *Comparison) WriteDiff(w io.Writer, fired []Trigger, recorded []Trigger)
 	for _, t := range c.Unexpected {
 		lines = append(lines, line{t.TimeNs, fmt.Sprintf("+ %s %s at %s: fired, not recorded; %s", t.Rule, t.Reason, t.Time, near(t, recorded))})
 	}
+	for _, ch := range c.Changed {
+		var parts []string
+		for _, d := range ch.Diffs {
+			parts = append(parts, fmt.Sprintf("%s %s recorded, %s fired", d.Field, d.Recorded, d.Fired))
+		}
+		lines = append(lines, line{ch.Recorded.TimeNs, fmt.Sprintf("! %s %s at %s (%s): fired (%s) but differs: %s", ch.Recorded.Rule, ch.Recorded.Reason,
+			ch.Recorded.Time, ch.Recorded.Source, signed(ch.Fired.TimeNs-ch.Recorded.TimeNs), strings.Join(parts, "; "))})
+	}
 	for _, p := range c.Matched {
 		lines = append(lines, line{p.Recorded.TimeNs, fmt.Sprintf("  %s %s at %s: matched (%s)", p.Recorded.Rule, p.Recorded.Reason,
 			p.Recorded.Time, signed(p.Fired.TimeNs-p.Recorded.TimeNs))})
@@ -364,4 +561,22 @@ func (c *Comparison) WriteDiff(w io.Writer, fired []Trigger, recorded []Trigger)
 	for _, t := range c.Unchecked {
 		fmt.Fprintf(w, "  (not checked: %s at %s, %s: no loaded rule made it)\n", strings.TrimSpace(t.Rule+" "+t.Reason), t.Time, t.Source)
 	}
+}
+
+// sameWindow reports whether two optional windows are equal (both unset,
+// or both set to the same duration).
+func sameWindow(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// fmtOptWindow formats an optional window ("unset" when absent: the
+// recorder's default applied).
+func fmtOptWindow(p *int64) string {
+	if p == nil {
+		return "unset (the recorder's window)"
+	}
+	return fmtWindow(*p)
 }

@@ -17,14 +17,27 @@ import (
 const t0 = int64(1_764_670_000_000_000_000)
 
 // brakeDump writes a speed signal braking at 8 m/s^2 from +2s, with the
-// trigger the live hard_brake rule recorded (at the first braking sample)
-// and one trigger from another source.
+// trigger the live hard_brake rule recorded (at the first braking sample,
+// moved to recordedAt) and one trigger from another source.
 func brakeDump(t *testing.T, recordedAt int64) string {
-	info := &dumpinfo.Info{Triggers: []dumpinfo.Trigger{
-		{ID: 7, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", TimeNs: recordedAt, PreNs: 15e9, PostNs: 5e9},
-		{ID: 8, Reason: "manual", Source: "api", TimeNs: t0 + 1e9},
-	}}
+	live := liveTrigger(t, speedDump(t0, 500, 8), nil)
+	live.TimeNs = recordedAt
+	info := &dumpinfo.Info{Triggers: []dumpinfo.Trigger{live, {ID: 8, Reason: "manual", Source: "api", TimeNs: t0 + 1e9}}}
 	return writeDump(t, "brake.pack", speedDump(t0, 500, 8), info)
+}
+
+// liveTrigger is the trigger a live recorder running builtin:hard_brake with
+// params would record over msgs: the rules run through the same
+// scripts.Host, and the dump pipeline records the trigger's fields as the
+// rule gave them (dump.TriggerParams.record).
+func liveTrigger(t *testing.T, msgs []rec, params map[string]string) dumpinfo.Trigger {
+	t.Helper()
+	res, err := RunRules([]string{writeDump(t, "live.pack", msgs, nil)}, []string{"builtin:hard_brake"}, RulesOptions{Params: params})
+	if err != nil || len(res.Fired) != 1 {
+		t.Fatalf("live run: %v, fired %+v", err, res)
+	}
+	f := res.Fired[0]
+	return f.Record(7, dumpinfo.SourceLua)
 }
 
 func jsonLines(t *testing.T, ts []Trigger) string {
@@ -155,4 +168,89 @@ func TestRulesBadInput(t *testing.T) {
 	f(nil, []string{dump}, ErrOptions, "no rules")
 	f([]string{"builtin:hard_brake", "builtin:hard_brake"}, []string{dump}, scripts.ErrDeclaration, "already loaded")
 	f([]string{"builtin:hard_brake"}, []string{filepath.Join(dir, "nodump.pack")}, os.ErrNotExist, "nodump.pack")
+}
+
+// TestCompareFields: a trigger fired at the recorded time still fails when
+// its tag, severity, windows or params differ; numbers in tags and params
+// compare as numbers.
+func TestCompareFields(t *testing.T) {
+	rec := Trigger{Rule: "hard_brake", Reason: "hard-brake", TimeNs: t0, Time: fmtNs(t0), PreNs: new(int64(3e9)), PostNs: new(int64(2e9)), Tag: "8.0 m/s^2 from 20.0 to 19.9 m/s",
+		Severity: 2, Params: map[string]string{"decel": "6", "pre": "3s", "post": "2s"}, Source: "lua in x.pack"}
+	f := func(change func(*Trigger), want string) {
+		t.Helper()
+		fired := rec
+		fired.Params = map[string]string{}
+		for k, v := range rec.Params {
+			fired.Params[k] = v
+		}
+		change(&fired)
+		c := CompareTriggers([]Trigger{fired}, []Trigger{rec}, []string{"hard_brake"}, time.Millisecond)
+		var d bytes.Buffer
+		c.WriteDiff(&d, []Trigger{fired}, []Trigger{rec})
+		if want == "" {
+			if !c.OK() || len(c.Matched) != 1 {
+				t.Errorf("want a match:\n%s", d.String())
+			}
+			return
+		}
+		if c.OK() || len(c.Changed) != 1 || !strings.Contains(d.String(), want) {
+			t.Errorf("want a change naming %q:\n%s", want, d.String())
+		}
+	}
+	f(func(*Trigger) {}, "")
+	f(func(x *Trigger) {
+		x.TimeNs += 500e3
+		x.Params["decel"] = "6.0"
+		x.Tag = "8.00 m/s^2 from 20 to 19.90 m/s"
+	}, "")
+	f(func(x *Trigger) { x.Params["pre"] = "3000ms" }, "")
+	f(func(x *Trigger) {
+		x.PreNs, x.PostNs, x.Params["pre"], x.Params["post"] = new(int64(15e9)), new(int64(5e9)), "15s", "5s"
+	},
+		`! hard_brake hard-brake at 2025-12-02T10:06:40Z (lua in x.pack): fired (0s) but differs: pre 3s recorded, 15s fired; post 2s recorded, 5s fired; params.post "2s" recorded, "5s" fired; params.pre "3s" recorded, "15s" fired`)
+	f(func(x *Trigger) { x.Tag = "8.1 m/s^2 from 20.0 to 19.9 m/s" }, `tag "8.0 m/s^2 from 20.0 to 19.9 m/s" recorded, "8.1 m/s^2 from 20.0 to 19.9 m/s" fired`)
+	f(func(x *Trigger) { x.Tag = "8.0 km/h from 20.0 to 19.9 m/s" }, "tag ")
+	f(func(x *Trigger) { x.Severity = 1 }, "severity 2 recorded, 1 fired")
+	f(func(x *Trigger) { x.Params["decel"] = "6.5" }, `params.decel "6" recorded, "6.5" fired`)
+	f(func(x *Trigger) { delete(x.Params, "decel"); x.Params["k"] = "v" }, `params.decel "6" recorded, (absent) fired; params.k (absent) recorded, "v" fired`)
+	f(func(x *Trigger) { x.PreNs = nil }, "pre 3s recorded, unset (the recorder's window) fired")
+	f(func(x *Trigger) { x.PostNs = new(int64(0)) }, "post 2s recorded, 0s fired")
+	// a looser value tolerance accepts a small change of a number
+	fired := rec
+	fired.Tag = "8.0001 m/s^2 from 20.0 to 19.9 m/s"
+	if c := Compare([]Trigger{fired}, []Trigger{rec}, []string{"hard_brake"}, CompareOptions{Time: time.Millisecond, Value: 1e-3}); !c.OK() {
+		t.Errorf("value tolerance 1e-3: %+v", c)
+	}
+	if c := CompareTriggers([]Trigger{fired}, []Trigger{rec}, []string{"hard_brake"}, time.Millisecond); c.OK() {
+		t.Errorf("default value tolerance accepted %q", fired.Tag)
+	}
+}
+
+func TestSameText(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"", "", true}, {"6", "6.0", true}, {"6", "6.5", false}, {"1e3", "1000", true}, {"a1b", "a1b", true},
+		{"a1b", "a1c", false}, {"a1", "a1 2", false}, {"3s", "3000ms", true}, {"3s", "4s", false}, {"x", "y", false},
+		{"-0.5 to +0.5", "-.5 to 0.5", true},
+	} {
+		if got := sameText(c.a, c.b, DefaultValueTolerance); got != c.same {
+			t.Errorf("sameText(%q, %q) = %v", c.a, c.b, got)
+		}
+	}
+}
+
+func TestRecordedTriggers(t *testing.T) {
+	dump := brakeDump(t, t0+200*10e6)
+	ts, err := RecordedTriggers([]string{dump, dump})
+	if err != nil || len(ts) != 2 || ts[0].Reason != "manual" || ts[1].Rule != "hard_brake" || ts[1].Severity != 2 {
+		t.Fatalf("%v %+v", err, ts)
+	}
+	if _, err := RecordedTriggers(nil); !errors.Is(err, ErrOptions) {
+		t.Errorf("no dumps: %v", err)
+	}
+	if _, err := RecordedTriggers([]string{filepath.Join(t.TempDir(), "none.pack")}); err == nil {
+		t.Error("a missing dump gave no error")
+	}
 }

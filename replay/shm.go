@@ -28,6 +28,9 @@ type ShmOptions struct {
 	// the closed segments before it removes them itself
 	// (DefaultDrainWait when 0).
 	DrainWait time.Duration
+	// Keep leaves the closed segments in Dir (marked closed): a consumer
+	// started later reads them as those of producers that finished.
+	Keep bool
 }
 
 // DefaultDrainWait is ShmOptions.DrainWait's default.
@@ -42,7 +45,7 @@ const DefaultDrainWait = 500 * time.Millisecond
 // first message of that type. Close closes the producers (each segment is
 // marked closed), gives a consumer DrainWait to drain and remove them, and
 // removes what is left: a replay leaves no segment behind, whether or not a
-// recorder was listening. Removing a segment a consumer has mapped loses
+// recorder was listening (unless Keep says to). Removing a segment a consumer has mapped loses
 // nothing: the consumer reads what is left of a removed segment.
 //
 // An ShmOutput is not safe for concurrent use (the Player drives it).
@@ -138,6 +141,9 @@ func (o *ShmOutput) Close() error {
 		if err := p.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if o.opts.Keep {
+		paths = nil
 	}
 	wait := o.opts.DrainWait
 	if wait <= 0 {

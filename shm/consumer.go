@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +69,14 @@ type ConsumerOptions struct {
 	// default the consumer removes them once it has read them to the end.
 	KeepFiles bool
 
+	// SkipExisting ingests only what is published after Start: records a
+	// segment already held when Start ran (up to its write cursor then) are
+	// skipped, so a segment closed by then gives nothing; segments created
+	// later are read from their first record. For a consumer that must not
+	// see a previous run's data (the closed loop of "edr-lite replay",
+	// a live viewer). The skipped records are not counted as lost.
+	SkipExisting bool
+
 	// NoPIDCheck disables the pid liveness check (producers in another pid
 	// namespace); liveness then rests on state and heartbeat only.
 	NoPIDCheck bool
@@ -123,9 +132,10 @@ type Consumer struct {
 
 	mu        sync.Mutex
 	followers map[string]*follower
-	finished  map[string]fileID // KeepFiles: closed or dead segments left in place
-	retired   SegmentStats      // counters of followers that ended
-	errs      []error           // most recent errors, oldest first
+	finished  map[string]fileID    // KeepFiles: closed or dead segments left in place
+	retired   SegmentStats         // counters of followers that ended
+	startAt   map[string]startMark // SkipExisting: where each segment stood at Start (read-only after)
+	errs      []error              // most recent errors, oldest first
 	started   bool
 
 	stop    atomic.Bool
@@ -165,8 +175,41 @@ func (c *Consumer) Start() error {
 		return nil
 	}
 	c.started = true
+	if c.opts.SkipExisting {
+		c.markExisting()
+	}
 	c.startWatchLocked()
 	return nil
+}
+
+// startMark is where a segment's write cursor stood when Start ran.
+type startMark struct {
+	id fileID
+	w  uint64
+}
+
+// markExisting notes, for SkipExisting, the write cursor of every segment
+// in the directory. A segment that cannot be opened now is not marked: its
+// follower reports it as usual.
+func (c *Consumer) markExisting() {
+	c.startAt = map[string]startMark{}
+	ents, err := os.ReadDir(c.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !isSegmentName(e.Name()) {
+			continue
+		}
+		s, err := openSegment(filepath.Join(c.dir, e.Name()), &c.opts, &c.big)
+		if err != nil {
+			continue
+		}
+		if w, _, err := s.cursors(); err == nil {
+			c.startAt[e.Name()] = startMark{id: s.id, w: w}
+		}
+		s.close()
+	}
 }
 
 // Run starts the consumer, blocks until ctx is done, then closes it.

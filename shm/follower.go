@@ -162,6 +162,13 @@ func (f *follower) open() (exists bool) {
 	}
 	f.bad = false
 	f.lastID = s.id
+	if m, ok := f.c.startAt[f.name]; ok && m.id == s.id {
+		// SkipExisting: start where the segment stood at Start; the first
+		// record read sets the expected sequence (the skipped ones are not
+		// losses).
+		s.rpos = max(s.rpos, m.w)
+		s.rebaseSeq = true
+	}
 	f.seg = s
 	f.cur.Store(s)
 	if s.typeErr != nil {

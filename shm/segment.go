@@ -31,10 +31,13 @@ type segment struct {
 
 	rpos    uint64 // next record position to read
 	nextSeq uint64 // sequence number expected next
-	lastW   uint64 // write cursor seen last (it must never go back)
-	scratch []byte // private copy of a chunk; allocated on first data
-	batch   int
-	big     *bigBuffer // shared buffer for records larger than batch
+	// rebaseSeq: the next record read sets nextSeq (the records before it
+	// were skipped on purpose, ConsumerOptions.SkipExisting)
+	rebaseSeq bool
+	lastW     uint64 // write cursor seen last (it must never go back)
+	scratch   []byte // private copy of a chunk; allocated on first data
+	batch     int
+	big       *bigBuffer // shared buffer for records larger than batch
 
 	fenceWord atomic.Uint64
 
@@ -303,6 +306,9 @@ walk:
 			break walk // cut by the batch size: read it with the next chunk
 		}
 		seq := le.Uint64(chunk[off+8:])
+		if s.rebaseSeq {
+			s.nextSeq, s.rebaseSeq = seq, false
+		}
 		if seq < s.nextSeq {
 			return n, 0, s.fail("record.seq", fileOff+8, corruptf(nil, "%d after %d", seq, s.nextSeq-1))
 		}

@@ -285,7 +285,7 @@ func TestSelectionErrors(t *testing.T) {
 		}
 		holds := []string{"matches no topic", "holds camera/front, vehicle/speed"}
 		f(1, holds, "--topics", "lidar/*")
-		f(1, holds, "--exclude", "vehicle/*,camera/*")
+		f(1, []string{"--exclude 'vehicle/*,camera/*' leaves no topic", "holds camera/front, vehicle/speed"}, "--exclude", "vehicle/*,camera/*")
 		f(1, []string{"selects nothing", "holds messages from 2025-12-02T10:06:40.000000000Z to 2025-12-02T10:06:41.000000000Z"}, "--from", "5s")
 		f(1, []string{"no message of camera/front lies within --from 2025-12-02T10:06:40.010000000Z --to 2025-12-02T10:06:40.020000000Z"},
 			"--topics", "camera/front", "--from", "10ms", "--to", "20ms")

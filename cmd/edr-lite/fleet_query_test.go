@@ -28,13 +28,14 @@ const speedLayout = "# edr.demo.Speed, 100 Hz\nf32le speed (m/s)\nu32le seq\n"
 // with the triggers the shipped hard_brake rule fires on it (defaults:
 // decel 6, cooldown 10s, pre 15s, post 5s), found the way the rule finds
 // them; TestFleetQueries checks with "rules test" that the rule agrees.
-func writeSpeedDump(t *testing.T, path, host string, start int64, seconds float64, brakes, decels []float64) {
+func writeFleetSpeedDump(t *testing.T, path, host string, start int64, seconds float64, brakes, decels []float64) {
 	t.Helper()
-	w, err := pack.Create(path, pack.WriterOptions{Writer: "fleet-test", CreatedNs: start})
-	if err != nil {
-		t.Fatal(err)
+	type msg struct {
+		ts int64
+		b  []byte
 	}
-	var trigs []dumpinfo.Trigger
+	var msgs []msg
+	var brakeTimes []int64
 	var prevV float64
 	var prevT, lastTrig int64
 	cur := 16.0
@@ -60,29 +61,51 @@ func writeSpeedDump(t *testing.T, path, host string, start int64, seconds float6
 		v = float64(float32(max(v, 0)))
 		b := binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v)))
 		b = binary.LittleEndian.AppendUint32(b, uint32(i))
-		if err := w.Add("vehicle/speed", "", nil, ts-2e6, ts, b); err != nil {
-			t.Fatal(err)
-		}
+		msgs = append(msgs, msg{ts, b})
 		if i > 0 {
 			dt := float64(ts-prevT) / 1e9
 			if dt > 0 && dt <= 1 && (prevV-v)/dt > 6 && (lastTrig == 0 || ts-lastTrig >= 10e9) {
-				trigs = append(trigs, dumpinfo.Trigger{ID: uint64(len(trigs) + 1), Reason: "hard-brake", Source: dumpinfo.SourceLua,
-					Rule: "hard_brake", Severity: 2, TimeNs: ts, PreNs: 15e9, PostNs: 5e9})
+				brakeTimes = append(brakeTimes, ts)
 				lastTrig = ts
 			}
 		}
 		prevV, prevT = v, ts
 	}
 	end := start + int64(n-1)*10e6
-	err = w.SetDumpInfo(dumpinfo.Info{Triggers: trigs, Host: host, StartNs: start, EndNs: end, CreatedNs: end,
-		Topics: []dumpinfo.TopicAccount{{Topic: "vehicle/speed", Type: "edr.demo.Speed(f32le m/s)", Messages: uint64(n),
-			Bytes: uint64(8 * n), FirstNs: start, LastNs: end}}})
-	if err != nil {
-		t.Fatal(err)
+	write := func(trigs []dumpinfo.Trigger) {
+		w, err := pack.Create(path, pack.WriterOptions{Writer: "fleet-test", CreatedNs: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if err := w.Add("vehicle/speed", "", nil, m.ts-2e6, m.ts, m.b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = w.SetDumpInfo(dumpinfo.Info{Triggers: trigs, Host: host, StartNs: start, EndNs: end, CreatedNs: end,
+			Topics: []dumpinfo.TopicAccount{{Topic: "vehicle/speed", Type: "edr.demo.Speed(f32le m/s)", Messages: uint64(n),
+				Bytes: uint64(8 * n), FirstNs: start, LastNs: end}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	// the triggers as a live recorder running the shipped rule records
+	// them (tag, severity, params): fired over the plain dump, checked
+	// against the brakes computed here
+	write(nil)
+	live := liveTriggers(t, path)
+	if len(live) != len(brakeTimes) {
+		t.Fatalf("%s: the rule fired %d times, the signal brakes hard %d times", path, len(live), len(brakeTimes))
 	}
+	for k := range live {
+		if live[k].TimeNs != brakeTimes[k] {
+			t.Fatalf("%s: trigger %d at %d, the signal brakes hard at %d", path, k, live[k].TimeNs, brakeTimes[k])
+		}
+	}
+	write(live)
 }
 
 // brakeFigures is what the hard-brakes query returns for one trigger.
@@ -231,7 +254,7 @@ func TestFleetQueries(t *testing.T) {
 	for _, g := range gen {
 		p := filepath.Join(dir, g.vehicle, g.name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
-		writeSpeedDump(t, p, g.vehicle, g.start, g.seconds, g.brakes, g.decels)
+		writeFleetSpeedDump(t, p, g.vehicle, g.start, g.seconds, g.brakes, g.decels)
 		code, out, _ := runBin(t, "rules", "test", "--rules", "builtin:hard_brake", p)
 		if code != 0 || !strings.Contains(out, fmt.Sprintf("ok: %d trigger(s) match", len(g.brakes))) {
 			t.Fatalf("the shipped hard_brake rule does not fire as recorded on %s: %d\n%s", g.name, code, out)

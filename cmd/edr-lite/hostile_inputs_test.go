@@ -25,7 +25,7 @@ var offlineVerbs = [][]string{
 	{"export", "--format", "jsonl", "IN", "-o", "OUT.jsonl"},
 	{"export", "--format", "mcap", "IN", "-o", "OUT.mcap"},
 	{"import", "--format", "jsonl", "IN", "-o", "OUT.pack"},
-	{"replay", "IN", "--to", "udp:127.0.0.1:9", "--asfast"},
+	{"replay", "IN", "-o", "udp:127.0.0.1:9", "--asfast"},
 	{"rules", "test", "--rules", "builtin:manual", "IN"},
 }
 

@@ -30,7 +30,7 @@ var _ flag.Value = (*multiFlag)(nil)
 
 // replayUsage, replayHelp and replayExample are the help of replay.
 const (
-	replayUsage = "edr-lite replay FILE... -o shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop] [--topics G,...] [--exclude G,...] [--from T] [--to T] [--start D] [--duration D]"
+	replayUsage = "edr-lite replay FILE... -o shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop | --loop-count N] [--topics G,...] [--exclude G,...] [--from T] [--to T] [--start D] [--duration D] [--delay D] [--remap OLD=NEW] [--clock HZ] [--start-paused] [--control SOCK]\nedr-lite replay DUMP... -o shm:DIR|udp:HOST:PORT --expect GLOB [--mode full|input-only|output-only] [--listen shm:DIR|udp:HOST:PORT=TOPIC] [--check MODE|GLOB=MODE] [--schema TOPIC=FILE] [--checks FILE] [--align seq|time|nearest] [--lockstep ack:TOPIC|outputs] [--timeout D] [--record OUT] [--format text|json]"
 	replayHelp  = `Replay dumps, pack or MCAP in any mix, merged message by message in
 capture-time order, into a live system: the payload bytes exactly as
 recorded. An MCAP file (a dump written with format = "mcap", an export, a
@@ -41,7 +41,9 @@ log_time the capture time and publish_time the producer time.
   -o shm:DIR         one shared-memory segment per topic in DIR (an edr-lite
                      recorder or any shm consumer watching DIR picks them up);
                      the topic's name, channel, type and producer times are
-                     carried over.
+                     carried over. When the replay ends the segments are
+                     removed once a consumer drained them (--keep-segments
+                     leaves them).
   -o udp:HOST:PORT   one datagram per message; the i-th topic in sorted topic
                      order goes to HOST:PORT+i (the mapping is printed), or
                      where --map TOPIC=HOST:PORT says.
@@ -57,8 +59,45 @@ the output (a UDP datagram, half a segment) are dropped and counted. Ctrl-C
 stops cleanly and prints the summary. --start and --duration count message
 time from the first message.
 
+rosbag2's "ros2 bag play" flags: --exclude (-x, below), --delay (-d, before each
+pass), --start-paused (-p, with --control SOCK: step and resume with
+"edr-lite replay-ctl"), --playback-duration (= --duration), --remap
+OLD=NEW (OLD:=NEW also works), --clock HZ (a clock topic, payload the
+message time as i64le ns, ticking every 1/HZ of message time), --loop (-l)
+and --loop-count N.
+
+Closed loop, to test a node against a recording: --expect GLOB names the
+topics the system under test publishes (its outputs); every other topic is
+an input. --mode full (the default) publishes the inputs, collects what the
+node publishes on the expected topics (from the -o shm directory, or
+--listen shm:DIR / udp:HOST:PORT=TOPIC) into a private recorder, and
+compares it with the recorded outputs: --check exact (the bytes; field by
+field with --schema), tolerance (numeric fields within --abs + --rel times
+the recorded value; needs --schema TOPIC=FILE, a packed layout, or
+FILE@pkg.Message, a protobuf descriptor set, or json) or none (the count;
+the latency too with --window), pairing outputs by --align seq, time (equal
+producer times) or nearest (in replay time, within --window); --checks FILE
+sets all that per topic. Every mismatch is listed with its topic, input
+step, sequence, time, field, expected and got values, and the exit status is
+1; --format json prints the report for CI. Outputs recorded before the
+first input are not compared. --mode input-only collects without comparing
+(--record FILE writes inputs and outputs to a new dump); --mode output-only
+re-emits the recorded outputs with their timing. --lockstep ack:TOPIC (one
+message per input on TOPIC, which may be the output itself) or outputs
+(as many outputs as the recording holds) releases each input only once the
+node answered the ones before: deterministic even when the node is slower
+than real time. --timeout bounds every wait for the node. The report gives
+the latency from input to output (p50, p99, max).
+
+Several players on one timeline: --player TO=DUMP[,DUMP] replays more dumps
+to another output, --live udp:HOST:PORT=TOPIC forwards datagrams received
+while replaying to -o as TOPIC. One orchestrator gives them turns by
+message time; equal times go to the player named first (the main dumps,
+then each --player, then each --live). With --expect they are all inputs,
+and lockstep waits for the answer to each before the next of any player.
+
 ` + selectHelp
-	replayExample = "edr-lite replay dump.pack -o shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap -o udp:127.0.0.1:30000 --topics 'vehicle/*' --exclude vehicle/imu --from 10s --to 15s --loop"
+	replayExample = "edr-lite replay dump.pack -o shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap -o udp:127.0.0.1:30000 --topics 'vehicle/*' --exclude vehicle/imu --from 10s --to 15s --loop\nedr-lite replay dump.pack -o shm:/dev/shm/edr --exclude 'camera/*' --remap vehicle/speed=sim/speed --clock 100 --loop-count 3\nedr-lite replay dump.pack -o shm:/dev/shm/edr --start-paused --control /tmp/replay.sock\nedr-lite replay drive.pack -o shm:/dev/shm/edr --expect 'planner/*' --asfast --lockstep ack:planner/brake\nedr-lite replay drive.pack -o shm:/dev/shm/edr --expect planner/brake --check tolerance --schema planner/brake=brake.layout --format json"
 )
 
 // runReplay is the replay verb: it reads the flags, opens the dumps and
@@ -66,6 +105,9 @@ time from the first message.
 func runReplay(e *env) int {
 	c := newCommand(e, "replay", replayUsage, replayHelp, replayExample, 1, -1)
 	f := declareReplayFlags(c)
+	rf := declareRosbagFlags(c)
+	lf := declareLoopFlags(c)
+	pf := declarePlayerFlags(c)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -76,6 +118,9 @@ func runReplay(e *env) int {
 	}
 	if f.legacyTo {
 		fmt.Fprintf(e.stderr, "edr-lite replay: note: --to %s names the output; it is -o %s now (--to is the end of the selection)\n", *f.out, *f.out)
+	}
+	if err := rf.apply(c.fs, &opts); err != nil {
+		return c.usageErr("%v", err)
 	}
 	out, udp, err := f.output()
 	if err != nil {
@@ -102,6 +147,39 @@ func runReplay(e *env) int {
 		}
 		empty = f.sel.Empty(held, fromNs, toNs)
 	}
+	given := map[string]bool{}
+	c.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	// several players: one orchestrator paces the timeline at --rate
+	var extra *extraPlayers
+	rate := opts.Rate
+	if pf.active() {
+		ps, ls, err := pf.parse(given)
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		o, err := replay.NewOrchestrator(rate)
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		opts.Rate, opts.Turn = 0, o.Join("main")
+		if extra, err = openExtra(o, ps, ls, *f.out, f.shmOptions("")); err != nil {
+			if errors.Is(err, replay.ErrOptions) {
+				return c.usageErr("%v", err)
+			}
+			return c.fail(err)
+		}
+		defer extra.close()
+	}
+	if lf.active() {
+		lo, err := lf.options(given, *f.out)
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		return runLoop(c, lf, rf, args, opts, lo, out, udp, extra, rate)
+	}
+	if n := lf.usedWithoutExpect(given); n != "" {
+		return c.usageErr("--%s is for a closed loop: give --expect with the topics the system under test publishes", n)
+	}
 	p, err := replay.Open(args, opts)
 	if err != nil {
 		if errors.Is(err, replay.ErrOptions) {
@@ -110,12 +188,20 @@ func runReplay(e *env) int {
 		return c.fail(err)
 	}
 	defer p.Close()
-	if len(p.Topics()) == 0 {
+	if len(p.Topics()) == 0 || (opts.ClockHz > 0 && len(p.Topics()) == 1) {
 		return c.fail(fmt.Errorf("no topic of the dumps matches %s", f.sel.Topics))
 	}
 	if udp != nil {
 		out = announce{udp, e}
 	}
+	if extra != nil {
+		return playMany(c, p, out, extra, rate)
+	}
+	stopCtl, err := rf.serveControl(p)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer stopCtl()
 	whole := opts.Start == 0 && opts.Duration == 0 && opts.FromNs == 0 && opts.UntilNs == 0 && !opts.Loop
 	return play(c, p, out, opts.Rate, whole, empty)
 }
@@ -124,7 +210,7 @@ func runReplay(e *env) int {
 type replayFlags struct {
 	out, start, duration, capacity, spin *string
 	rate                                 *float64
-	asfast, loop                         *bool
+	asfast, loop, keep                   *bool
 	maps                                 multiFlag
 	selFlags                             *selectFlags
 	sel                                  filter.Selection
@@ -142,9 +228,20 @@ func declareReplayFlags(c *command) *replayFlags {
 	f.start = c.fs.String("start", "0", "skip this much message time from the first message (e.g. 10s)")
 	f.duration = c.fs.String("duration", "0", "replay this much message time (0 = to the end)")
 	f.capacity = c.fs.String("capacity", "", "shm: ring size of each segment (default 1MiB)")
+	f.keep = c.fs.Bool("keep-segments", false, "shm: leave the segments in DIR when the replay ends (by default they are removed once a consumer drained them, or after 500ms)")
 	f.spin = c.fs.String("spin", "0", "timed modes: poll the clock for this long before each due time instead of sleeping (e.g. 200us; costs a core)")
 	c.fs.Var(&f.maps, "map", "udp: TOPIC=HOST:PORT sends TOPIC there instead (repeatable)")
 	return f
+}
+
+// shmOptions returns the options of a shm output to dir as --capacity
+// (checked by output) and --keep-segments say.
+func (f *replayFlags) shmOptions(dir string) replay.ShmOptions {
+	so := replay.ShmOptions{Dir: dir, Keep: *f.keep}
+	if n, err := units.ParseSize(*f.capacity); *f.capacity != "" && err == nil {
+		so.Capacity = int(n)
+	}
+	return so
 }
 
 // options checks the selection and timing flags (fs says whether --rate
@@ -189,15 +286,12 @@ func (f *replayFlags) output() (out replay.Output, udp *replay.UDPOutput, err er
 	case *f.out == "":
 		return nil, nil, errors.New("-o OUTPUT is required (shm:DIR, udp:HOST:PORT or discard)")
 	case scheme == "shm" && rest != "":
-		so := replay.ShmOptions{Dir: rest}
 		if *f.capacity != "" {
-			n, err := units.ParseSize(*f.capacity)
-			if err != nil {
+			if _, err := units.ParseSize(*f.capacity); err != nil {
 				return nil, nil, fmt.Errorf("--capacity: %v", err)
 			}
-			so.Capacity = int(n)
 		}
-		out = replay.NewShm(so)
+		out = replay.NewShm(f.shmOptions(rest))
 	case scheme == "udp" && rest != "":
 		uo := replay.UDPOptions{Base: rest, Map: map[string]string{}}
 		for _, m := range f.maps {
@@ -317,6 +411,9 @@ func printReplaySummary(e *env, st *replay.Stats, rate float64, interrupted bool
 	if st.Samples > 0 {
 		fmt.Fprintf(e.stdout, "timing error: p50 %s, p99 %s, max %s over %d messages\n",
 			st.TimingP50, st.TimingP99, st.TimingMax, st.Samples)
+	}
+	if st.ClockTicks > 0 {
+		fmt.Fprintf(e.stdout, "clock topic: %d ticks\n", st.ClockTicks)
 	}
 	if st.Dropped > 0 {
 		fmt.Fprintf(e.stdout, "dropped %d messages too large for the output\n", st.Dropped)

@@ -16,7 +16,7 @@ func init() {
 }
 
 func runRules(e *env) int {
-	c := newCommand(e, "rules", "edr-lite rules test --rules FILE|DIR|builtin:NAME [--param [RULE.]K=V ...] [--mode full|input-only] [--tolerance D] DUMP...\nedr-lite rules list",
+	c := newCommand(e, "rules", "edr-lite rules test --rules FILE|DIR|builtin:NAME [--param [RULE.]K=V ...] [--mode full|input-only|output-only] [--tolerance D] [--value-tolerance F] DUMP...\nedr-lite rules list",
 		`"rules test" feeds every message of the dumps (pack or MCAP, in any mix), in
 capture-time order, through the Lua rules in message time (the path the live
 recorder uses), so the same dumps and rules fire the same triggers on every
@@ -29,9 +29,17 @@ was exported from, and its recorded triggers come from its edr.* metadata.
   --mode full        (default) also compare them with the triggers recorded in
                      the dumps (same rule and reason, time within --tolerance)
                      and print a diff: "-" recorded but not fired, "+" fired but
-                     not recorded. Exit 1 on any mismatch: the rules'
-                     regression test in CI. Recorded triggers of other sources
-                     (API, signals, rules not loaded) are listed, not checked.
+                     not recorded, "!" fired at the recorded time but with
+                     another tag, severity, window (pre, post) or params, each
+                     difference named. Numbers inside tags and params compare
+                     as numbers (within --value-tolerance, relative, absolute
+                     below 1), durations as durations. Exit 1 on any mismatch:
+                     the rules' regression test in CI. Recorded triggers of
+                     other sources (API, signals, rules not loaded) are listed,
+                     not checked.
+  --mode output-only print the triggers recorded in the dumps, in the form of
+                     input-only (no rule runs; --rules is not needed): what the
+                     recording says, for a downstream consumer or a diff.
 
 --rules takes a .lua file, a directory (every *.lua in it) or builtin:NAME
 for a shipped rule; repeat it for several. --param K=V sets a parameter of
@@ -41,8 +49,9 @@ builtin:RULE). "rules list" prints the shipped rules.`,
 	var specs, params multiFlag
 	c.fs.Var(&specs, "rules", "rule file, directory of rules, or builtin:NAME (repeatable)")
 	c.fs.Var(&params, "param", "K=V for every rule or RULE.K=V for one (repeatable)")
-	mode := c.fs.String("mode", "full", "full (compare with the recorded triggers) or input-only (print the fired triggers)")
+	mode := c.fs.String("mode", "full", "full (compare with the recorded triggers), input-only (print the fired triggers) or output-only (print the recorded ones)")
 	tol := c.fs.String("tolerance", "1ms", "full mode: how far a fired trigger's time may be from the recorded one")
+	vtol := c.fs.Float64("value-tolerance", replay.DefaultValueTolerance, "full mode: how far numbers in tags and params may differ, times max(1, |value|)")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -61,15 +70,22 @@ builtin:RULE). "rules list" prints the shipped rules.`,
 	if len(dumps) == 0 {
 		return c.usageErr("rules test needs at least one DUMP")
 	}
+	switch *mode {
+	case "full", "input-only":
+	case "output-only":
+		return printRecordedTriggers(c, dumps)
+	default:
+		return c.usageErr("--mode %q: want full, input-only or output-only", *mode)
+	}
 	if len(specs) == 0 {
 		return c.usageErr("--rules is required")
-	}
-	if *mode != "full" && *mode != "input-only" {
-		return c.usageErr("--mode %q: want full or input-only", *mode)
 	}
 	tolerance, err := units.ParseDuration(*tol)
 	if err != nil || tolerance < 0 {
 		return c.usageErr("--tolerance %q: want a duration like 1ms", *tol)
+	}
+	if !(*vtol >= 0) {
+		return c.usageErr("--value-tolerance %v: want 0 or more", *vtol)
 	}
 	opts := replay.RulesOptions{Params: map[string]string{}, RuleParams: map[string]map[string]string{}}
 	for _, p := range params {
@@ -112,13 +128,30 @@ builtin:RULE). "rules list" prints the shipped rules.`,
 	if *mode == "input-only" {
 		return rc
 	}
-	cmp := replay.CompareTriggers(res.Fired, res.Recorded, res.Rules, tolerance)
+	cmp := replay.Compare(res.Fired, res.Recorded, res.Rules, replay.CompareOptions{Time: tolerance, Value: *vtol})
 	cmp.WriteDiff(e.stdout, res.Fired, res.Recorded)
 	if !cmp.OK() {
-		fmt.Fprintf(e.stdout, "FAIL: %d recorded trigger(s) not fired, %d fired trigger(s) not recorded (%d matched; rules %s; %d messages)\n",
-			len(cmp.Missing), len(cmp.Unexpected), len(cmp.Matched), strings.Join(res.Rules, ", "), res.Messages)
+		fmt.Fprintf(e.stdout, "FAIL: %d recorded trigger(s) not fired, %d fired trigger(s) not recorded, %d fired with other fields (%d matched; rules %s; %d messages)\n",
+			len(cmp.Missing), len(cmp.Unexpected), len(cmp.Changed), len(cmp.Matched), strings.Join(res.Rules, ", "), res.Messages)
 		return exitFail
 	}
 	fmt.Fprintf(e.stdout, "ok: %d trigger(s) match the recording (rules %s; %d messages)\n", len(cmp.Matched), strings.Join(res.Rules, ", "), res.Messages)
 	return rc
+}
+
+// printRecordedTriggers is "rules test --mode output-only": the triggers
+// recorded in the dumps as JSON lines, the form input-only prints.
+func printRecordedTriggers(c *command, dumps []string) int {
+	ts, err := replay.RecordedTriggers(dumps)
+	if err != nil {
+		return c.fail(err)
+	}
+	for _, t := range ts {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintf(c.e.stdout, "%s\n", b)
+	}
+	return exitOK
 }

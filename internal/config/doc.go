@@ -7,6 +7,8 @@
 // a zero written in the file stays zero. It also renders the fully
 // commented default configuration printed by "edr-lite config init" from
 // that table (default.toml.tmpl).
+// It also reads the checks file of a closed-loop replay ("edr-lite replay
+// --checks FILE", TOML or JSON) the same way (ParseChecks).
 //
 // It is not for: validating what only the packages can validate (a rule's
 // params, an interface that does not exist, the recorder's limits); that

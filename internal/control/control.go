@@ -18,7 +18,9 @@ import (
 
 // Request is one operation.
 type Request struct {
-	Op     string `json:"op"` // "trigger", "status" or "reload"
+	// Op is "trigger", "status" or "reload" for a recorder; "pause",
+	// "resume", "step" or "status" for a replay started with --control.
+	Op     string `json:"op"`
 	Reason string `json:"reason,omitempty"`
 	// Pre and Post are durations ("20s", "0s"); "" (absent) means the
 	// configured windows, "0s" a zero window.
@@ -31,6 +33,7 @@ type Request struct {
 	Tag     string   `json:"tag,omitempty"`
 	NoWait  bool     `json:"no_wait,omitempty"` // trigger: answer once accepted, not once written
 	Timeout string   `json:"timeout,omitempty"` // trigger: give up waiting after this long
+	Steps   int      `json:"steps,omitempty"`   // replay step: messages to let through (0 = 1)
 }
 
 // Response answers a Request.

@@ -1,6 +1,8 @@
 // Package control is the operator's channel to a running recorder: a unix
 // socket (mode 0600) speaking one JSON request and one JSON response per
-// connection, used by "edr-lite trigger", "edr-lite status" and rule reload.
+// connection, used by "edr-lite trigger", "edr-lite status" and rule reload,
+// and by a replay started with --control ("edr-lite replay-ctl": pause,
+// resume, step, status).
 //
 // It is not for: remote access (the socket is local and owner-only) or
 // streaming data.

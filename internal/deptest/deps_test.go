@@ -58,6 +58,8 @@ var rules = []rule{
 	{mod + "internal/deptest/testdata/producer", join([]string{lua}, heavy, cmdOnly),
 		"a producer program links shm and the standard library, not the recorder"},
 	{mod + "replay", cmdOnly, "replay is a library; flags and output live in cmd"},
+	{mod + "examples/brake-node", join([]string{lua}, heavy, cmdOnly),
+		"an example node links shm and the standard library, like any producer program"},
 	{mod + "jsonl", join([]string{mod + "engine", mod + "dump", lua, "net", mod + "internal/dumpfile", mod + "mcap"}, cmdOnly),
 		"JSON lines is a file format only; internal/dumpfile decides when to use it"},
 	{mod + "internal/kway", []string{mod}, "the merge heap is a leaf"},

@@ -258,7 +258,11 @@ func (s Selection) Check(h Held, fromNs, toNs int64) error {
 			}
 		}
 		if n == 0 {
-			return fmt.Errorf("%w: %s matches no topic; %s holds %s", ErrNothing, s.Topics, h.what(), listTopics(h.Topics))
+			verb := "matches no topic"
+			if len(s.Topics.Include) == 0 {
+				verb = "leaves no topic"
+			}
+			return fmt.Errorf("%w: %s %s; %s holds %s", ErrNothing, s.Topics, verb, h.what(), listTopics(h.Topics))
 		}
 	}
 	if h.TimesUnknown || h.Messages == 0 || (fromNs == MinNs && toNs == MaxNs) {
