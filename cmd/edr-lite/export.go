@@ -2,25 +2,30 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/edr-lite/edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/defaults"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/dumptable"
 	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/media"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/table"
 )
 
 func init() {
 	register(&verb{name: "export", summary: "export a dump (pack or MCAP) as JSON lines or MCAP", run: runExport})
-	register(&verb{name: "import", summary: "turn a JSON-lines export back into a pack dump", run: runImport})
+	register(&verb{name: "import", summary: "turn a JSON-lines export, a JPEG folder or an MP4 file into a dump", run: runImport})
 }
 
 func runExport(e *env) int {
@@ -331,25 +336,72 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 }
 
 func runImport(e *env) int {
-	names := formatNames(func(f dumpfile.Format) bool { return f.Import })
-	c := newCommand(e, "import", "edr-lite import --format "+strings.Join(names, "|")+" IN|- -o OUT.pack [--compression none|lz4|zstd]",
+	names := formatNames(func(f dumpfile.Format) bool { return f.Import || f.Camera })
+	c := newCommand(e, "import", "edr-lite import --format jsonl IN|- -o OUT.pack [--compression none|lz4|zstd]\n"+
+		"  edr-lite import --format jpeg-dir DIR -o OUT.pack|OUT.mcap [--topic T] [--time name,exif,rate] [--start T] [--fps F] [--tz ZONE]\n"+
+		"  edr-lite import --format mp4 FILE -o OUT.pack|OUT.mcap [--topic T] [--start T]",
 		`Read a JSON-lines export ("edr-lite export --format jsonl") and write its
 messages, dump information (triggers survive) and metadata to a new pack dump.
 Any malformed line is an error naming the line and field, and no output is
-left behind. IN - reads stdin.`,
-		"edr-lite import --format jsonl dump.jsonl -o dump.pack", 1, 1)
-	format := c.fs.String("format", "jsonl", "input format: "+orList(names))
-	out := c.fs.String("o", "", "output pack file (required; must not exist)")
+left behind. IN - reads stdin.
+
+--format jpeg-dir reads a folder of .jpg / .jpeg files as one topic of
+foxglove.CompressedImage messages (protobuf, with its FileDescriptorSet as
+the topic's schema), one per image at its time. --time lists where a time
+comes from, tried in order for each file: "name" (a timestamp in the file
+name: 19-digit ns, 16/13/10-digit us/ms/s, ISO 8601 such as
+20261202T133222.052Z, 20261202_133222_052000; docs/media.md), "exif"
+(DateTimeOriginal with SubSecTimeOriginal and OffsetTimeOriginal), "rate"
+(--start plus the file's position in name order over --fps). Wall-clock
+times without a zone are in --tz (default UTC). Files that are not JPEGs
+or have no time are skipped and named on stderr.
+
+--format mp4 reads the first H.264 or H.265 video track of an MP4 file,
+plain or fragmented, as foxglove.CompressedVideo messages: Annex B, the
+parameter sets before each key frame, the presentation time as the
+message's timestamp and producer time, the decode time as its capture time
+(so B-frames stay in decode order). --start is the time of the movie's time
+0 (default: the file's creation time, mvhd; 0 when it has none). A damaged
+or hostile file is refused with the box and offset at fault.
+
+The output is pack, or MCAP when OUT ends in .mcap. The topic is --topic,
+default camera/ and the input's base name ("front/" is camera/front). Camera
+files can also be given directly to merge, replay, rules test, info and cat
+(with the default topic and times); "edr-lite export --format jpeg-dir|mp4"
+writes them back.`,
+		"edr-lite import --format jsonl dump.jsonl -o dump.pack\n"+
+			"edr-lite import --format jpeg-dir front/ --topic camera/front -o front.pack\n"+
+			"edr-lite import --format jpeg-dir frames/ --time rate --start 2026-12-02T10:15:00Z --fps 30 -o frames.mcap\n"+
+			"edr-lite import --format mp4 drive.mp4 --topic camera/video --start 2026-12-02T10:15:00Z -o video.pack", 1, 1)
+	format := c.fs.String("format", "jsonl", "input `FORMAT`: "+orList(names))
+	out := c.fs.String("o", "", "output `FILE`: pack, or MCAP for camera inputs named *.mcap (required; must not exist)")
 	comp := c.fs.String("compression", "none", "compression of the output frames: none, lz4 or zstd")
+	topic := c.fs.String("topic", "", "jpeg-dir, mp4: the `TOPIC` of the messages (default camera/ + the input's base name)")
+	frameID := c.fs.String("frame-id", "", "jpeg-dir, mp4: the messages' frame_id (default the topic)")
+	timeSrc := c.fs.String("time", defaults.JPEGTimeSources, "jpeg-dir: where a frame's time comes from, in order: name, exif, rate")
+	start := c.fs.String("start", "", "mp4: the time of the movie's start; jpeg-dir: the first frame's time for --time rate (ns since the epoch or RFC 3339)")
+	fps := c.fs.Float64("fps", 0, "jpeg-dir: frames per second for --time rate")
+	tz := c.fs.String("tz", "UTC", "jpeg-dir: the time `ZONE` of times without one (IANA name, e.g. Europe/Berlin)")
+	c.enum("format", names...)
+	c.enum("compression", compressions...)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
-	if f, known := dumpfile.LookupFormat(*format); !known || !f.Import {
+	f, known := dumpfile.LookupFormat(*format)
+	if !known || !(f.Import || f.Camera) {
 		return c.usageErr("--format %q: want %s", *format, orList(names))
 	}
 	if *out == "" || *out == "-" {
-		return c.usageErr("-o OUT.pack is required (a file)")
+		return c.usageErr("-o OUT is required (a file)")
+	}
+	if f.Camera {
+		return importCamera(c, f.Name, args[0], *out, *comp, *topic, *frameID, *timeSrc, *start, *fps, *tz)
+	}
+	for _, fl := range []string{"topic", "frame-id", "time", "start", "fps", "tz"} {
+		if c.set(fl) {
+			return c.usageErr("--%s is for --format jpeg-dir and mp4", fl)
+		}
 	}
 	cp, err := parseCompression(*comp)
 	if err != nil {
@@ -381,4 +433,90 @@ left behind. IN - reads stdin.`,
 	}
 	fmt.Fprintf(e.stdout, "%s: %s\n", *out, convertSummary(rep))
 	return exitOK
+}
+
+// importCamera imports a JPEG folder or an MP4 file: the camera Source
+// (dumpfile.OpenMedia) rewritten to a pack or MCAP file.
+func importCamera(c *command, format, in, out, comp, topic, frameID, timeSrc, start string, fps float64, tz string) int {
+	opts := dumpfile.MediaOptions{Topic: topic, FrameID: frameID}
+	var startNs int64
+	if start != "" {
+		t, err := filter.ParseTime(start)
+		if err != nil || t.Offset() {
+			return c.usageErr("--start %q: want nanoseconds since the epoch or RFC 3339 (2026-12-02T10:15:00.5Z)", start)
+		}
+		startNs = t.At(0)
+	}
+	switch format {
+	case dumpfile.FormatJPEGDir:
+		for _, s := range strings.Split(timeSrc, ",") {
+			ts, err := media.ParseTimeSource(strings.TrimSpace(s))
+			if err != nil {
+				return c.usageErr("--time %q: want name, exif or rate, in the order to try them", timeSrc)
+			}
+			opts.JPEG.Sources = append(opts.JPEG.Sources, ts)
+		}
+		if slices.Contains(opts.JPEG.Sources, media.TimeFromRate) {
+			if fps <= 0 || math.IsInf(fps, 0) || math.IsNaN(fps) {
+				return c.usageErr("--time rate needs --fps F (> 0)")
+			}
+			if start == "" {
+				return c.usageErr("--time rate needs --start T")
+			}
+			opts.JPEG.StartNs, opts.JPEG.FrameIntervalNs = startNs, int64(math.Round(1e9/fps))
+			if opts.JPEG.FrameIntervalNs <= 0 {
+				return c.usageErr("--fps %g: over 1e9 frames per second", fps)
+			}
+		} else if c.set("fps") || c.set("start") {
+			return c.usageErr("--fps and --start are for --time rate")
+		}
+		loc, err := time.LoadLocation(tz)
+		if err != nil {
+			return c.usageErr("--tz %q: %v", tz, err)
+		}
+		opts.JPEG.Location = loc
+	case dumpfile.FormatMP4:
+		for _, fl := range []string{"time", "fps", "tz"} {
+			if c.set(fl) {
+				return c.usageErr("--%s is for --format jpeg-dir", fl)
+			}
+		}
+		opts.StartNs, opts.HasStart = startNs, start != ""
+	}
+	outFormat := dumpfile.FormatPack
+	if strings.EqualFold(filepath.Ext(out), ".mcap") {
+		outFormat = dumpfile.FormatMCAP
+	}
+	if _, err := os.Stat(out); err == nil {
+		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", out))
+	}
+	src, err := dumpfile.OpenMedia(in, format, opts)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer src.Close()
+	c.warnSkipped(src)
+	rep, err := dumpfile.Rewrite([]*dumpfile.Source{src}, dumpfile.Output{Path: out},
+		dumpfile.RewriteOptions{Format: outFormat, Compression: comp, Writer: "edr-lite import"})
+	if err != nil {
+		return c.fail(err)
+	}
+	t := src.Topics()[0]
+	fmt.Fprintf(c.e.stdout, "%s: %s (%s), %d messages, %s of data, %s written\n", out, t.String(), t.Type.Schema.Name,
+		rep.Messages, units.FormatSize(int64(rep.Bytes)), units.FormatSize(rep.Parts[0].Size))
+	return exitOK
+}
+
+// warnSkipped prints what a camera input left out, one line per file.
+func (c *command) warnSkipped(src *dumpfile.Source) {
+	for _, n := range src.Notes() {
+		fmt.Fprintf(c.e.stderr, "edr-lite %s: warning: %s\n", c.fs.Name(), n)
+	}
+}
+
+// set reports whether flag name was given on the command line.
+func (c *command) set(name string) bool {
+	given := false
+	c.fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == name })
+	return given
 }

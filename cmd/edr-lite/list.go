@@ -267,6 +267,9 @@ func metadataRows(src *dumpfile.Source) []row {
 		return rows
 	}
 	r := src.Pack()
+	if r == nil { // a camera file has no metadata
+		return rows
+	}
 	for _, n := range r.MetadataNames() {
 		b, _ := r.Metadata(n)
 		rw := row{"name": n, "size": int64(len(b))}

@@ -66,3 +66,16 @@ const (
 	// talk to.
 	ControlSocket = "/run/edr-lite.sock"
 )
+
+// Camera files read by the offline verbs (internal/dumpfile's jpeg-dir and
+// mp4 formats; docs/media.md).
+const (
+	// MediaTopicPrefix: a JPEG folder or an MP4 file read without a topic
+	// (an input of merge, replay, info, ...) is the topic MediaTopicPrefix
+	// + its base name without extension ("front/" is "camera/front",
+	// "rear.mp4" "camera/rear").
+	MediaTopicPrefix = "camera/"
+	// JPEGTimeSources are the time sources of a JPEG folder's frames, in
+	// the order they are tried.
+	JPEGTimeSources = "name,exif"
+)

@@ -105,6 +105,9 @@ type Info struct {
 	// Cut says the dump is a cut of other dumps (edr-lite filter, split):
 	// of which, over which window, and what was left out.
 	Cut *dumpinfo.Cut `json:"cut,omitempty"`
+	// Skipped: a camera input's files left out (not JPEGs, no time), one
+	// line each naming the file and why.
+	Skipped []string `json:"skipped,omitempty"`
 	// Damage is set for an MCAP file that cannot be read as it is
 	// (truncated, damaged): the figures then count what a salvaged copy
 	// holds (mcap.Recover), and Damage says what it lacks.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -32,6 +33,9 @@ type Format struct {
 	// Dir: it is written to a directory of files, with ExportDir.
 	Dir    bool
 	Import bool // Import reads it into a pack dump
+	// Camera: a camera file (JPEG folder, MP4), read with OpenMedia: a
+	// Source of one topic, imported by a rewrite (Rewrite).
+	Camera bool
 	// Compressions lists the ExportOptions.Compression values its export
 	// takes; nil when its export does not compress.
 	Compressions []string
@@ -39,12 +43,18 @@ type Format struct {
 
 // format is one row of the format table: a Format (Open, Export and Import
 // follow from the functions) and the functions that do it. A nil function
-// is something the format cannot do; a row with magic has every reading
-// function.
+// is something the format cannot do; a row that Detect recognises (magic,
+// sniff or dir) has open, info and walk.
 type format struct {
 	Format
 	title string // as messages spell it ("MCAP")
-	magic []byte // what its files start with; nil: Detect does not know them
+	magic []byte // what its files start with
+	// sniff recognises its files by their first magicLen bytes where a
+	// prefix does not (MP4: "ftyp" at byte 4); hint says how, for errors.
+	sniff func(b []byte) bool
+	hint  string
+	// dir recognises a directory in this format (a JPEG folder).
+	dir func(path string) (bool, error)
 
 	open      func(path string) (*Source, error)
 	openBytes func(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error)
@@ -68,6 +78,10 @@ var formats = []format{
 		export: exportJSONL, importTo: importJSONL},
 	{Format: Format{Name: FormatParquet}, title: "Parquet",
 		exportDir: exportParquet},
+	{Format: Format{Name: FormatJPEGDir}, title: "JPEG folder", dir: isJPEGDir,
+		open: openJPEGDir, info: mediaInfo(FormatJPEGDir), walk: walkMedia(FormatJPEGDir), exportDir: exportJPEGDir},
+	{Format: Format{Name: FormatMP4}, title: "MP4", sniff: isMP4, hint: `has "ftyp" at byte 4`,
+		open: openMP4, info: mediaInfo(FormatMP4), walk: walkMedia(FormatMP4), export: exportMP4},
 }
 
 // ErrUnknownFormat is returned for a file that Detect does not recognise.
@@ -85,6 +99,20 @@ func Detect(path string) (string, error) {
 }
 
 func detectFile(path string) (*format, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		for i := range formats {
+			if f := &formats[i]; f.dir != nil {
+				ok, err := f.dir(path)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					return f, nil
+				}
+			}
+		}
+		return nil, fmt.Errorf("%s: %w: a directory without .jpg or .jpeg files", path, ErrUnknownFormat)
+	}
 	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
@@ -97,7 +125,7 @@ func detectFile(path string) (*format, error) {
 
 // magicLen is the longest magic of the table.
 var magicLen = func() int {
-	n := 0
+	n := 8 // sniff: an MP4's ftyp box header
 	for _, f := range formats {
 		n = max(n, len(f.magic))
 	}
@@ -106,7 +134,7 @@ var magicLen = func() int {
 
 func detect(name string, b []byte) (*format, error) {
 	for i := range formats {
-		if f := &formats[i]; f.magic != nil && bytes.HasPrefix(b, f.magic) {
+		if f := &formats[i]; f.magic != nil && bytes.HasPrefix(b, f.magic) || f.sniff != nil && f.sniff(b) {
 			return f, nil
 		}
 	}
@@ -115,12 +143,15 @@ func detect(name string, b []byte) (*format, error) {
 	}
 	var starts []string // "pack starts with ..., MCAP with ..."
 	for _, f := range formats {
-		if f.magic != nil {
+		switch {
+		case f.magic != nil:
 			verb := "with"
 			if starts == nil {
 				verb = "starts with"
 			}
 			starts = append(starts, fmt.Sprintf("%s %s %q", f.title, verb, f.magic))
+		case f.sniff != nil:
+			starts = append(starts, f.title+" "+f.hint)
 		}
 	}
 	return nil, fmt.Errorf("%s: %w: it starts with %q (%s)", name, ErrUnknownFormat,
@@ -131,7 +162,7 @@ func detect(name string, b []byte) (*format, error) {
 func readableTitles() []string {
 	var titles []string
 	for _, f := range formats {
-		if f.magic != nil {
+		if f.magic != nil || f.sniff != nil {
 			titles = append(titles, f.title)
 		}
 	}
@@ -167,8 +198,9 @@ func LookupFormat(name string) (Format, bool) {
 // public returns the row's Format, its capabilities filled in.
 func (f *format) public() Format {
 	p := f.Format
-	p.Open, p.Export, p.Import = f.magic != nil, f.export != nil || f.exportDir != nil, f.importTo != nil
+	p.Open, p.Export, p.Import = f.open != nil, f.export != nil || f.exportDir != nil, f.importTo != nil
 	p.Dir = f.exportDir != nil
+	p.Camera = f.Name == FormatJPEGDir || f.Name == FormatMP4
 	p.Compressions = slices.Clone(f.Compressions)
 	return p
 }
@@ -263,6 +295,14 @@ func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, e
 	case "zstd":
 		mopts.Compression = mcap.CompressionZstd
 	}
+	if src.st != nil { // a camera file: written as a rewrite is
+		rep, err := Rewrite([]*Source{src}, Output{W: w}, RewriteOptions{Format: FormatMCAP, Compression: opts.Compression,
+			KeepPacked: opts.KeepPacked, Writer: "edr-lite export"})
+		if err != nil {
+			return nil, err
+		}
+		return &ConvertReport{Topics: -1, Messages: rep.Messages, Bytes: rep.Bytes, Written: rep.Parts[0].Size}, nil
+	}
 	var st mcap.ExportStats
 	var err error
 	if r := src.Pack(); r != nil {
@@ -291,8 +331,7 @@ func exportJSONL(src *Source, w io.Writer, _ ExportOptions) (*ConvertReport, err
 				names, sections = append(names, n), append(sections, b)
 			}
 		}
-	} else {
-		mp := src.MCAP()
+	} else if mp := src.MCAP(); mp != nil {
 		h.Writer, h.CreatedNs = mp.Header()
 		h.DumpInfo = mp.DumpInfoJSON()
 		names, sections = mp.Sections()

@@ -31,7 +31,7 @@ type Messages struct {
 func NewMessages(sources ...*Source) *Messages {
 	m := &Messages{}
 	for i, s := range sources {
-		m.its = append(m.its, &msgIter{r: s.pack, mp: s.mp, src: i, types: &s.types})
+		m.its = append(m.its, &msgIter{r: s.pack, mp: s.mp, st: s.st, src: i, types: &s.types})
 	}
 	m.h = kway.New(lessMsgIter, len(m.its))
 	return m
@@ -48,9 +48,12 @@ func (m *Messages) SeekTime(fromNs int64) error {
 	m.cur = nil
 	for _, it := range m.its {
 		it.n = 0
-		if it.mp != nil {
+		switch {
+		case it.st != nil:
+			it.st.rewind() // next skips what is before fromNs
+		case it.mp != nil:
 			it.mp.SeekTime(fromNs)
-		} else {
+		default:
 			it.r.Rewind()
 			it.f.Reset(0, 0)
 			it.i = -1
@@ -101,7 +104,9 @@ func (m *Messages) Next() (bool, error) {
 // Message returns the current message. It and its bytes are valid until
 // the next Next or SeekTime.
 func (m *Messages) Message() *Message {
-	if it := m.cur; it.mp != nil {
+	if it := m.cur; it.st != nil {
+		m.msg = it.msg
+	} else if it.mp != nil {
 		mcapMessage(&m.msg, it.mp.Message())
 	} else {
 		packMessage(&m.msg, &it.f, it.i, it.types, it.off)
@@ -119,6 +124,8 @@ func (m *Messages) Source() int { return m.cur.src }
 type msgIter struct {
 	r     *pack.Reader     // pack source
 	mp    *mcap.PackReader // MCAP source
+	st    stream           // camera file
+	msg   Message          // st's current message
 	types *typeOf          // the pack source's types
 	src   int
 	f     pack.Frame
@@ -154,6 +161,20 @@ func (it *msgIter) skipTo(from int64) error {
 
 // next moves to the next message with time >= from.
 func (it *msgIter) next(from int64) (bool, error) {
+	if it.st != nil {
+		for {
+			ok, err := it.st.next(&it.msg)
+			if err != nil || !ok {
+				return false, err
+			}
+			if from > 0 && it.msg.TimeNs < from {
+				continue
+			}
+			it.ts = it.msg.TimeNs
+			it.n++
+			return true, nil
+		}
+	}
 	if it.mp != nil { // positioned by SeekTime
 		ok, err := it.mp.Next()
 		if ok {

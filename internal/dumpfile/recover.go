@@ -51,6 +51,9 @@ func Recover(in, out string) (*RecoverResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.recover == nil {
+		return nil, errNotADump(f.Name)
+	}
 	return f.recover(in, out)
 }
 

@@ -529,6 +529,9 @@ func (rw *rewriter) metadata(p *part) error {
 			continue
 		}
 		mp := s.MCAP()
+		if mp == nil {
+			continue // a camera file has no metadata
+		}
 		if toMCAP {
 			for _, md := range mp.Info().Metadata {
 				switch md.Name {

@@ -2,6 +2,7 @@ package dumpfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 
@@ -23,7 +24,7 @@ import (
 // one goroutine.
 type Source struct {
 	Path   string
-	Format string // FormatPack or FormatMCAP
+	Format string // FormatPack, FormatMCAP, FormatJPEGDir or FormatMP4
 
 	pack   *pack.Reader
 	mr     *mcap.Reader
@@ -34,6 +35,9 @@ type Source struct {
 	topics []SourceTopic
 	types  typeOf
 	remove string // a salvaged copy Close removes (OpenSalvaged)
+	st     stream // a camera file (media.go)
+	notes  []string
+	endNs  int64 // the stream's last message time
 }
 
 // SourceTopic is one topic of a Source.
@@ -95,6 +99,9 @@ func OpenBytes(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error)
 	f, err := detect(name, b)
 	if err != nil {
 		return nil, err
+	}
+	if f.openBytes == nil {
+		return nil, fmt.Errorf("%s: %w: %s is read from a file, not from memory", name, ErrUnknownFormat, f.title)
 	}
 	return f.openBytes(name, b, mopts)
 }
@@ -232,9 +239,12 @@ func (s *Source) Close() error {
 	}
 	s.owned = false
 	var err error
-	if s.pack != nil {
+	switch {
+	case s.st != nil:
+		err = s.st.close()
+	case s.pack != nil:
 		err = s.pack.Close()
-	} else {
+	default:
 		err = s.mr.Close()
 	}
 	if s.remove != "" {
@@ -243,7 +253,8 @@ func (s *Source) Close() error {
 	return err
 }
 
-// Pack returns the pack reader of a pack Source, else nil.
+// Pack returns the pack reader of a pack Source, else nil (also for a
+// camera file: neither Pack nor MCAP).
 func (s *Source) Pack() *pack.Reader { return s.pack }
 
 // MCAP returns the pack-model reader of an MCAP Source, else nil.
@@ -261,6 +272,9 @@ func (s *Source) Topics() []SourceTopic { return s.topics }
 // known without reading it all: for pack the latest in its last frame, for
 // MCAP the latest log_time. 0 when unknown.
 func (s *Source) EndNs() int64 {
+	if s.st != nil {
+		return s.endNs
+	}
 	if s.mp != nil {
 		return int64(min(s.mp.Info().EndTime, 1<<63-1))
 	}
@@ -288,6 +302,18 @@ func (s *Source) EndNs() int64 {
 // and is returned.
 func (s *Source) InFileOrder(fn func(m *Message) error) error {
 	var m Message
+	if s.st != nil {
+		s.st.rewind()
+		for {
+			ok, err := s.st.next(&m)
+			if err != nil || !ok {
+				return err
+			}
+			if err := fn(&m); err != nil {
+				return err
+			}
+		}
+	}
 	if s.mp != nil {
 		s.mp.FileOrder()
 		for {

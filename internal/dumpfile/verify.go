@@ -45,6 +45,9 @@ func Verify(path string) (*VerifyResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.verify == nil {
+		return nil, errNotADump(f.Name)
+	}
 	return f.verify(path)
 }
 
