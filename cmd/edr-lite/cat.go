@@ -92,6 +92,9 @@ and --to must be absolute: the start is not known in advance).
 		}
 	}
 	walk := dumpfile.Walk
+	if !stdin {
+		c.warnSkippedIn(args[:1])
+	}
 	if stdin {
 		held = filter.Held{What: "standard input", TimesUnknown: true}
 		walk = func(name string, fn func(*dumpfile.Msg) error) error { return dumpfile.WalkFrom(name, os.Stdin, fn) }

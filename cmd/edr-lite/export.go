@@ -260,6 +260,10 @@ func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicl
 		if err != nil {
 			return c.fail(err)
 		}
+		if f.Name == dumpfile.FormatJPEGDir {
+			fmt.Fprintf(e.stdout, "%s: %d images of %s, %s\n", dir, rep.Messages, rep.Files[0].Table, units.FormatSize(rep.Written))
+			continue
+		}
 		var tables []string
 		for _, t := range rep.Files {
 			tables = append(tables, fmt.Sprintf("%s (%d rows)", t.Table, t.Rows))
@@ -507,10 +511,23 @@ func importCamera(c *command, format, in, out, comp, topic, frameID, timeSrc, st
 	return exitOK
 }
 
+// warnSkippedIn prints what the JPEG folders among paths leave out (for
+// verbs whose library opens the inputs: replay, rules test, cat).
+func (c *command) warnSkippedIn(paths []string) {
+	for _, p := range paths {
+		if f, err := dumpfile.Detect(p); err == nil && f == dumpfile.FormatJPEGDir {
+			if s, err := dumpfile.OpenMedia(p, f, dumpfile.MediaOptions{}); err == nil {
+				c.warnSkipped(s)
+				s.Close()
+			}
+		}
+	}
+}
+
 // warnSkipped prints what a camera input left out, one line per file.
 func (c *command) warnSkipped(src *dumpfile.Source) {
 	for _, n := range src.Notes() {
-		fmt.Fprintf(c.e.stderr, "edr-lite %s: warning: %s\n", c.fs.Name(), n)
+		fmt.Fprintf(c.e.stderr, "edr-lite %s: warning: skipped %s\n", c.fs.Name(), n)
 	}
 }
 

@@ -216,6 +216,9 @@ func rewrite(c *command, ins []string, out string, opts dumpfile.RewriteOptions,
 		return nil, err
 	}
 	defer dumpfile.CloseAll(srcs)
+	for _, s := range srcs {
+		c.warnSkipped(s)
+	}
 	bar := newProgress(e, int64(total), desc, "messages")
 	opts.Progress = func(n uint64) { bar.set(int64(n)) }
 	rep, err := dumpfile.Rewrite(srcs, dumpfile.Output{Path: out}, opts)

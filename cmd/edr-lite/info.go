@@ -91,12 +91,17 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 	case in.Indexed:
 	case in.Format == dumpfile.FormatMCAP:
 		idx = "not indexed (no summary section; read by scanning)"
+	case in.Format == dumpfile.FormatJPEGDir || in.Format == dumpfile.FormatMP4:
+		idx = "camera data (read through)"
 	default:
 		idx = "not indexed (read by scanning; 'edr-lite recover' rebuilds the index)"
 	}
 	fmt.Fprintf(w, "path:       %s\n", in.Path)
 	fmt.Fprintf(w, "format:     %s, %s, %s\n", in.Format, units.FormatSize(in.Size), idx)
 	printDamage(w, in)
+	for _, sk := range in.Skipped {
+		fmt.Fprintf(w, "skipped:    %s\n", sk)
+	}
 	if in.Writer != "" {
 		fmt.Fprintf(w, "writer:     %s\n", in.Writer)
 	}

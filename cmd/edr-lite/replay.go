@@ -180,6 +180,7 @@ func runReplay(e *env) int {
 	if n := lf.usedWithoutExpect(given); n != "" {
 		return c.usageErr("--%s is for a closed loop: give --expect with the topics the system under test publishes", n)
 	}
+	c.warnSkippedIn(args)
 	p, err := replay.Open(args, opts)
 	if err != nil {
 		if errors.Is(err, replay.ErrOptions) {

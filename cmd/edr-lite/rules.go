@@ -67,6 +67,7 @@ builtin:RULE). "rules list" prints the shipped rules.`,
 		return c.usageErr("unknown rules action %q (want test or list)", args[0])
 	}
 	dumps := args[1:]
+	c.warnSkippedIn(dumps)
 	if len(dumps) == 0 {
 		return c.usageErr("rules test needs at least one DUMP")
 	}

@@ -77,7 +77,7 @@ func mediaSource(path, format string, st stream, topic string, typ ingest.Type, 
 	s := &Source{Path: path, Format: format, st: st, owned: true, endNs: endNs}
 	s.topics = []SourceTopic{{Name: topic, Type: typ, Types: []TypeSpan{{Type: typ}}, Messages: count}}
 	for _, sk := range skipped {
-		s.notes = append(s.notes, fmt.Sprintf("%s: skipped: %s", filepath.Join(path, sk.Name), sk.Reason))
+		s.notes = append(s.notes, fmt.Sprintf("%s: %s", filepath.Join(path, sk.Name), sk.Reason))
 	}
 	return s
 }
