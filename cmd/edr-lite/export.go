@@ -85,6 +85,7 @@ information says of what, over which window, and what was left out.
 	keepPacked := c.fs.Bool("keep-packed", false, "mcap: write packed-struct topics as they are, not transcoded to json")
 	out := c.fs.String("o", "", "output `FILE`, or - for stdout; a directory for parquet (required)")
 	vehicle := c.fs.String("vehicle", "", "parquet: the vehicle= partition (default: the dump's host, else "+table.DefaultVehicle+")")
+	origin := c.fs.String("start", "", "mp4: the time that becomes the movie's time 0 (default the first frame's; give import's --start to get its times back)")
 	var schemas multiFlag
 	c.fs.Var(&schemas, "schema", "parquet: TOPIC=LAYOUTFILE decodes TOPIC with a packed-struct layout (repeatable)")
 	c.enum("format", names...)
@@ -101,8 +102,19 @@ information says of what, over which window, and what was left out.
 	if !known || !f.Export {
 		return c.usageErr("--format %q: want %s", *format, orList(names))
 	}
+	if f.Name == dumpfile.FormatJPEGDir && !sel.All() {
+		if len(args) != 1 {
+			return c.usageErr("--format jpeg-dir with a selection takes one IN")
+		}
+		cut, cleanup, code := cutToTemp(c, args[0], *out, sel)
+		if cleanup == nil {
+			return code
+		}
+		defer cleanup()
+		args = []string{cut}
+	}
 	if f.Dir {
-		if !sel.All() {
+		if !sel.All() && f.Name != dumpfile.FormatJPEGDir {
 			return c.usageErr("--format %s exports whole dumps: cut them first with \"edr-lite filter\"", f.Name)
 		}
 		return exportDir(c, e, f, args, *out, *vehicle, schemas)
@@ -119,8 +131,17 @@ information says of what, over which window, and what was left out.
 	if *out == "" {
 		return c.usageErr("-o OUT is required (- for stdout)")
 	}
+	var originNs int64
+	if *origin != "" {
+		t, err := filter.ParseTime(*origin)
+		if err != nil || t.Offset() || f.Name != dumpfile.FormatMP4 {
+			return c.usageErr("--start %q: for --format mp4, nanoseconds since the epoch or RFC 3339", *origin)
+		}
+		originNs = t.At(0)
+	}
+	eo := dumpfile.ExportOptions{Compression: *comp, KeepPacked: *keepPacked, OriginNs: originNs}
 	if !sel.All() {
-		return exportCut(c, args[0], *out, *format, *comp, *keepPacked, sel)
+		return exportCut(c, args[0], *out, *format, eo, sel)
 	}
 	src, err := dumpfile.Open(args[0])
 	if err != nil {
@@ -130,7 +151,7 @@ information says of what, over which window, and what was left out.
 	var rep *dumpfile.ConvertReport
 	err = writeOutput(*out, e.stdout, func(w io.Writer) error {
 		var err error
-		rep, err = dumpfile.Export(src, *format, w, dumpfile.ExportOptions{Compression: *comp, KeepPacked: *keepPacked})
+		rep, err = dumpfile.Export(src, *format, w, eo)
 		return err
 	})
 	if err != nil {
@@ -146,7 +167,8 @@ information says of what, over which window, and what was left out.
 // written straight to MCAP, or for JSON lines to a temporary pack dump
 // beside out (the header lists the cut's topics and counts, known only
 // once it is written) that is then exported.
-func exportCut(c *command, in, out, format, comp string, keepPacked bool, sel filter.Selection) int {
+func exportCut(c *command, in, out, format string, eo dumpfile.ExportOptions, sel filter.Selection) int {
+	comp, keepPacked := eo.Compression, eo.KeepPacked
 	info, err := dumpfile.ReadInfo(in)
 	if err != nil {
 		return c.fail(err)
@@ -211,7 +233,7 @@ func exportCut(c *command, in, out, format, comp string, keepPacked bool, sel fi
 	var rep *dumpfile.ConvertReport
 	err = writeOutput(out, c.e.stdout, func(w io.Writer) error {
 		var err error
-		rep, err = dumpfile.Export(cs, format, w, dumpfile.ExportOptions{Compression: comp, KeepPacked: keepPacked})
+		rep, err = dumpfile.Export(cs, format, w, eo)
 		return err
 	})
 	if err != nil {
@@ -223,7 +245,45 @@ func exportCut(c *command, in, out, format, comp string, keepPacked bool, sel fi
 	return exitOK
 }
 
-// exportDir writes each dump to a directory format (parquet).
+// cutToTemp writes what sel keeps of in to a temporary pack file beside
+// out; cleanup (nil on failure, with the exit code) removes it.
+func cutToTemp(c *command, in, out string, sel filter.Selection) (string, func(), int) {
+	info, err := dumpfile.ReadInfo(in)
+	if err != nil {
+		return "", nil, c.fail(err)
+	}
+	held, fromNs, toNs, usage, err := selectIn(sel, info)
+	if usage != nil {
+		return "", nil, c.usageErr("%v", usage)
+	}
+	if err != nil {
+		return "", nil, c.fail(err)
+	}
+	src, err := dumpfile.Open(in)
+	if err != nil {
+		return "", nil, c.fail(err)
+	}
+	defer src.Close()
+	opts := dumpfile.RewriteOptions{Format: dumpfile.FormatPack, Writer: "edr-lite export", Topics: sel.Topics, Cut: true}
+	if fromNs != filter.MinNs || toNs != filter.MaxNs {
+		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".edr-lite-export-")
+	if err != nil {
+		return "", nil, c.fail(err)
+	}
+	cut := filepath.Join(tmp, filepath.Base(in)+".pack")
+	if _, err := dumpfile.Rewrite([]*dumpfile.Source{src}, dumpfile.Output{Path: cut}, opts); err != nil {
+		os.RemoveAll(tmp)
+		if errors.Is(err, dumpfile.ErrEmpty) {
+			err = sel.Empty(held, fromNs, toNs)
+		}
+		return "", nil, c.fail(err)
+	}
+	return cut, func() { os.RemoveAll(tmp) }, exitOK
+}
+
+// exportDir writes each dump to a directory format (parquet, jpeg-dir).
 func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicle string, specs multiFlag) int {
 	if dir == "" || dir == "-" {
 		return c.usageErr("-o DIR is required (a directory) for --format %s", f.Name)

@@ -227,6 +227,10 @@ type ExportOptions struct {
 	// other options are internal/dumptable.Options: typing topics needs
 	// package schema, which the readers of dumps do not link).
 	Vehicle string
+	// OriginNs (mp4) is the time that becomes the movie's time 0; 0 is
+	// the earliest presentation time. An MP4 imported with a start time
+	// and exported with the same origin keeps its times exactly.
+	OriginNs int64
 }
 
 // ConvertReport says what an Export or Import carried.

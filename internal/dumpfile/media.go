@@ -383,7 +383,7 @@ func eachOf(src *Source, t SourceTopic, fn func(m *Message) error) error {
 // MP4 (media.MP4Writer, decode times derived from the presentation times
 // and the order of the messages). w must seek (a file): the moov box goes
 // after the samples, their mdat's size before them.
-func exportMP4(src *Source, w io.Writer, _ ExportOptions) (*ConvertReport, error) {
+func exportMP4(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error) {
 	ws, ok := w.(io.WriteSeeker)
 	if !ok {
 		return nil, errors.New("dumpfile: an MP4 is written to a file, not a stream (its sizes are written after its samples)")
@@ -407,7 +407,7 @@ func exportMP4(src *Source, w io.Writer, _ ExportOptions) (*ConvertReport, error
 			if err != nil {
 				return fmt.Errorf("%s: %s: %w", src.Path, t.String(), err)
 			}
-			if mw, err = media.NewMP4Writer(ws, c, media.MP4WriterOptions{DeriveDTS: true}); err != nil {
+			if mw, err = media.NewMP4Writer(ws, c, media.MP4WriterOptions{DeriveDTS: true, OriginNs: opts.OriginNs}); err != nil {
 				return err
 			}
 			codec, format = c, v.Format
