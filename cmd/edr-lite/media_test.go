@@ -288,7 +288,7 @@ func TestMediaMergeReplay(t *testing.T) {
 	demo := dumps[0]
 	di := readInfoJSON(t, demo)
 	start := (di.Topics[0].FirstNs/1e9 + 1) * 1e9 // whole seconds: mvhd's resolution
-	front := filepath.Join(dir, "dashcam") // the demo has a camera/front of its own
+	front := filepath.Join(dir, "dashcam")        // the demo has a camera/front of its own
 	writeJPEGDir(t, front, 6, start+10e6, 100e6)
 	video := filepath.Join(dir, "rear.mp4")
 	makeMP4(t, video, false, time.Unix(0, start).UTC().Format(time.RFC3339))
@@ -317,7 +317,9 @@ func TestMediaMergeReplay(t *testing.T) {
 		t.Fatalf("merged topics %v", seen)
 	}
 	// the camera messages are interleaved with the demo's, not appended
-	mine := func(l string) bool { return strings.HasPrefix(l, "camera/dashcam ") || strings.HasPrefix(l, "camera/rear ") }
+	mine := func(l string) bool {
+		return strings.HasPrefix(l, "camera/dashcam ") || strings.HasPrefix(l, "camera/rear ")
+	}
 	firstCam := slices.IndexFunc(lines, mine)
 	if firstCam <= 0 || !slices.ContainsFunc(lines[firstCam:], func(l string) bool { return !mine(l) }) {
 		t.Errorf("camera messages not interleaved with the demo's")
@@ -525,7 +527,6 @@ func box(typ string, body []byte) []byte {
 	b := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
 	return append(append(b, typ...), body...)
 }
-
 
 // TestMediaHostileMP4: hostile MP4s given to import, info, merge and cat
 // are refused quickly with exit 1 and an error naming the file, the box
