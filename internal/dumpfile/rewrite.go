@@ -256,7 +256,22 @@ type rewriter struct {
 	cut, split bool
 	rep        *RewriteReport
 	cur        *part
-	firstNs    int64 // first kept message's time (split by time)
+	firstNs    int64               // first kept message's time (split by time)
+	keys       map[topicKey]string // pack.Topic of each name and channel, made once
+}
+
+// key returns pack.Topic(name, channel) without allocating after the
+// topic's first message.
+func (rw *rewriter) key(name, channel string) string {
+	if k, ok := rw.keys[topicKey{name, channel}]; ok {
+		return k
+	}
+	if rw.keys == nil {
+		rw.keys = map[topicKey]string{}
+	}
+	k := pack.Topic(name, channel)
+	rw.keys[topicKey{name, channel}] = k
+	return k
 }
 
 func (rw *rewriter) run() error {
@@ -335,7 +350,7 @@ func (rw *rewriter) write(m *Message) error {
 		}
 		p = rw.cur
 	}
-	k := pack.Topic(m.Name, m.Channel)
+	k := rw.key(m.Name, m.Channel)
 	if err := rw.setType(p, k, m); err != nil {
 		return fmt.Errorf("%s: %w", p.label(), err)
 	}
