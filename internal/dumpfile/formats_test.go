@@ -17,6 +17,8 @@ func TestFormats(t *testing.T) {
 		{Name: FormatMCAP, Open: true, Export: true, Compressions: []string{"none", "lz4", "zstd"}},
 		{Name: FormatJSONL, Export: true, Import: true},
 		{Name: FormatParquet, Export: true, Dir: true},
+		{Name: FormatJPEGDir, Open: true, Export: true, Dir: true, Camera: true},
+		{Name: FormatMP4, Open: true, Export: true, Camera: true},
 	}
 	if got := Formats(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Formats:\n got %+v\nwant %+v", got, want)
@@ -33,9 +35,14 @@ func TestFormats(t *testing.T) {
 		if (f.magic != nil) != (f.open != nil && f.openBytes != nil && f.info != nil && f.walk != nil && f.verify != nil) {
 			t.Errorf("format %s: magic %q but not every reading function, or the other way round", f.Name, f.magic)
 		}
+		// camera rows are recognised by a sniff or as a directory, and read
+		// as Sources (no verify, recover or reading from memory)
+		if detected := f.magic != nil || f.sniff != nil || f.dir != nil; detected != (f.open != nil && f.info != nil && f.walk != nil) {
+			t.Errorf("format %s: recognised by Detect (%v) but not open, info and walk, or the other way round", f.Name, detected)
+		}
 	}
 	if _, err := OpenBytes("junk", []byte("not a dump"), mcap.ReaderOptions{}); err == nil ||
-		err.Error() != `junk: dumpfile: not a pack or MCAP file: it starts with "not a du" (pack starts with "EDRPACK\x00", MCAP with "\x89MCAP")` {
+		err.Error() != `junk: dumpfile: not a pack, MCAP or MP4 file: it starts with "not a du" (pack starts with "EDRPACK\x00", MCAP with "\x89MCAP", MP4 has "ftyp" at byte 4)` {
 		t.Errorf("OpenBytes(junk): %v", err)
 	}
 }

@@ -286,7 +286,7 @@ func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, nil, 0o644)
-	if _, err := Open(empty); err == nil || err.Error() != empty+": dumpfile: not a pack or MCAP file: the file is empty" {
+	if _, err := Open(empty); err == nil || err.Error() != empty+": dumpfile: not a pack, MCAP or MP4 file: the file is empty" {
 		t.Errorf("empty: %v", err)
 	}
 	a := filepath.Join(dir, "a.pack")
