@@ -106,7 +106,8 @@ type Writer struct {
 
 	acct     accounting
 	metadata []namedBlob
-	pending  *Frame // Add's frame
+	mdIdx    map[string]int // metadata by name
+	pending  *Frame         // Add's frame
 	nextID   uint64
 	closed   bool
 }
@@ -274,7 +275,7 @@ func (w *Writer) fail(err error) error {
 
 // Add appends one message to the Writer's pending FreeSync frame, copying
 // meta and data, and writes that frame once its data reaches
-// TargetFrameSize. Frame ids count up from 0; a frame's time is its first
+// TargetFrameSize or it holds MaxFrameMessages messages. Frame ids count up from 0; a frame's time is its first
 // message's genTs and its done time the largest genTs. Flush and Close write
 // a pending frame. Mixing Add and WriteFrame is allowed; a pending frame is
 // written before WriteFrame's.
@@ -297,7 +298,7 @@ func (w *Writer) Add(name, channel string, meta []byte, genTs, doneTs int64, dat
 	}
 	p.AddMetaWithData(name, channel, meta, genTs, doneTs, data)
 	p.doneNs = max(p.doneNs, genTs)
-	if len(p.own) >= w.opts.TargetFrameSize {
+	if len(p.own) >= w.opts.TargetFrameSize || p.Len() >= MaxFrameMessages {
 		return w.writePending()
 	}
 	return nil
@@ -324,12 +325,14 @@ func (w *Writer) AddMetadata(name string, data []byte) error {
 		return fmt.Errorf("%w: metadata %q is %d bytes", ErrFrameTooLarge, name, len(data))
 	}
 	d := append([]byte(nil), data...)
-	for i := range w.metadata {
-		if w.metadata[i].name == name {
-			w.metadata[i].data = d
-			return nil
-		}
+	if i, ok := w.mdIdx[name]; ok {
+		w.metadata[i].data = d
+		return nil
 	}
+	if w.mdIdx == nil {
+		w.mdIdx = map[string]int{}
+	}
+	w.mdIdx[name] = len(w.metadata)
 	w.metadata = append(w.metadata, namedBlob{name: name, data: d})
 	return nil
 }
