@@ -9,6 +9,10 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // exit codes
@@ -92,13 +96,22 @@ type command struct {
 	maxArgs  int // -1 = unlimited
 	logFmt   *string
 	logLevel *string
+	maxMem   *string
 }
+
+// readsDumps are the verbs that read dump files: each has --max-memory.
+var readsDumps = map[string]bool{"info": true, "cat": true, "verify": true, "recover": true, "merge": true,
+	"export": true, "import": true, "replay": true, "rules": true, "ls": true}
 
 func newCommand(e *env, name, usage, desc, example string, minArgs, maxArgs int) *command {
 	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), e: e, usage: usage, desc: desc,
 		example: example, minArgs: minArgs, maxArgs: maxArgs}
 	c.fs.SetOutput(e.stderr)
 	c.fs.Usage = func() {} // parse prints the help (-h) or a hint (bad flag)
+	if readsDumps[name] {
+		c.maxMem = c.fs.String("max-memory", units.FormatSize(pack.DefaultMaxMemory),
+			"the most a reader allocates for one frame or chunk of a dump (a file that needs more is refused as damaged)")
+	}
 	return c
 }
 
@@ -169,6 +182,14 @@ func (c *command) parse() (args []string, code int, ok bool) {
 		}
 		args = append(args, rest[0])
 		rest = rest[1:]
+	}
+	if c.maxMem != nil {
+		n, err := units.ParseSize(*c.maxMem)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(c.e.stderr, "%s: --max-memory %q: want a size such as 256MiB\n", c.fs.Name(), *c.maxMem)
+			return nil, exitUsage, false
+		}
+		dumpfile.SetMaxMemory(n)
 	}
 	if len(args) < c.minArgs || (c.maxArgs >= 0 && len(args) > c.maxArgs) {
 		fmt.Fprintf(c.e.stderr, "%s: wrong number of arguments\n", c.fs.Name())

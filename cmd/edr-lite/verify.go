@@ -92,7 +92,7 @@ was written (even if data was lost), 1 when it could not be.`,
 	if f, err := dumpfile.Detect(args[0]); err == nil && f == dumpfile.FormatMCAP {
 		return c.fail(fmt.Errorf("%s is an MCAP file: recover salvages pack dumps ('edr-lite verify %s' says what is wrong with it)", args[0], args[0]))
 	}
-	rep, err := pack.Recover(args[0], *out)
+	rep, err := pack.RecoverWith(args[0], *out, pack.ReaderOptions{MaxMemory: dumpfile.MaxMemory()})
 	if err != nil {
 		return c.fail(err)
 	}
