@@ -1,7 +1,6 @@
 package pack
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -298,7 +297,8 @@ func (s *StreamReader) DumpInfo() (d dumpinfo.Info, ok bool) {
 	if !ok {
 		return dumpinfo.Info{}, false
 	}
-	if err := json.Unmarshal(b, &d); err != nil {
+	d, err := dumpinfo.Decode(b)
+	if err != nil {
 		return dumpinfo.Info{}, false
 	}
 	return d, true
