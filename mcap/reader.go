@@ -320,15 +320,21 @@ type visitor struct {
 	last   lastChunk
 }
 
-// retainBudget bounds what a walk keeps (schemas, channels, metadata) so a
-// hostile file cannot make the reader hold more than its own size plus one
-// chunk, however well its chunks compress.
-func (r *Reader) retainBudget() uint64 { return uint64(len(r.b)) + r.opt.MaxChunkSize }
+// retainBudget bounds what a walk keeps (schemas, channels, metadata,
+// the Cursor's segments) so a hostile file cannot make the reader hold more
+// than the memory limit, however well its chunks compress or however many
+// tiny records it holds.
+func (r *Reader) retainBudget() uint64 { return r.opt.MaxChunkSize }
+
+// retainCost is what a kept record costs beyond its bytes, about: the
+// struct, its strings and map, and the slices that hold it (a metadata
+// record of 30 bytes costs close to 1 KiB held by the offline tools).
+const retainCost = 1 << 10
 
 func (r *Reader) retain(kept *uint64, n int, at int64, field string) error {
-	*kept += uint64(n)
+	*kept += uint64(n) + retainCost
 	if *kept > r.retainBudget() {
-		return r.corrupt(at, field, fmt.Errorf("%w: schemas, channels and metadata exceed %d bytes", ErrTooLarge, r.retainBudget()))
+		return r.corrupt(at, field, fmt.Errorf("%w: schemas, channels and metadata need more than the reader's limit of %d MiB (offline tools: --max-memory)", ErrTooLarge, r.retainBudget()>>20))
 	}
 	return nil
 }
