@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -69,6 +70,8 @@ with standard input, whose start is not known in advance).`,
 		return c.usageErr("--to: %v", err)
 	}
 	n := 0
+	out := bufio.NewWriterSize(e.stdout, 64<<10)
+	defer out.Flush()
 	walk := dumpfile.Walk
 	if stdin {
 		walk = func(name string, fn func(*dumpfile.Msg) error) error { return dumpfile.WalkFrom(name, os.Stdin, fn) }
@@ -78,21 +81,21 @@ with standard input, whose start is not known in advance).`,
 			return nil
 		}
 		if *jsonl {
-			b, _ := json.Marshal(struct {
-				Topic string `json:"topic"`
-				TS    int64  `json:"ts"`
-				GenTS int64  `json:"gen_ts"`
-				Size  int    `json:"size"`
-				Data  string `json:"data"`
-			}{m.Topic, m.TimeNs, m.GenNs, len(m.Data), base64.StdEncoding.EncodeToString(m.Data)})
-			fmt.Fprintf(e.stdout, "%s\n", b)
+			// Streamed: a large payload is encoded straight into the
+			// output, never held whole as base64 or as a JSON line.
+			topic, _ := json.Marshal(m.Topic)
+			fmt.Fprintf(out, `{"topic":%s,"ts":%d,"gen_ts":%d,"size":%d,"data":"`, topic, m.TimeNs, m.GenNs, len(m.Data))
+			enc := base64.NewEncoder(base64.StdEncoding, out)
+			enc.Write(m.Data)
+			enc.Close()
+			out.WriteString("\"}\n")
 		} else {
 			pre := m.Data
 			more := ""
 			if len(pre) > 16 {
 				pre, more = pre[:16], "…"
 			}
-			fmt.Fprintf(e.stdout, "%s %-24s %8s  %s%s\n", fmtTime(m.TimeNs), m.Topic, units.FormatSize(int64(len(m.Data))), hex.EncodeToString(pre), more)
+			fmt.Fprintf(out, "%s %-24s %8s  %s%s\n", fmtTime(m.TimeNs), m.Topic, units.FormatSize(int64(len(m.Data))), hex.EncodeToString(pre), more)
 		}
 		n++
 		if *limit > 0 && n >= *limit {
@@ -101,6 +104,7 @@ with standard input, whose start is not known in advance).`,
 		return nil
 	})
 	if err != nil && !errors.Is(err, errLimit) {
+		out.Flush()
 		return c.fail(err)
 	}
 	return exitOK

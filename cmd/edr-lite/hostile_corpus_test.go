@@ -29,7 +29,7 @@ const limitASEnv = "EDR_TEST_EXEC_RLIMIT_AS"
 
 // execLimited is the launcher half of runLimited: when the test binary was
 // started with limitASEnv set, it limits its address space, runs the
-// command in os.Args[1:] as its child (standard error passed through,
+// command in os.Args[1:] as its child (standard output and error passed through,
 // killed if the launcher dies), writes the child's peak RSS in bytes (from
 // wait4) to file descriptor 3 and exits with the child's status. It returns
 // only when the variable is not set.
@@ -55,7 +55,7 @@ func execLimited() {
 	}
 	os.Unsetenv(limitASEnv)
 	cmd := exec.Command(os.Args[1], os.Args[2:]...)
-	cmd.Stderr = os.Stderr
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	err = cmd.Run()
 	report := os.NewFile(3, "report")

@@ -83,7 +83,10 @@ func runReplay(e *env) int {
 	}
 	defer p.Close()
 	if len(p.Topics()) == 0 {
-		return c.fail(fmt.Errorf("no topic of the dumps matches --topics %q", *f.topics))
+		if *f.topics == "" {
+			return c.fail(fmt.Errorf("%s: no message to replay", strings.Join(args, ", ")))
+		}
+		return c.fail(fmt.Errorf("%s: no topic matches --topics %q", strings.Join(args, ", "), *f.topics))
 	}
 	if udp != nil {
 		out = announce{udp, e}

@@ -76,7 +76,8 @@ func runRecover(e *env) int {
 power loss, or a leftover .tmp) to OUT, resynchronising past damaged regions,
 and rebuild the index. Prints what was salvaged and exactly what was lost
 (offsets, bytes, frames, time ranges). OUT always verifies. Exit 0 when OUT
-was written (even if data was lost), 1 when it could not be.`,
+was written (even if data was lost), 1 when it could not be or IN holds
+nothing of a pack dump (no header, frame or section).`,
 		"edr-lite recover dumps/20261202T101500Z_hard-brake_0001.pack.tmp -o salvaged.pack", 1, 1)
 	out := c.fs.String("o", "", "output file (required; must not exist)")
 	args, code, ok := c.parse()
@@ -95,6 +96,10 @@ was written (even if data was lost), 1 when it could not be.`,
 	rep, err := pack.RecoverWith(args[0], *out, pack.ReaderOptions{MaxMemory: dumpfile.MaxMemory()})
 	if err != nil {
 		return c.fail(err)
+	}
+	if rep.HeaderRebuilt && rep.Frames == 0 && rep.Metadata == 0 {
+		os.Remove(*out)
+		return c.fail(fmt.Errorf("%s: no pack header, frame or section found: not a pack dump (nothing salvaged)", args[0]))
 	}
 	fmt.Fprintf(e.stdout, "%s -> %s: salvaged %d frames, %d messages, %d metadata sections\n", args[0], *out, rep.Frames, rep.Messages, rep.Metadata)
 	if rep.HeaderRebuilt {

@@ -82,7 +82,7 @@ func Cases() []Case {
 		{"pack-lz4-claims-1GiB.pack", "an lz4 frame of 64 stored bytes declaring 1 GiB of data", Damaged, packLZ4Claims},
 		{"pack-zstd-fcs-1GiB.pack", "a zstd frame whose header and data length declare 1 GiB, with 4 RLE blocks", Damaged, packZstdClaims},
 		{"pack-zstd-bomb-512MiB.pack", "a zstd frame of 4096 RLE blocks that really decodes to 512 MiB", Damaged, packZstdBomb(4096)},
-		{"pack-zstd-bomb-32MiB.pack", "a zstd frame of 256 RLE blocks decoding to 32 MiB: one message, valid", Valid, packZstdBomb(256)},
+		{"pack-zstd-32MiB-zeros.pack", "one message of 32 MiB of zeros in a zstd frame of a few KiB: valid", Valid, packZstdZeros(32 << 20)},
 		{"mcap-lz4-claims-1GiB.mcap", "a 149-byte-class MCAP whose lz4 chunk declares 1 GiB uncompressed", Damaged, mcapLZ4Claims},
 		{"mcap-zstd-fcs-1GiB.mcap", "an MCAP zstd chunk whose frame header and record declare 1 GiB", Damaged, mcapZstdClaims},
 		{"mcap-zstd-bomb-512MiB.mcap", "an MCAP zstd chunk that really decodes to 512 MiB", Damaged, mcapZstdBomb(4096)},
@@ -257,6 +257,14 @@ func packZstdBomb(n int) func() []byte {
 		f := packFrame{meta: pbBytes(nil, 5, pbMessage("bomb", t0, 0)), lens: []uint32{raw},
 			stored: z, codec: codecZstd, raw: raw, timeNs: t0}
 		return append(packHeader(), f.bytes()...)
+	}
+}
+
+func packZstdZeros(n int) func() []byte {
+	return func() []byte {
+		return writePack(pack.WriterOptions{Compression: pack.CompressZstd}, func(w *pack.Writer) {
+			must(w.Add("zeros", "", nil, t0, t0, make([]byte, n)))
+		})
 	}
 }
 
@@ -497,13 +505,25 @@ func notADump() []byte {
 	return b
 }
 
+// writePack makes a valid, closed pack file through the real writer.
+func writePack(opts pack.WriterOptions, fill func(w *pack.Writer)) []byte {
+	var buf bytes.Buffer
+	opts.Writer, opts.CreatedNs = "hostile", t0
+	w, err := pack.NewStreamWriter(&buf, opts)
+	must(err)
+	fill(w)
+	must(w.Close())
+	return buf.Bytes()
+}
+
 func packManyMetadata(n int) func() []byte {
 	return func() []byte {
-		b := append(packHeader(), packFrame{meta: pbBytes(nil, 5, pbMessage("t", t0, -1)), timeNs: t0}.bytes()...)
-		for i := range n {
-			b = append(b, packSection(sectionMetadata, packMetadata(fmt.Sprintf("m%d", i), []byte("v")))...)
-		}
-		return b
+		return writePack(pack.WriterOptions{}, func(w *pack.Writer) {
+			must(w.Add("t", "", nil, t0, t0, []byte("x")))
+			for i := range n {
+				must(w.AddMetadata(fmt.Sprintf("m%d", i), []byte("v")))
+			}
+		})
 	}
 }
 
@@ -525,38 +545,45 @@ func mcapManyMetadata(n int) func() []byte {
 
 func packManyFrames(n int) func() []byte {
 	return func() []byte {
-		b := packHeader()
-		for i := range n {
-			ts := int64(t0 + i*1000)
-			b = append(b, packFrame{meta: pbBytes(nil, 5, pbMessage("t", ts, 0)), lens: []uint32{1}, stored: []byte{byte(i)}, raw: 1, timeNs: ts}.bytes()...)
-		}
-		return b
+		return writePack(pack.WriterOptions{}, func(w *pack.Writer) {
+			f := pack.NewFrame(0, 0)
+			for i := range n {
+				ts := int64(t0 + i*1000)
+				f.Reset(uint64(i), ts)
+				f.AddMetaWithData("t", "", nil, ts, ts, []byte{byte(i)})
+				must(w.WriteFrame(f))
+			}
+		})
 	}
 }
 
 func packManyTopics(n int) func() []byte {
 	return func() []byte {
-		var meta []byte
-		for i := range n {
-			meta = pbBytes(meta, 5, pbMessage(fmt.Sprintf("topic/%d", i), t0+int64(i), -1))
-		}
-		return append(packHeader(), packFrame{meta: meta, timeNs: t0}.bytes()...)
+		return writePack(pack.WriterOptions{}, func(w *pack.Writer) {
+			f := pack.NewFrame(0, t0)
+			for i := range n {
+				f.AddMeta(fmt.Sprintf("topic/%d", i), "", nil, t0+int64(i), t0+int64(i))
+			}
+			must(w.WriteFrame(f))
+		})
 	}
 }
 
-// mcapOverlapping is n chunks whose messages all span the same time range,
-// interleaved, so a reader in time order needs every chunk at once.
+// mcapOverlapping is n lz4 chunks whose two messages span the same time
+// range, so a reader in time order needs every chunk at once; each chunk
+// also holds a record of an opcode the specification leaves free (readers
+// skip it) of 256 KiB of zeros: what it costs decompressed, but no output.
 func mcapOverlapping(n int) func() []byte {
 	return func() []byte {
 		b := mcapStart()
-		const perChunk = 64
-		payload := make([]byte, 4000)
+		pad := mcapRecord(nil, 0x80, make([]byte, 256<<10))
 		for c := range n {
 			recs := mcapChannel(1, "t")
-			for i := range perChunk {
-				recs = append(recs, mcapMessage(1, uint32(i), uint64(t0+i*n+c), payload)...)
-			}
-			b = append(b, mcapChunk(uint64(t0+c), uint64(t0+(perChunk-1)*n+c), uint64(len(recs)), crc32.ChecksumIEEE(recs), "lz4", lz4Compress(recs))...)
+			first, last := uint64(t0+c), uint64(t0+n+c)
+			recs = append(recs, mcapMessage(1, 0, first, []byte("first"))...)
+			recs = append(recs, pad...)
+			recs = append(recs, mcapMessage(1, 1, last, []byte("last"))...)
+			b = append(b, mcapChunk(first, last, uint64(len(recs)), crc32.ChecksumIEEE(recs), "lz4", lz4Compress(recs))...)
 		}
 		return mcapEnd(b)
 	}
