@@ -45,6 +45,7 @@ func FuzzImportJSONL(f *testing.F) {
 	f.Add([]byte(hdr + `{"seq":0,"topic":"a","ts":10,"gen_ts":9}`))
 	f.Add([]byte(`{"format":"edr-lite-jsonl","version":1}` + "\n\n"))
 	f.Add([]byte("{}\n"))
+	addHostile(f, ".jsonl")
 	f.Fuzz(func(t *testing.T, in []byte) {
 		rep, file, err := importBytes(in)
 		if err != nil {
