@@ -38,7 +38,7 @@ func TestDrainAllocs(t *testing.T) {
 	p := newProducer(t, dir, ProducerOptions{Name: "drain", Capacity: 64 << 10})
 	opts := ConsumerOptions{}
 	opts.setDefaults()
-	s, err := openSegment(p.Path(), &opts, &bigBuffer{})
+	s, err := openSegment(p.Path(), &opts, &bigBuffer{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ type segment struct {
 	mask     uint64
 	info     ingest.TopicInfo
 	owner    owner // the producer process, for liveness
+	pids     *pidTable
 
 	rpos    uint64 // next record position to read
 	nextSeq uint64 // sequence number expected next
@@ -43,17 +44,21 @@ type segment struct {
 // frozenLen covers every immutable header field (through the channel).
 const frozenLen = offChannel + MaxChannelLen
 
-// openSegment opens, checks and maps the segment file at path.
-func openSegment(path string, opts *ConsumerOptions, big *bigBuffer) (*segment, error) {
+// openSegment opens, checks and maps the segment file at path; pids (nil:
+// none) shares pidfds among segments of one producer process. Only the
+// mappings are kept: the file descriptor is closed before it returns.
+func openSegment(path string, opts *ConsumerOptions, big *bigBuffer, pids *pidTable) (*segment, error) {
 	fd, writable, err := openSegmentFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &segment{path: path, fd: fd, writable: writable, batch: opts.BatchBytes, big: big}
+	s := &segment{path: path, fd: fd, writable: writable, batch: opts.BatchBytes, big: big, pids: pids}
 	if err := s.init(opts); err != nil {
 		s.close()
 		return nil, err
 	}
+	closeFD(s.fd)
+	s.fd = -1
 	return s, nil
 }
 
@@ -84,7 +89,7 @@ func (s *segment) init(opts *ConsumerOptions) error {
 		return s.fail(fe.field, fe.offset, fe.err)
 	}
 	s.h = h
-	s.owner = newOwner(h.pid, h.startNs)
+	s.owner = newOwner(h.pid, h.startNs, s.pids)
 	s.frozen = bytes.Clone(s.hdrMem[:frozenLen])
 	if want := SegmentFileName(h.name, h.chn); want != baseName(s.path) {
 		return s.fail("name", offName, corruptf(ErrBadName, "topic %q channel %q belongs in file %q", h.name, h.chn, want))
