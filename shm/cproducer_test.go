@@ -52,6 +52,13 @@ func TestCHeaderMatchesLayout(t *testing.T) {
 		"OFF_OVERSIZE": offOversize, "OFF_HEARTBEAT_NS": offHeartbeatNs, "OFF_STATE": offState,
 		"OFF_WAITERS": offWaiters, "KIND_MESSAGE": KindMessage, "KIND_PADDING": KindPadding,
 		"STATE_LIVE": StateLive, "STATE_CLOSED": StateClosed, "MAX_ESCAPED_NAME": maxEscapedName, "TAIL_SLACK": tailSlack,
+		"OFF_WAKE_CAPS": offWakeCaps, "OFF_DOORBELL_INO": offDoorbellIno, "OFF_BELL_SLOT": offBellSlot,
+		"DOORBELL_SIZE": DoorbellSize, "DOORBELL_VERSION": DoorbellVersion, "DOORBELL_SLOTS": DoorbellSlots,
+		"DOORBELL_OFF_RINGS": offBellRings, "DOORBELL_OFF_HINTS": offBellHints, "WAKE_DOORBELL": WakeDoorbell,
+		"WAIT_CURSOR": WaitCursor, "WAIT_DOORBELL": WaitDoorbell, "PID_MAX_LIMIT": pidMaxLimit,
+	}
+	if defs["EDR_SHM_DOORBELL_NAME"] != `"`+DoorbellName+`"` {
+		t.Errorf("EDR_SHM_DOORBELL_NAME = %s, Go has %q", defs["EDR_SHM_DOORBELL_NAME"], DoorbellName)
 	}
 	for k, v := range want {
 		got, err := strconv.Atoi(defs["EDR_SHM_"+k])
@@ -121,7 +128,18 @@ func TestCProducerEveryMessageBitExactInOrder(t *testing.T) {
 	startConsumer(t, dir, sink, ConsumerOptions{})
 	const n, maxLen = 20_000, 200
 	var id ingest.TopicID
-	runCProducer(t, bin, dir, "c/topic", n, maxLen, 4<<20, func() { id = waitTopic(t, sink, "c/topic", "") })
+	runCProducer(t, bin, dir, "c/topic", n, maxLen, 4<<20, func() {
+		id = waitTopic(t, sink, "c/topic", "")
+		// The C producer rings the doorbell the consumer listens to.
+		b, err := os.ReadFile(filepath.Join(dir, SegmentFileName("c/topic", "")))
+		fi, ferr := os.Stat(filepath.Join(dir, DoorbellName))
+		if err != nil || ferr != nil {
+			t.Fatalf("segment %v, doorbell %v", err, ferr)
+		}
+		if caps, ino := getU32(b[offWakeCaps:]), getU64(b[offDoorbellIno:]); caps != WakeDoorbell || ino != inode(fi) {
+			t.Errorf("wake_caps %d, doorbell_ino %d; want %d and the doorbell's inode %d", caps, ino, WakeDoorbell, inode(fi))
+		}
+	})
 	sink.waitFor(t, "offline after close", func() bool { return !sink.isOnline(id) })
 	msgs := sink.messages(id)
 	if len(msgs) != n {
