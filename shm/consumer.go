@@ -260,6 +260,9 @@ func (c *Consumer) Close() error {
 	}
 }
 
+// Options returns the consumer's options, defaults applied.
+func (c *Consumer) Options() ConsumerOptions { return c.opts }
+
 // ConsumerStats sums the counters of every segment followed so far.
 type ConsumerStats struct {
 	Segments    int    // segments followed now

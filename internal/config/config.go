@@ -129,6 +129,10 @@ type Recorder struct {
 	// DumpGroup is the dump files' group, a name or gid ("" = the
 	// recorder's).
 	DumpGroup string `toml:"dump_group"`
+	// MaxTopics bounds the recorder's topic table and the shared-memory
+	// segments each shm source follows (0 = engine.DefaultMaxTopics, the
+	// default).
+	MaxTopics int `toml:"max_topics"`
 }
 
 // FileMode parses DumpMode: octal permission bits that let the owner
@@ -336,6 +340,7 @@ func defaults() *File {
 			ReorderWindow:     Duration(100 * time.Millisecond),
 			StopDeadline:      Duration(30 * time.Second),
 			DumpMode:          "0640",
+			MaxTopics:         4096, // engine.DefaultMaxTopics (daemon_test checks they agree)
 		},
 		Rotation: Rotation{MaxFiles: 100, MaxTotalBytes: 10 << 30, MinFreeDisk: 512 << 20},
 		Hooks:    Hooks{Timeout: Duration(5 * time.Minute)},
