@@ -83,3 +83,13 @@ func memoryError(path string, off int64, h *frameHeader, msgs int, data bool, li
 	return corrupt(path, off, ErrMemoryLimit, "frame needs %d MiB to decode (%s), over the reader's limit of %d MiB (offline tools: --max-memory)",
 		(frameCost(h, msgs, data)+(1<<20)-1)>>20, what, limit>>20)
 }
+
+// growTo returns s emptied with room for n elements. A new array has room
+// for twice n (so frames of varying sizes settle on one array, as append's
+// growth did), but never more than most elements (nor fewer than n).
+func growTo[E any](s []E, n, most int) []E {
+	if cap(s) >= n {
+		return s[:0]
+	}
+	return make([]E, 0, max(n, min(2*n, most)))
+}

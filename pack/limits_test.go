@@ -25,7 +25,7 @@ func manyMessages(n int) []byte {
 // TestFrameMemoryLimit: a 2-byte-per-message meta of 4 M messages would
 // cost 320 MiB of Message values. Every reader (file, stream, verify,
 // recover) refuses it at the frame's offset before allocating, naming the
-// limit; with the limit raised it reads, every message there.
+// limit; with the limit raised a frame reads, every message there.
 func TestFrameMemoryLimit(t *testing.T) {
 	const n = 4 << 20
 	b := manyMessages(n)
@@ -49,12 +49,20 @@ func TestFrameMemoryLimit(t *testing.T) {
 	if v.OK() || !errors.Is(v.Problems[0], ErrMemoryLimit) || v.Problems[0].Offset != HeaderSize {
 		t.Fatalf("verify: %+v", v.Problems)
 	}
-	r, _ = NewBytesReader("many.pack", b, ReaderOptions{MaxMemory: 1 << 30})
-	if err := r.ReadInto(&f); err != nil || f.Len() != n {
-		t.Fatalf("limit raised: %v, %d messages", err, f.Len())
+	// The same with a frame of 20 k messages (1.6 MB decoded) and limits
+	// of 1 and 4 MiB: refused, then read, allocated once within the limit.
+	const m = 20000
+	small := manyMessages(m)
+	r, _ = NewBytesReader("m.pack", small, ReaderOptions{MaxMemory: 1 << 20})
+	if err := r.ReadInto(&f); !errors.Is(err, ErrMemoryLimit) {
+		t.Fatalf("1 MiB limit: %v, want ErrMemoryLimit", err)
 	}
-	if c := cap(f.msgs); c != n {
-		t.Errorf("messages allocated for %d, want exactly %d", c, n)
+	r, _ = NewBytesReader("m.pack", small, ReaderOptions{MaxMemory: 4 << 20})
+	if err := r.ReadInto(&f); err != nil || f.Len() != m {
+		t.Fatalf("4 MiB limit: %v, %d messages", err, f.Len())
+	}
+	if c := cap(f.msgs); c < m || c*messageCost > 4<<20 {
+		t.Errorf("room for %d messages: want %d at least, %d bytes at most", c, m, 4<<20)
 	}
 }
 

@@ -3,7 +3,6 @@ package pack
 import (
 	"errors"
 	"io"
-	"slices"
 	"sync/atomic"
 )
 
@@ -207,7 +206,7 @@ func (r *frameDecoder) decodeFrame(b []byte, off int64, f *Frame, withData bool)
 			f.Reset(0, 0)
 			return 0, memoryError(r.path, off, &h, n, withData, r.limit())
 		}
-		f.msgs = slices.Grow(f.msgs[:0], n)
+		f.msgs = growTo(f.msgs, n, int(r.limit()/messageCost))
 	}
 	if err := f.UnmarshalMeta(meta); err != nil {
 		return 0, corrupt(r.path, off+FrameHeaderSize, err, "frame meta does not decode: %v", err)
@@ -241,7 +240,7 @@ func (r *frameDecoder) decodeFrame(b []byte, off int64, f *Frame, withData bool)
 		}
 	}
 	p := uint32(0)
-	f.blocks = slices.Grow(f.blocks[:0], int(h.nblocks))
+	f.blocks = growTo(f.blocks, int(h.nblocks), int(r.limit()/blockCost))
 	for i := 0; i < int(h.nblocks); i++ {
 		n := le.Uint32(table[4*i:])
 		f.blocks = append(f.blocks, data[p:p+n:p+n])

@@ -104,9 +104,10 @@ type ConsumerOptions struct {
 	OnError func(error)
 
 	// OnLeftover is called (from consumer goroutines) for every leftover
-	// segment: one whose producer had closed it, or died, before the
-	// consumer found it. Its records are counted, not ingested (they are
-	// not live data: their capture time is unknown). It must not block.
+	// segment: one put in place before the consumer started whose producer
+	// had closed it, or died, by the time the consumer opened it. Its
+	// records are counted, not ingested (they are not live data: their
+	// capture time is unknown). It must not block.
 	OnLeftover func(SegmentStats)
 
 	// Clock judges heartbeat age; the system clock when nil.
@@ -159,6 +160,7 @@ type Consumer struct {
 	errs      []error           // most recent errors, oldest first
 	started   bool
 
+	startNs int64           // wall-clock time of Start: segments put in place before it may be leftovers
 	refused map[string]bool // MaxSegments: names not followed
 	// refused since the last report, and the first of them
 	newRefused   int
@@ -210,6 +212,7 @@ func (c *Consumer) Start() error {
 		return nil
 	}
 	c.started = true
+	c.startNs = time.Now().UnixNano()
 	if c.opts.Wait == WaitFutex {
 		c.openBellLocked()
 	}

@@ -161,6 +161,7 @@ func TestReusedPIDIsNotTheProducer(t *testing.T) {
 			p := newProducer(t, dir, ProducerOptions{Name: "reused", Clock: clock.Func(func() int64 { return tc.startNs })})
 			binary.LittleEndian.PutUint32(p.mem[offPID:], pid)
 			p.Publish(1, []byte("x"))
+			time.Sleep(leftoverMargin + 20*time.Millisecond) // in place before the consumer starts
 			left := make(chan SegmentStats, 1)
 			startConsumer(t, dir, sink, ConsumerOptions{CheckInterval: 20 * time.Millisecond,
 				OnLeftover: func(st SegmentStats) { left <- st }})

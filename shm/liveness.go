@@ -66,10 +66,20 @@ func (f *follower) revive(s *segment) {
 	}
 }
 
+// leftoverMargin: a segment put in place up to this long before the
+// consumer started counts as put in place after (inode times are coarse).
+const leftoverMargin = 50 * time.Millisecond
+
 // isLeftover reports whether s was finished before the consumer found it:
-// closed, its producer's process gone, or (a producer whose pid cannot be
-// checked) its promised heartbeat long stale.
+// put in place before the consumer started, and by now closed, its
+// producer's process gone, or (a producer whose pid cannot be checked) its
+// promised heartbeat long stale. A segment that appeared while the consumer
+// runs is read as live data even if its producer closed it before the
+// consumer opened it: its records are recent.
 func (f *follower) isLeftover(s *segment) bool {
+	if s.ctime >= f.c.startNs-int64(leftoverMargin) {
+		return false
+	}
 	if f.producerDone(s) {
 		return true
 	}

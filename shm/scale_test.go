@@ -209,7 +209,8 @@ func TestHeartbeatTimeout(t *testing.T) {
 
 // TestLeftoverSegments: segments whose producers closed them or died
 // before the consumer started are read as leftovers: counted (with their
-// records), reported, removed; never ingested as live data.
+// records), reported, removed; never ingested as live data. One that a
+// producer makes and closes while the consumer runs is live data.
 func TestLeftoverSegments(t *testing.T) {
 	dir := t.TempDir()
 	closed := newProducer(t, dir, ProducerOptions{Name: "closed", Capacity: MinCapacity})
@@ -220,6 +221,7 @@ func TestLeftoverSegments(t *testing.T) {
 	dead := startProducerProcess(t, dir, noHeartbeatEnv+"=1")
 	dead.Process.Kill()
 	dead.Wait()
+	time.Sleep(leftoverMargin + 20*time.Millisecond) // both before the consumer starts
 	var got []SegmentStats
 	done := make(chan struct{}, 2)
 	sink := newRecSink()
@@ -243,5 +245,16 @@ func TestLeftoverSegments(t *testing.T) {
 		if isSegmentName(e.Name()) {
 			t.Errorf("leftover %s not removed", e.Name())
 		}
+	}
+	late, err := NewProducer(dir, ProducerOptions{Name: "late", Capacity: MinCapacity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late.Publish(1, []byte("new"))
+	late.Close()
+	id := waitTopic(t, sink, "late", "")
+	sink.waitFor(t, "the late message", func() bool { return len(sink.messages(id)) == 1 })
+	if c.Stats().Leftovers != 2 {
+		t.Errorf("a segment made while the consumer runs counted as a leftover")
 	}
 }

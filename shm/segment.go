@@ -28,6 +28,7 @@ type segment struct {
 	info     ingest.TopicInfo
 	owner    owner // the producer process, for liveness
 	pids     *pidTable
+	ctime    int64 // the file's inode change time (put in place), ns
 
 	rpos    uint64 // next record position to read
 	nextSeq uint64 // sequence number expected next
@@ -71,7 +72,7 @@ func (s *segment) init(opts *ConsumerOptions) error {
 	if err != nil {
 		return err
 	}
-	s.id = fi.id
+	s.id, s.ctime = fi.id, fi.ctime
 	if !fi.reg {
 		return s.fail("file", 0, fmt.Errorf("%w: not a regular file", ErrCorrupt))
 	}

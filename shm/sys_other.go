@@ -26,10 +26,11 @@ func ownerGone(pid uint32, startNs int64) bool                { return pidGone(p
 type fileID struct{ dev, ino uint64 }
 
 type fileInfo struct {
-	id   fileID
-	uid  uint32
-	size int64
-	reg  bool
+	id    fileID
+	uid   uint32
+	size  int64
+	reg   bool
+	ctime int64
 }
 
 func fstat(fd int) (fileInfo, error)                 { return fileInfo{}, ErrNotSupported }

@@ -401,6 +401,7 @@ func TestSHMSourceLimitsAndLeftovers(t *testing.T) {
 		t.Cleanup(func() { p.Close() })
 	}
 	os.MkdirAll(f.Recorder.DumpDir, 0o700)
+	time.Sleep(100 * time.Millisecond) // the leftover is older than the recorder
 	d := startDaemon(t, f)
 	waitFor(t, "1 leftover of 1 message, 1 refused segment, 2 topics", func() bool {
 		st := d.Status()
