@@ -89,6 +89,10 @@ func checkDoorbell(b []byte) error {
 	return nil
 }
 
+// kickPause bounds how long the doorbell's goroutine waits for a reader it
+// woke to run (and ack) before it blocks in FUTEX_WAIT again.
+const kickPause = time.Millisecond
+
 // bell is the consumer's end of the doorbell: one goroutine sleeps on the
 // rings word (one OS thread in FUTEX_WAIT for the whole directory), and on
 // every ring kicks the followers whose hint bits are set. Safe for
@@ -106,12 +110,13 @@ type bell struct {
 
 	stop    chan struct{}
 	done    chan struct{}
+	ack     chan struct{} // a reader woken by the bell runs
 	once    sync.Once
 	started atomic.Bool
 }
 
 func newBell(mem []byte, ino uint64) *bell {
-	b := &bell{mem: mem, ino: ino, stop: make(chan struct{}), done: make(chan struct{})}
+	b := &bell{mem: mem, ino: ino, stop: make(chan struct{}), done: make(chan struct{}), ack: make(chan struct{}, 1)}
 	b.rings, b.hints = mapBell(mem)
 	b.slots = make([]*follower, DoorbellSlots)
 	return b
@@ -148,6 +153,8 @@ func (b *bell) release(s uint32) {
 // the bitmap (512 words).
 func (b *bell) run(wait time.Duration) {
 	defer close(b.done)
+	ackWait := time.NewTimer(time.Hour)
+	defer ackWait.Stop()
 	debug.SetPanicOnFault(true) // the file is shared: see the recover below
 	defer func() {
 		if r := recover(); r != nil && !isFault(r) {
@@ -161,6 +168,11 @@ func (b *bell) run(wait time.Duration) {
 		default:
 		}
 		seen := b.rings.Load()
+		kicked := false
+		select { // an ack of an earlier round
+		case <-b.ack:
+		default:
+		}
 		for i := range b.hints {
 			if b.hints[i].Load() == 0 {
 				continue
@@ -172,9 +184,24 @@ func (b *bell) run(wait time.Duration) {
 				bits &= bits - 1
 				if f := b.slots[k]; f != nil {
 					f.kickNow()
+					kicked = true
 				}
 			}
 			b.mu.Unlock()
+		}
+		if kicked {
+			// Park until a woken reader runs (it acks), so that the
+			// readers run on this P before the futex wait takes its
+			// thread: a P held in a system call with goroutines queued
+			// is handed over only by sysmon, up to 10 ms later. Rings
+			// meanwhile are not lost: the wait returns at once when
+			// rings moved past seen.
+			ackWait.Reset(kickPause)
+			select {
+			case <-b.ack:
+			case <-ackWait.C:
+			case <-b.stop:
+			}
 		}
 		futexWait(b.ringsWord(), seen, wait)
 	}

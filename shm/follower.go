@@ -54,6 +54,7 @@ type follower struct {
 
 	slot    uint32 // doorbell hint bit, when hasSlot
 	hasSlot bool
+	slept   time.Duration // how long the last sleep lasted (see wait)
 	// silentOff: the topic is offline because its producer went silent
 	// (it comes back at the next sign of life).
 	silentOff bool
@@ -391,6 +392,13 @@ func (f *follower) wait(d time.Duration, idle int) {
 		return
 	}
 	if f.c.opts.Wait == WaitFutex && s.c.waiters != nil {
+		// A busy stream (its last sleep was short) is waited on in
+		// FUTEX_WAIT on its own write cursor while a token is free: the
+		// producer then wakes this very thread (microseconds), where the
+		// doorbell adds a hand-off between two goroutines (tens).
+		if f.slept < activeSleep && f.futexWait(s, d) {
+			return
+		}
 		if f.useBell(s) {
 			s.c.bellSlot.Store(f.slot)
 			s.c.waiters.Store(WaitDoorbell) // seq-cst, before the re-load (Dekker, as below)
@@ -402,22 +410,36 @@ func (f *follower) wait(d time.Duration, idle int) {
 			f.adaptSpin(time.Since(t0))
 			return
 		}
-		select {
-		case f.c.sleeper <- struct{}{}:
-			s.c.waiters.Store(WaitCursor)
-			w := s.c.write.Load()
-			if w == s.lastW && !f.c.stop.Load() && !f.changed.Load() {
-				t0 := time.Now()
-				futexWait(s.c.futex, uint32(w), d)
-				f.adaptSpin(time.Since(t0))
-			}
-			<-f.c.sleeper
+		if f.futexWait(s, d) {
 			return
-		default:
 		}
 	}
 	step := f.c.opts.PollMin << min(max(idle-f.spin, 0), 16)
 	f.sleep(min(step, f.c.opts.PollMax, d))
+}
+
+// activeSleep: a follower whose last sleep was shorter follows a busy
+// stream (see wait).
+const activeSleep = 10 * time.Millisecond
+
+// futexWait sleeps in FUTEX_WAIT on the write cursor of s, at most d, when
+// one of the consumer's MaxFutexSleepers tokens is free (one OS thread
+// each); false when none is.
+func (f *follower) futexWait(s *segment, d time.Duration) bool {
+	select {
+	case f.c.sleeper <- struct{}{}:
+	default:
+		return false
+	}
+	s.c.waiters.Store(WaitCursor)
+	w := s.c.write.Load()
+	if w == s.lastW && !f.c.stop.Load() && !f.changed.Load() {
+		t0 := time.Now()
+		futexWait(s.c.futex, uint32(w), d)
+		f.adaptSpin(time.Since(t0))
+	}
+	<-f.c.sleeper
+	return true
 }
 
 // useBell reports whether the producer of s rings the doorbell the consumer
@@ -436,6 +458,7 @@ func (f *follower) useBell(s *segment) bool {
 // adaptSpin picks how many polls come before the next sleep from how
 // long this one lasted.
 func (f *follower) adaptSpin(slept time.Duration) {
+	f.slept = slept
 	if slept < fastWake {
 		f.spin = spinFast
 	} else {
@@ -448,6 +471,12 @@ func (f *follower) sleep(d time.Duration) {
 	select {
 	case <-f.timer.C:
 	case <-f.kick:
+		if b := f.c.bell; b != nil {
+			select { // the doorbell's goroutine waits for a woken reader to run
+			case b.ack <- struct{}{}:
+			default:
+			}
+		}
 	case <-f.c.stopCh:
 	}
 }

@@ -138,8 +138,9 @@ func TestRunTenThousandIdleSegments(t *testing.T) {
 }
 
 // TestRunIdleTopicsCPU: 100 idle topics cost the recorder less than 1 % of
-// a core and at most 16 OS threads, measured from /proc over 5 s (it was
-// 3.7 % and 108 threads). The figure is in docs/performance.md.
+// a core and at most 16 OS threads, measured from /proc over 5 s
+// (EDR_IDLE_WINDOW=60s for a finer figure; it was 3.7 % and 108 threads).
+// The figure is in docs/performance.md.
 func TestRunIdleTopicsCPU(t *testing.T) {
 	testutil.SkipUnderEmulation(t, "CPU figures")
 	d := startDaemon(t, fmt.Sprintf(idleConfig, 4096), nil, func(cmd *exec.Cmd) {
@@ -148,7 +149,12 @@ func TestRunIdleTopicsCPU(t *testing.T) {
 	pid := d.cmd.Process.Pid
 	waitFor(t, func() bool { return len(d.shmStatus(t).Topics) == 100 }, "100 topics")
 	time.Sleep(time.Second)
-	const window = 5 * time.Second
+	window := 5 * time.Second
+	if s := os.Getenv("EDR_IDLE_WINDOW"); s != "" { // a longer, finer measurement for docs/performance.md
+		if d, err := time.ParseDuration(s); err == nil {
+			window = d
+		}
+	}
 	t0, c0 := time.Now(), cpuTicks(t, pid)
 	time.Sleep(window)
 	ticks, wall := cpuTicks(t, pid)-c0, time.Since(t0)
