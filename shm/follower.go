@@ -23,7 +23,8 @@ import (
 
 // startLocked starts a follower for name; c.mu is held.
 func (c *Consumer) startLocked(name string) {
-	f := &follower{c: c, name: name, path: filepath.Join(c.dir, name), kick: make(chan struct{}, 1), spin: spinSlow}
+	f := &follower{c: c, name: name, path: filepath.Join(c.dir, name), kick: make(chan struct{}, 1), spin: spinSlow,
+		slept: activeSleep} // idle until a short sleep says otherwise
 	c.followers[name] = f
 	c.wg.Add(1)
 	go f.run()
