@@ -19,9 +19,9 @@ import (
 
 // Limits every verb is held to on every hostile input.
 const (
-	hostileAS      = 3 << 30   // RLIMIT_AS of the child (the Go runtime reserves ~1.7 GB of address space at start)
-	hostileMaxRSS  = 256 << 20 // peak resident set (wait4 ru_maxrss)
-	hostileMaxTime = 5 * time.Second
+	hostileAS      uint64 = 3 << 30   // RLIMIT_AS of the child (the Go runtime reserves ~1.7 GB of address space at start)
+	hostileMaxRSS         = 256 << 20 // peak resident set (wait4 ru_maxrss)
+	hostileMaxTime        = 5 * time.Second
 )
 
 // limitASEnv makes the test binary a launcher (see execLimited).
@@ -60,7 +60,7 @@ func execLimited() {
 	err = cmd.Run()
 	report := os.NewFile(3, "report")
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && report != nil {
-		fmt.Fprintln(report, ru.Maxrss<<10)
+		fmt.Fprintln(report, int64(ru.Maxrss)<<10)
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -92,7 +92,7 @@ func runLimited(t *testing.T, args ...string) limitedRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hostileMaxTime)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{edrBinary(t)}, args...)...)
-	cmd.Env = append(os.Environ(), limitASEnv+"="+strconv.Itoa(hostileAS))
+	cmd.Env = append(os.Environ(), limitASEnv+"="+strconv.FormatUint(hostileAS, 10))
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

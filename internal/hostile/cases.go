@@ -141,7 +141,7 @@ func validPack() []byte {
 	w, err := pack.NewStreamWriter(&buf, pack.WriterOptions{Writer: "hostile", CreatedNs: t0, Compression: pack.CompressLZ4, TargetFrameSize: 2048})
 	must(err)
 	for i := range 200 {
-		ts := int64(t0 + i*10_000_000)
+		ts := t0 + int64(i)*10_000_000
 		must(w.Add("vehicle/speed", "", nil, ts, ts, []byte(strings.Repeat("s", 40))))
 		if i%20 == 0 {
 			must(w.Add("camera/front", "left", []byte{1, 2}, ts, ts, bytes.Repeat([]byte{byte(i)}, 900)))
@@ -165,7 +165,7 @@ func validMCAP() []byte {
 	w, err := mcap.NewPackWriter(&buf, mcap.Options{Library: "hostile", Compression: mcap.CompressionLZ4, ChunkSize: 4096})
 	must(err)
 	for i := range 200 {
-		ts := int64(t0 + i*10_000_000)
+		ts := t0 + int64(i)*10_000_000
 		must(w.Add("vehicle/speed", "", nil, ts, ts, []byte(strings.Repeat("s", 40))))
 		if i%20 == 0 {
 			must(w.Add("camera/front", "left", nil, ts, ts, bytes.Repeat([]byte{byte(i)}, 900)))
@@ -490,7 +490,7 @@ func jsonlDeep() []byte {
 func jsonlBigPayload() []byte {
 	data := base64.StdEncoding.EncodeToString(make([]byte, 8<<20))
 	return []byte(`{"format":"edr-lite-jsonl","version":1,"writer":"hostile","created_ns":1,"topics":[{"topic":"t","name":"t","messages":1}]}` + "\n" +
-		`{"seq":0,"topic":"t","ts":` + fmt.Sprint(t0) + `,"gen_ts":` + fmt.Sprint(t0) + `,"data":"` + data + `"}` + "\n")
+		`{"seq":0,"topic":"t","ts":` + fmt.Sprint(int64(t0)) + `,"gen_ts":` + fmt.Sprint(int64(t0)) + `,"data":"` + data + `"}` + "\n")
 }
 
 func notADump() []byte {
@@ -548,7 +548,7 @@ func packManyFrames(n int) func() []byte {
 		return writePack(pack.WriterOptions{}, func(w *pack.Writer) {
 			f := pack.NewFrame(0, 0)
 			for i := range n {
-				ts := int64(t0 + i*1000)
+				ts := t0 + int64(i)*1000
 				f.Reset(uint64(i), ts)
 				f.AddMetaWithData("t", "", nil, ts, ts, []byte{byte(i)})
 				must(w.WriteFrame(f))
@@ -579,7 +579,7 @@ func mcapOverlapping(n int) func() []byte {
 		pad := mcapRecord(nil, 0x80, make([]byte, 256<<10))
 		for c := range n {
 			recs := mcapChannel(1, "t")
-			first, last := uint64(t0+c), uint64(t0+n+c)
+			first, last := uint64(t0)+uint64(c), uint64(t0)+uint64(n+c)
 			recs = append(recs, mcapMessage(1, 0, first, []byte("first"))...)
 			recs = append(recs, pad...)
 			recs = append(recs, mcapMessage(1, 1, last, []byte("last"))...)
