@@ -3,21 +3,31 @@ package report
 import (
 	"math"
 	"math/bits"
+	"slices"
 )
 
-// Hist is a log-linear histogram of non-negative int64 values (durations
-// in ns): values below 1024 are counted exactly, larger ones in buckets
+// Hist is a distribution of non-negative int64 values (durations in ns).
+// The first ExactValues values are kept as they are, so quantiles of a
+// small distribution are exact; past that they move into a log-linear
+// histogram: values below 1024 counted exactly, larger ones in buckets
 // 1/1024 of their power of two wide, so a quantile is within 0.1% of the
 // true value (docs/report.md, "Timing"). Count, min, max and sum are
-// exact. Buckets are allocated per power of two as values reach them, at
-// most 54 blocks of 8 KiB: memory does not depend on how many values are
-// added.
+// always exact. Buckets are allocated per power of two as values reach
+// them, at most 55 blocks of 8 KiB: memory does not depend on how many
+// values are added.
 type Hist struct {
+	exact    []int64 // while n <= ExactValues and blocks are unused
+	sorted   bool
 	blocks   [histBlocks]*[histSub]uint64
+	bucketed bool
 	n        uint64
 	min, max int64
 	sum      float64
 }
+
+// ExactValues is how many values a Hist keeps exactly before it buckets
+// them.
+const ExactValues = 4096
 
 const (
 	histSubBits = 10
@@ -57,13 +67,21 @@ func (h *Hist) AddN(v int64, n uint64) {
 	if v < 0 {
 		v = 0
 	}
-	b, i := histIndex(v)
-	blk := h.blocks[b]
-	if blk == nil {
-		blk = new([histSub]uint64)
-		h.blocks[b] = blk
+	if !h.bucketed && h.n+n > ExactValues {
+		h.bucketed = true
+		for _, x := range h.exact {
+			h.bucket(x, 1)
+		}
+		h.exact = nil
 	}
-	blk[i] += n
+	if h.bucketed {
+		h.bucket(v, n)
+	} else {
+		for k := uint64(0); k < n; k++ {
+			h.exact = append(h.exact, v)
+		}
+		h.sorted = false
+	}
 	if h.n == 0 || v < h.min {
 		h.min = v
 	}
@@ -72,6 +90,23 @@ func (h *Hist) AddN(v int64, n uint64) {
 	}
 	h.n += n
 	h.sum += float64(v) * float64(n)
+}
+
+func (h *Hist) bucket(v int64, n uint64) {
+	b, i := histIndex(v)
+	blk := h.blocks[b]
+	if blk == nil {
+		blk = new([histSub]uint64)
+		h.blocks[b] = blk
+	}
+	blk[i] += n
+}
+
+func (h *Hist) sortExact() {
+	if !h.sorted {
+		slices.Sort(h.exact)
+		h.sorted = true
+	}
 }
 
 // Count returns how many values were added.
@@ -92,8 +127,9 @@ func (h *Hist) Mean() float64 {
 }
 
 // Quantile returns the nearest-rank q-quantile (0 <= q <= 1): the value of
-// rank ceil(q*n), as the middle of its bucket, clamped to [Min, Max]. q = 0
-// gives Min, q = 1 gives Max, exactly. 0 when empty.
+// rank ceil(q*n), exact while the values are kept, else the middle of its
+// bucket clamped to [Min, Max]. q = 0 gives Min, q = 1 gives Max, exactly.
+// 0 when empty.
 func (h *Hist) Quantile(q float64) int64 {
 	if h.n == 0 {
 		return 0
@@ -115,6 +151,10 @@ func (h *Hist) atRank(rank uint64) int64 {
 	if rank >= h.n {
 		return h.max
 	}
+	if !h.bucketed {
+		h.sortExact()
+		return h.exact[rank-1]
+	}
 	var seen uint64
 	for b, blk := range h.blocks {
 		if blk == nil {
@@ -134,9 +174,17 @@ func (h *Hist) atRank(rank uint64) int64 {
 	return h.max
 }
 
-// each calls fn for every non-empty bucket, in increasing order, with its
-// representative value (as Quantile gives it) and count.
+// each calls fn for every kept value, or every non-empty bucket with its
+// representative value (as Quantile gives it) and count, in increasing
+// order.
 func (h *Hist) each(fn func(v int64, n uint64)) {
+	if !h.bucketed {
+		h.sortExact()
+		for _, v := range h.exact {
+			fn(v, 1)
+		}
+		return
+	}
 	for b, blk := range h.blocks {
 		if blk == nil {
 			continue

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/base64"
 	"fmt"
+	"html"
 	"html/template"
 	"io"
 	"sort"
@@ -92,8 +93,11 @@ var funcs = template.FuncMap{
 	"join":      strings.Join,
 	"sub":       func(a, b int64) int64 { return a - b },
 	"gapFactor": func() int { return GapFactor },
-	"thumb": func(b []byte) template.URL {
-		return template.URL("data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(b))
+	// img writes the thumbnail as a data: URI by hand: html/template
+	// would escape every "+" of the base64 as "&#43;".
+	"img": func(b []byte, alt string) template.HTML {
+		return template.HTML(`<img src="data:image/jpeg;base64,` + base64.StdEncoding.EncodeToString(b) +
+			`" alt="` + html.EscapeString(alt) + `" width="240">`)
 	},
 	"val": func(v float64) string { return fmtValue(v, niceStep(v, 1000)/1000) },
 	"params": func(m map[string]string) string {
@@ -215,7 +219,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 {{end}}
 <h2 id="cameras">Cameras</h2>
 {{if .R.Cameras}}{{range .R.Cameras}}<h3>{{.Topic}}</h3>
-<div class="strip">{{range .Frames}}{{if .Thumb}}<figure{{if eq .TargetNs $.Focus}} class="at"{{end}}><img src="{{thumb .Thumb}}" alt="{{.Format}} frame at {{$.Rel .TimeNs}}" width="240"><figcaption><b>{{$.Rel .TimeNs}}</b> · {{.Width}}×{{.Height}} {{.Format}}</figcaption></figure>{{else}}<figure{{if eq .TargetNs $.Focus}} class="at"{{end}}><div class="ph">{{.Missing}}</div><figcaption><b>{{$.Rel .TargetNs}}</b> · no picture</figcaption></figure>{{end}}{{end}}</div>
+<div class="strip">{{range .Frames}}{{if .Thumb}}<figure{{if eq .TargetNs $.Focus}} class="at"{{end}}>{{img .Thumb (printf "%s frame at %s" .Format ($.Rel .TimeNs))}}<figcaption><b>{{$.Rel .TimeNs}}</b> · {{.Width}}×{{.Height}} {{.Format}}</figcaption></figure>{{else}}<figure{{if eq .TargetNs $.Focus}} class="at"{{end}}><div class="ph">{{.Missing}}</div><figcaption><b>{{$.Rel .TargetNs}}</b> · no picture</figcaption></figure>{{end}}{{end}}</div>
 {{end}}{{else}}<p class="sub">No camera topics (foxglove.CompressedImage or foxglove.CompressedVideo).</p>
 {{end}}
 <h2 id="timing">Timing</h2>

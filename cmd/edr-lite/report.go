@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/report"
+	"github.com/edr-lite/edr-lite/schema"
+)
+
+func init() {
+	register(&verb{name: "report", summary: "one self-contained HTML page (or JSON) per dump: triggers, timeline, plots, cameras, timing", run: runReport})
+}
+
+func runReport(e *env) int {
+	c := newCommand(e, "report", "edr-lite report DUMP... [-o report.html] [--format html|json] [--schema TOPIC=FILE]... [--fields TOPIC[:PATH],...]",
+		`Analyse dumps (pack or MCAP, several merged in time order as "merge" does)
+and write one HTML page that needs nothing else to be viewed (CSS, SVG plots
+and camera thumbnails inline; no script, no network) and prints cleanly:
+
+  - the triggers (reason, source, rule, tag, severity, time, windows);
+  - a topic timeline: one lane per topic with its message rate over time,
+    gaps, the window the trigger asked for and the one held, losses by
+    cause (overwritten, lost at source, oversize, skipped while busy);
+  - signal plots of the decoded numeric fields on a shared time axis, with
+    the trigger line and the schema's units (long windows are reduced to
+    the first, smallest, largest and last sample per pixel column, so
+    spikes survive);
+  - a camera strip: thumbnails of foxglove.CompressedImage topics (JPEG,
+    PNG) and of foxglove.CompressedVideo key frames (decoded with ffmpeg
+    when it is installed) at and around the trigger;
+  - timing per topic: rate, inter-arrival interval and jitter (p50, p99,
+    max), capture - producer latency, out-of-order count, largest gap;
+  - the accounting table and the file facts (size, compression, codec
+    ratio, indexed, verify result).
+
+A topic is decoded when the dump records its schema (MCAP channels do), or
+with --schema TOPIC=LAYOUT_FILE (a packed-struct layout, docs/schemas.md)
+or --schema TOPIC=foxglove.CompressedImage / foxglove.CompressedVideo.
+
+Without -o the page is written to DUMP.html in the current directory (the
+first dump's name); -o - writes to standard output. --format json prints
+the same analysis as one JSON document (field names in docs/report.md),
+to standard output unless -o says otherwise.
+
+Times for --from / --to: nanoseconds since the epoch, RFC 3339, or an
+offset from the first dump's start ("2.5s").`,
+		`edr-lite report dump.pack -o brake.html
+edr-lite report dump.pack --schema vehicle/speed=speed.layout --schema camera/front=foxglove.CompressedImage
+edr-lite report a.pack b.mcap --topics 'vehicle/*' --from 2s --to 4s -o window.html
+edr-lite report dump.mcap --format json | jq '.topics[] | {name, rate: .timing.rate_hz}'`, 1, -1)
+	out := c.fs.String("o", "", "output file (default: DUMP.html for html, standard output for json; - = standard output)")
+	format := c.fs.String("format", "html", "html or json")
+	topics := c.fs.String("topics", "", "comma-separated topic globs to include (path.Match syntax); empty = all")
+	exclude := c.fs.String("exclude", "", "comma-separated topic globs to leave out")
+	from := c.fs.String("from", "", "start of the time axis (see above)")
+	to := c.fs.String("to", "", "end of the time axis (see above)")
+	fields := c.fs.String("fields", "", "comma-separated TOPIC or TOPIC:PATH (a field path such as wheel[2]) to plot; empty = every numeric field")
+	var schemas []string
+	c.fs.Func("schema", "TOPIC=LAYOUT_FILE, TOPIC=foxglove.CompressedImage or TOPIC=foxglove.CompressedVideo: the topic's type (repeatable)", func(s string) error {
+		schemas = append(schemas, s)
+		return nil
+	})
+	noVerify := c.fs.Bool("no-verify", false, "do not check every byte of the files (faster; the file facts say \"not checked\")")
+	thumbs := c.fs.Int("thumbs", report.DefaultThumbs, "thumbnails per camera topic")
+	video := c.fs.String("video-decoder", "", `program that decodes video key frames (default: ffmpeg when installed; "none": placeholders)`)
+	title := c.fs.String("title", "", "page title (default: the dumps' names)")
+	args, code, ok := c.parse()
+	if !ok {
+		return code
+	}
+	if *format != "html" && *format != "json" {
+		return c.usageErr("--format %q: want html or json", *format)
+	}
+	if *thumbs < 1 || *thumbs > 100 {
+		return c.usageErr("--thumbs %d: want 1 to 100", *thumbs)
+	}
+	for _, a := range args {
+		if a == "-" {
+			return c.usageErr("standard input is not supported: the report reads the file twice (facts, messages)")
+		}
+	}
+	o := report.DumpOptions{Options: report.Options{Title: *title, Thumbs: *thumbs, Fields: splitList(*fields),
+		Schemas: map[string]schema.Type{}}, Topics: splitList(*topics), Exclude: splitList(*exclude), Verify: !*noVerify}
+	for _, g := range append(append([]string{}, o.Topics...), o.Exclude...) {
+		if _, err := filepathMatch(g); err != nil {
+			return c.usageErr("bad topic glob %q: %v", g, err)
+		}
+	}
+	if err := report.ParseFields(o.Fields); err != nil {
+		return c.usageErr("%v", err)
+	}
+	for _, s := range schemas {
+		topic, t, err := report.ParseSchemaArg(s)
+		if err != nil {
+			return c.usageErr("%v", err)
+		}
+		o.Schemas[topic] = t
+	}
+	switch *video {
+	case "":
+		o.VideoDecoder = report.FindVideoDecoder()
+	case "none":
+	default:
+		o.VideoDecoder = *video
+	}
+	if *from != "" || *to != "" {
+		in, err := dumpfile.ReadInfo(args[0])
+		if err != nil {
+			return c.fail(err)
+		}
+		var err1, err2 error
+		o.FromNs, err1 = parseTimeArg(*from, in.StartNs, 0)
+		o.ToNs, err2 = parseTimeArg(*to, in.StartNs, 0)
+		if err1 != nil {
+			return c.usageErr("--from: %v", err1)
+		}
+		if err2 != nil {
+			return c.usageErr("--to: %v", err2)
+		}
+	}
+	if isTerminal(e.stderr) {
+		var bar *progressbar.ProgressBar
+		o.Progress = func(done, total uint64) {
+			if bar == nil {
+				bar = progressbar.NewOptions64(int64(max(total, 1)), progressbar.OptionSetWriter(e.stderr),
+					progressbar.OptionSetDescription("reading"), progressbar.OptionShowCount(),
+					progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+			}
+			bar.Set64(int64(done))
+		}
+		defer func() {
+			if bar != nil {
+				bar.Finish()
+			}
+		}()
+	}
+	r, err := report.FromDumps(args, o)
+	if err != nil {
+		return c.fail(err)
+	}
+	dest := *out
+	if dest == "" {
+		if *format == "json" {
+			dest = "-"
+		} else {
+			base := filepath.Base(args[0])
+			dest = strings.TrimSuffix(base, filepath.Ext(base)) + ".html"
+		}
+	}
+	write := func(w io.Writer) error {
+		if *format == "json" {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(r)
+		}
+		return report.WriteHTML(w, r, report.HTMLOptions{})
+	}
+	if dest == "-" {
+		bw := bufio.NewWriter(e.stdout)
+		if err := write(bw); err != nil {
+			return c.fail(err)
+		}
+		if err := bw.Flush(); err != nil {
+			return c.fail(err)
+		}
+		return exitOK
+	}
+	if err := writeFileAtomic(dest, write); err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(e.stdout, "report: %s\n", dest)
+	return exitOK
+}
+
+// filepathMatch checks a glob's syntax.
+func filepathMatch(g string) (bool, error) { return filepath.Match(g, "") }
+
+// writeFileAtomic writes path through a temporary file in its directory,
+// renamed into place once complete.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}

@@ -1,0 +1,63 @@
+package report
+
+import (
+	"math"
+	"testing"
+)
+
+// TestSeriesDownsampleKeepsSpikes: a million samples of a sine with one
+// one-sample spike up and one down reduce to at most 4 points per column,
+// the spikes among them at their times, and the exact min and max.
+func TestSeriesDownsampleKeepsSpikes(t *testing.T) {
+	const n, cols = 1_000_000, 500
+	start, end := int64(1e18), int64(1e18)+int64(n)*1e6
+	s := newSeries("t", "v", "V", start, end, cols)
+	upAt, downAt := int64(1e18)+123457*1e6, int64(1e18)+876543*1e6
+	for i := 0; i < n; i++ {
+		ts := start + int64(i)*1e6
+		v := math.Sin(float64(i) / 5000)
+		switch ts {
+		case upAt:
+			v = 50
+		case downAt:
+			v = -70
+		}
+		s.add(ts, v)
+	}
+	s.add(start+5, math.NaN())
+	sig := s.signal()
+	if !sig.Downsampled || len(sig.Points) > 4*cols || len(sig.Points) < cols {
+		t.Fatalf("downsampled %v, %d points for %d columns", sig.Downsampled, len(sig.Points), cols)
+	}
+	if sig.Count != n || sig.NonFinite != 1 || sig.Max != 50 || sig.Min != -70 {
+		t.Errorf("count %d non-finite %d min %g max %g", sig.Count, sig.NonFinite, sig.Min, sig.Max)
+	}
+	found := map[int64]float64{}
+	for i, p := range sig.Points {
+		if i > 0 && p.TimeNs < sig.Points[i-1].TimeNs {
+			t.Fatalf("point %d goes back in time", i)
+		}
+		if p.Value == 50 || p.Value == -70 {
+			found[p.TimeNs] = p.Value
+		}
+	}
+	if found[upAt] != 50 || found[downAt] != -70 || len(found) != 2 {
+		t.Errorf("spikes in the plot: %v", found)
+	}
+}
+
+// TestSeriesRawUntilFull: up to 2*cols samples are plotted as they are.
+func TestSeriesRawUntilFull(t *testing.T) {
+	s := newSeries("t", "v", "", 0, 1000, 10)
+	for i := 0; i < 20; i++ {
+		s.add(int64(i*50), float64(i))
+	}
+	sig := s.signal()
+	if sig.Downsampled || len(sig.Points) != 20 || sig.Points[7] != (Point{350, 7}) || sig.Mean != 9.5 {
+		t.Fatalf("%+v", sig)
+	}
+	s.add(999, 100)
+	if sig = s.signal(); !sig.Downsampled || sig.Points[len(sig.Points)-1] != (Point{999, 100}) {
+		t.Fatalf("after the 21st sample: %+v", sig)
+	}
+}
