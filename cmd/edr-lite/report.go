@@ -49,8 +49,8 @@ or --schema TOPIC=foxglove.CompressedImage / foxglove.CompressedVideo.
 
 Without -o the page is written to DUMP.html in the current directory (the
 first dump's name); -o - writes to standard output. --format json prints
-the same analysis as one JSON document (field names in docs/report.md),
-to standard output unless -o says otherwise.
+the same analysis as one JSON document on one line (field names in
+docs/report.md), to standard output unless -o says otherwise.
 
 Times for --from / --to: nanoseconds since the epoch, RFC 3339, or an
 offset from the first dump's start ("2.5s").`,
@@ -159,9 +159,7 @@ edr-lite report dump.mcap --format json | jq '.topics[] | {name, rate: .timing.r
 	}
 	write := func(w io.Writer) error {
 		if *format == "json" {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(r)
+			return json.NewEncoder(w).Encode(r) // one line, as info --json
 		}
 		return report.WriteHTML(w, r, report.HTMLOptions{})
 	}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/edr-lite/edr-lite/internal/demodump"
+)
+
+// reportDoc is the part of report --format json the tests read.
+type reportDoc struct {
+	Version  int   `json:"version"`
+	StartNs  int64 `json:"start_ns"`
+	EndNs    int64 `json:"end_ns"`
+	FocusNs  int64 `json:"focus_ns"`
+	Triggers []struct {
+		Reason string `json:"reason"`
+		TimeNs int64  `json:"time_ns"`
+	} `json:"triggers"`
+	Topics []struct {
+		Name     string `json:"name"`
+		Messages uint64 `json:"messages"`
+		Decoded  string `json:"decoded"`
+		Timing   struct {
+			RateHz float64 `json:"rate_hz"`
+		} `json:"timing"`
+	} `json:"topics"`
+	Signals []struct {
+		Topic  string       `json:"topic"`
+		Field  string       `json:"field"`
+		Unit   string       `json:"unit"`
+		Points [][2]float64 `json:"points"`
+	} `json:"signals"`
+	Cameras []struct {
+		Topic  string `json:"topic"`
+		Frames []struct {
+			ThumbBytes int    `json:"thumb_bytes"`
+			Missing    string `json:"missing"`
+		} `json:"frames"`
+	} `json:"cameras"`
+	Files []struct {
+		Verify string `json:"verify"`
+	} `json:"files"`
+	Notes []string `json:"notes"`
+}
+
+func demoDump(t *testing.T, dir, format string) string {
+	t.Helper()
+	p := filepath.Join(dir, "demo."+format)
+	write := demodump.WritePack
+	if format == "mcap" {
+		write = demodump.WriteMCAP
+	}
+	if err := write(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var (
+	thumbTag  = regexp.MustCompile(`<img src="data:image/jpeg;base64,`)
+	remoteURL = regexp.MustCompile(`(?i)(https?|ftp)://|@import|url\(\s*['"]?(https?:|//)`)
+)
+
+// TestReportEndToEnd runs report through the binary as a user would: the
+// pack demo dump with --schema overrides (HTML file, JSON), the MCAP demo
+// dump whose channels carry the types, and every filter flag.
+func TestReportEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	p := demoDump(t, dir, "pack")
+	m := demoDump(t, dir, "mcap")
+	schemaArgs, err := demodump.WriteLayouts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags []string
+	for _, a := range schemaArgs {
+		flags = append(flags, "--schema", a)
+	}
+	html := filepath.Join(dir, "out.html")
+	code, out, errs := runBin(t, append([]string{"report", p, "-o", html}, flags...)...)
+	if code != 0 || out != "report: "+html+"\n" {
+		t.Fatalf("report: exit %d\n%s%s", code, out, errs)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(thumbTag.FindAll(page, -1)); n != 9 {
+		t.Errorf("%d thumbnails, want 9", n)
+	}
+	if m := remoteURL.Find(page); m != nil {
+		t.Errorf("page refers to %q", m)
+	}
+	for _, want := range []string{"hard-brake", "speed (m/s)", "vehicle/imu", ">ok<", "2026-12-02 13:32:22.000000000Z"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+
+	doc := func(args ...string) reportDoc {
+		t.Helper()
+		code, out, errs := runBin(t, append([]string{"report", "--format", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("report --format json %v: exit %d\n%s", args, code, errs)
+		}
+		var d reportDoc
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return d
+	}
+	// the MCAP dump says its types: the same signals without --schema
+	dp, dm := doc(append([]string{p}, flags...)...), doc(m)
+	if len(dp.Signals) != 9 || len(dm.Signals) != 14 || len(dm.Cameras) != 1 || len(dm.Cameras[0].Frames) != 9 {
+		t.Errorf("pack: %d signals; mcap: %d signals, cameras %+v", len(dp.Signals), len(dm.Signals), dm.Cameras)
+	}
+	mcapPoints := map[string]int{}
+	for _, s := range dm.Signals {
+		mcapPoints[s.Topic+":"+s.Field] = len(s.Points)
+	}
+	for _, s := range dp.Signals {
+		if n := mcapPoints[s.Topic+":"+s.Field]; n != len(s.Points) {
+			t.Errorf("%s %s: %d points from pack with --schema, %d from MCAP", s.Topic, s.Field, len(s.Points), n)
+		}
+	}
+	if dp.Version != 1 || len(dp.Triggers) != 1 || dp.Triggers[0].TimeNs != demodump.TriggerAt || dp.Files[0].Verify != "ok" {
+		t.Errorf("json: version %d triggers %+v files %+v", dp.Version, dp.Triggers, dp.Files)
+	}
+	// without a schema: timeline and timing, no plots, no cameras
+	if d := doc(p, "--no-verify"); len(d.Signals) != 0 || len(d.Cameras) != 0 || len(d.Topics) != 5 || d.Files[0].Verify != "not checked" {
+		t.Errorf("no schema: %d signals, %d cameras, %d topics, verify %q", len(d.Signals), len(d.Cameras), len(d.Topics), d.Files[0].Verify)
+	}
+	// filters: --topics, --exclude, --from / --to (offsets from the start), --fields, --thumbs
+	d := doc(m, "--topics", "vehicle/*,camera/*", "--exclude", "vehicle/calibration,vehicle/brake_pedal",
+		"--from", "2.5s", "--to", "3.5s", "--fields", "vehicle/speed:speed,vehicle/imu:ax", "--thumbs", "3")
+	var names []string
+	for _, tp := range d.Topics {
+		names = append(names, tp.Name)
+	}
+	if strings.Join(names, ",") != "camera/front,vehicle/imu,vehicle/speed" {
+		t.Errorf("topics %v", names)
+	}
+	if d.StartNs != demodump.T0+25e8 || d.EndNs != demodump.T0+35e8 {
+		t.Errorf("range %d..%d, want 2.5s..3.5s", d.StartNs-demodump.T0, d.EndNs-demodump.T0)
+	}
+	if len(d.Signals) != 2 || d.Signals[0].Field != "ax" || d.Signals[1].Field != "speed" || len(d.Signals[1].Points) != 101 {
+		t.Errorf("signals %+v", d.Signals)
+	}
+	for _, s := range d.Signals {
+		for _, pt := range s.Points {
+			if int64(pt[0]) < d.StartNs || int64(pt[0]) > d.EndNs {
+				t.Fatalf("%s point at %d outside the range", s.Field, int64(pt[0])-demodump.T0)
+			}
+		}
+	}
+	if len(d.Cameras) != 1 || len(d.Cameras[0].Frames) != 3 || d.Cameras[0].Frames[1].ThumbBytes == 0 {
+		t.Errorf("cameras %+v", d.Cameras)
+	}
+	// --title, -o - (HTML to standard output), --video-decoder none
+	code, out, errs = runBin(t, "report", p, "-o", "-", "--title", "Brake at the depot", "--video-decoder", "none")
+	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, "<title>Brake at the depot</title>") {
+		t.Errorf("-o -: exit %d %s %.200s", code, errs, out)
+	}
+	// default output name: DUMP.html in the current directory
+	cmdDir := t.TempDir()
+	cmd := binCommand(t, "report", p)
+	cmd.Dir = cmdDir
+	if o, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(o), "report: demo.html") {
+		t.Errorf("default output: %v %s", err, o)
+	} else if _, err := os.Stat(filepath.Join(cmdDir, "demo.html")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestReportErrors: bad usage exits 2 with what was wrong, an unreadable
+// or hostile file exits 1 naming it.
+func TestReportErrors(t *testing.T) {
+	dir := t.TempDir()
+	p := demoDump(t, dir, "pack")
+	bad := filepath.Join(dir, "bad.layout")
+	os.WriteFile(bad, []byte("f32le speed\nf33le x\n"), 0o644)
+	junk := filepath.Join(dir, "junk.pack")
+	os.WriteFile(junk, []byte("hello world, not a dump"), 0o644)
+	cut := filepath.Join(dir, "cut.pack")
+	b, _ := os.ReadFile(p)
+	b[200] ^= 0xff // a damaged frame
+	os.WriteFile(cut, b, 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{p, "--format", "pdf"}, 2, `--format "pdf"`},
+		{[]string{p, "--schema", "vehicle/speed=" + bad}, 2, "bad.layout: layout:2:1: unknown type f33le"},
+		{[]string{p, "--schema", "vehicle/speed"}, 2, "want TOPIC=LAYOUT_FILE"},
+		{[]string{p, "--schema", "vehicle/speed=" + filepath.Join(dir, "nope.layout")}, 2, "nope.layout"},
+		{[]string{p, "--fields", ":x"}, 2, "want TOPIC or TOPIC:PATH"},
+		{[]string{p, "--topics", "[", "-o", "-"}, 2, "bad topic glob"},
+		{[]string{p, "--from", "yesterday"}, 2, "--from"},
+		{[]string{p, "--thumbs", "0"}, 2, "--thumbs 0"},
+		{[]string{"-"}, 2, "standard input"},
+		{[]string{}, 2, "wrong number of arguments"},
+		{[]string{filepath.Join(dir, "missing.pack")}, 1, "missing.pack"},
+		{[]string{junk}, 1, "junk.pack"},
+		{[]string{cut, "-o", filepath.Join(dir, "cut.html")}, 1, "cut.pack"},
+		{[]string{p, "--from", "4s", "--to", "1s"}, 1, "leave nothing"},
+	} {
+		code, _, errs := runBin(t, append([]string{"report"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("report %v: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cut.html")); err == nil {
+		t.Error("a failed report left its output file")
+	}
+}
+
+// TestGoldenReportJSON pins report --format json of a window of the demo
+// dump (re-indented here so that the golden file reads, and diffs, line by
+// line).
+func TestGoldenReportJSON(t *testing.T) {
+	dir := t.TempDir()
+	p := demoDump(t, dir, "pack")
+	schemaArgs, err := demodump.WriteLayouts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"report", "--format", "json", p, "--from", "2.9s", "--to", "3.1s", "--fields", "vehicle/speed:speed,vehicle/brake_pedal", "--thumbs", "3"}
+	for _, a := range schemaArgs {
+		args = append(args, "--schema", a)
+	}
+	code, out, errs := runCLI(t, args...)
+	if code != exitOK || errs != "" {
+		t.Fatalf("report: %d %s", code, errs)
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(out), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "report.json", scrubDir(b.String(), dir))
+}
+
+// binCommand is the built binary as an *exec.Cmd, for a test that sets
+// its directory or environment.
+func binCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	return exec.Command(edrBinary(t), args...)
+}
