@@ -203,28 +203,33 @@ func FromSources(srcs []*dumpfile.Source, o DumpOptions) (*Report, error) {
 			ids[k] = a.Topic(spec)
 		}
 	}
-	msgs := dumpfile.NewMessages(srcs...)
-	if err := msgs.SeekTime(o.FromNs); err != nil {
+	cache := &topicCache{ids: ids}
+	msgs, err := openStreams(srcs, o.FromNs)
+	if err != nil {
 		return nil, err
 	}
+	defer msgs.close()
 	var done uint64
 	for {
-		ok, err := msgs.Next()
+		ok, err := msgs.next()
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			break
 		}
-		m := msgs.Message()
+		m := msgs.message()
 		done++
 		if o.Progress != nil && done&0xffff == 0 {
 			o.Progress(done, total)
 		}
-		if o.ToNs != 0 && m.TimeNs > o.ToNs {
-			break
+		if m.TimeNs < o.FromNs {
+			continue
 		}
-		id, known := ids[topicKey{m.Name, m.Channel}]
+		if o.ToNs != 0 && m.TimeNs > o.ToNs {
+			continue
+		}
+		id, known := cache.lookup(m.Name, m.Channel)
 		if !known {
 			// a topic the index did not list (a scanned or damaged file)
 			name := mcap.TopicName(m.Name, m.Channel)

@@ -57,7 +57,19 @@ func bucketRange(b, i int) (int64, int64) {
 }
 
 // Add counts v (negative values count as 0).
-func (h *Hist) Add(v int64) { h.AddN(v, 1) }
+func (h *Hist) Add(v int64) {
+	if h.bucketed && v >= 0 { // the common case, kept short
+		b, i := histIndex(v)
+		if blk := h.blocks[b]; blk != nil {
+			blk[i]++
+			h.min, h.max = min(h.min, v), max(h.max, v)
+			h.n++
+			h.sum += float64(v)
+			return
+		}
+	}
+	h.AddN(v, 1)
+}
 
 // AddN counts v n times.
 func (h *Hist) AddN(v int64, n uint64) {

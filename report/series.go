@@ -17,6 +17,7 @@ type series struct {
 
 	start, end int64
 	ncols      int
+	scale      float64 // columns per ns
 	raw        []Point
 	cols       []column // nil until more than 2*ncols samples
 }
@@ -28,7 +29,11 @@ type column struct {
 }
 
 func newSeries(topic, field, unit string, start, end int64, cols int) *series {
-	return &series{topic: topic, field: field, unit: unit, start: start, end: end, ncols: cols}
+	s := &series{topic: topic, field: field, unit: unit, start: start, end: end, ncols: cols}
+	if end > start {
+		s.scale = float64(cols) / float64(end-start)
+	}
+	return s
 }
 
 // add records one sample at time t.
@@ -62,11 +67,10 @@ func (s *series) add(t int64, v float64) {
 // colOf returns the pixel column of time t (times outside [start, end]
 // go to the first or last column).
 func (s *series) colOf(t int64) int {
-	if t <= s.start || s.end <= s.start {
+	if t <= s.start {
 		return 0
 	}
-	c := int(float64(t-s.start) / float64(s.end-s.start) * float64(s.ncols))
-	return min(c, s.ncols-1)
+	return min(int(float64(t-s.start)*s.scale), s.ncols-1)
 }
 
 func (s *series) fold(t int64, v float64) {

@@ -291,3 +291,52 @@ func WriteLayouts(dir string) ([]string, error) {
 	}
 	return append(args, Camera+"="+media.SchemaCompressedImage), nil
 }
+
+// LargeLayout is the layout of every topic of a large dump: a value with a
+// unit and a sequence number.
+const LargeLayout = "f32le value (V)\nu32le seq\n"
+
+// LargeTopic names topic i of a large dump.
+func LargeTopic(i int) string { return fmt.Sprintf("bus/signal_%02d", i) }
+
+// WriteLarge writes a pack dump of topics topics at hz messages per second
+// each for d, starting at T0, every message an 8-byte LargeLayout struct
+// (a sine per topic, with a one-sample spike every 10 s), captured 1 ms
+// after it was produced, plus one trigger in the middle (pre and post of
+// half the duration).
+func WriteLarge(path string, topics, hz int, d time.Duration) error {
+	w, err := pack.Create(path, pack.WriterOptions{Writer: "edr-lite demodump", CreatedNs: T0})
+	if err != nil {
+		return err
+	}
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = LargeTopic(i)
+	}
+	period := int64(time.Second) / int64(hz)
+	n := int(int64(d) / period)
+	buf := make([]byte, 8)
+	le := binary.LittleEndian
+	for k := 0; k < n; k++ {
+		t := T0 + int64(k)*period
+		for i, name := range names {
+			v := math.Sin(float64(k)/float64(hz)*(1+float64(i)/10)) * float64(i+1)
+			if k%(10*hz) == 5*hz {
+				v = 10 * float64(i+1) // a spike the plots must keep
+			}
+			le.PutUint32(buf, math.Float32bits(float32(v)))
+			le.PutUint32(buf[4:], uint32(k))
+			if err := w.Add(name, "", nil, t-1e6, t+int64(i), buf); err != nil {
+				w.Close()
+				return err
+			}
+		}
+	}
+	info := dumpinfo.Info{Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "bench", Source: dumpinfo.SourceAPI,
+		TimeNs: T0 + int64(d)/2, PreNs: int64(d) / 2, PostNs: int64(d) / 2}}, StartNs: T0, EndNs: T0 + int64(d)}
+	if err := w.SetDumpInfo(info); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
