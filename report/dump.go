@@ -20,8 +20,9 @@ type DumpOptions struct {
 	// or the name): only topics matching Topics (all when empty) and no
 	// Exclude are in the report.
 	Topics, Exclude []string
-	// Verify checks every byte of each file (edr-lite verify) for the
-	// file facts.
+	// Verify checks every byte of each MCAP file (edr-lite verify) for
+	// the file facts. Pack files are always checked while they are read
+	// (every frame's CRC, the index and the trailer).
 	Verify bool
 	// Progress, when set, is called now and then with the messages read
 	// so far and the messages the dumps hold.
@@ -74,7 +75,7 @@ func FromDumps(paths []string, o DumpOptions) (*Report, error) {
 		return nil, err
 	}
 	for i, p := range paths {
-		f, err := fileFacts(p, srcs[i], o.Verify)
+		f, err := fileFacts(p, r.Files[i], o.Verify)
 		if err != nil {
 			return nil, err
 		}
@@ -251,6 +252,11 @@ func FromSources(srcs []*dumpfile.Source, o DumpOptions) (*Report, error) {
 	if o.Progress != nil {
 		o.Progress(done, total)
 	}
+	for i := range files {
+		if v := msgs.verified(i); v != "" {
+			files[i].Verify = v
+		}
+	}
 	r := a.Report()
 	r.Files = files
 	return r, nil
@@ -296,15 +302,16 @@ func appendOnce(list []string, s string) []string {
 	return append(list, s)
 }
 
-// fileFacts reads a file's summary (and checks it with verify).
-func fileFacts(path string, s *dumpfile.Source, verify bool) (File, error) {
+// fileFacts reads a file's summary, and checks it with verify unless it
+// was checked while it was read (pack: read.Verify is set).
+func fileFacts(path string, read File, verify bool) (File, error) {
 	in, err := dumpfile.ReadInfo(path)
 	if err != nil {
 		return File{}, err
 	}
 	f := File{Path: path, Format: in.Format, Size: in.Size, Indexed: in.Indexed, Compression: in.Compression,
-		StoredBytes: in.StoredBytes, RawBytes: in.RawBytes, Writer: in.Writer, Messages: in.Messages, Verify: "not checked"}
-	if !verify {
+		StoredBytes: in.StoredBytes, RawBytes: in.RawBytes, Writer: in.Writer, Messages: in.Messages, Verify: read.Verify}
+	if !verify || f.Verify != "not checked" {
 		return f, nil
 	}
 	v, err := dumpfile.Verify(path)

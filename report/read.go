@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,6 +45,10 @@ type packStream struct {
 	i     int
 	msg   dumpfile.Message
 	ended bool
+	// indexed is set, before full is closed, when the stream ended with a
+	// valid index and trailer: every byte of the file was checked.
+	indexed   bool
+	truncated string // the truncation a cut file ended with
 }
 
 // batch is one frame's messages, payloads in slab. Meta is left out (the
@@ -88,9 +93,25 @@ func (s *packStream) read(file *os.File, sr *pack.StreamReader) {
 	var f pack.Frame
 	for {
 		if err := sr.ReadInto(&f); err != nil {
-			if err != io.EOF {
-				s.errc <- fmt.Errorf("%s: %w", s.path, err)
+			switch {
+			case err == io.EOF:
+			case errors.Is(err, pack.ErrTruncated):
+				// a file cut short (a crash mid-dump, a .tmp): report what
+				// is there, and say so in the file facts
+				s.truncated = err.Error()
+				var ce *pack.CorruptError
+				if errors.As(err, &ce) {
+					s.truncated = fmt.Sprintf("cut short at offset %d: %s", ce.Offset, ce.Reason)
+				}
+			default:
+				var ce *pack.CorruptError
+				if errors.As(err, &ce) && ce.Path == "" {
+					ce.Path = s.path // name the file, not "<stream>"
+					err = ce
+				}
+				s.errc <- err
 			}
+			s.indexed = sr.Indexed()
 			return
 		}
 		var b *batch
@@ -273,6 +294,24 @@ func (m *merged) next() (bool, error) {
 }
 
 func (m *merged) message() *dumpfile.Message { return m.cur.s.message() }
+
+// verified says what reading source i found, for a pack file read to its
+// end: "ok" when every frame's CRC, the index and the trailer checked out,
+// else that the file is incomplete. "" for other sources (or before the
+// end).
+func (m *merged) verified(i int) string {
+	ps, ok := m.streams[i].s.(*packStream)
+	if !ok || !ps.ended {
+		return ""
+	}
+	if ps.indexed {
+		return "ok"
+	}
+	if ps.truncated != "" {
+		return "incomplete: " + ps.truncated + " (edr-lite recover salvages the whole frames)"
+	}
+	return "incomplete: no valid index and trailer after the last frame (cut short, or still being written; edr-lite recover rebuilds it)"
+}
 
 func (m *merged) close() {
 	for _, it := range m.streams {

@@ -70,7 +70,7 @@ edr-lite report dump.mcap --format json | jq '.topics[] | {name, rate: .timing.r
 		schemas = append(schemas, s)
 		return nil
 	})
-	noVerify := c.fs.Bool("no-verify", false, "do not check every byte of the files (faster; the file facts say \"not checked\")")
+	noVerify := c.fs.Bool("no-verify", false, "leave out the verification pass of MCAP files (pack files are checked while they are read)")
 	thumbs := c.fs.Int("thumbs", report.DefaultThumbs, "thumbnails per camera topic")
 	video := c.fs.String("video-decoder", "", `program that decodes video key frames (default: ffmpeg when installed; "none": placeholders)`)
 	title := c.fs.String("title", "", "page title (default: the dumps' names)")

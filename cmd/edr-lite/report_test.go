@@ -133,9 +133,17 @@ func TestReportEndToEnd(t *testing.T) {
 	if dp.Version != 1 || len(dp.Triggers) != 1 || dp.Triggers[0].TimeNs != demodump.TriggerAt || dp.Files[0].Verify != "ok" {
 		t.Errorf("json: version %d triggers %+v files %+v", dp.Version, dp.Triggers, dp.Files)
 	}
-	// without a schema: timeline and timing, no plots, no cameras
-	if d := doc(p, "--no-verify"); len(d.Signals) != 0 || len(d.Cameras) != 0 || len(d.Topics) != 5 || d.Files[0].Verify != "not checked" {
+	// without a schema: timeline and timing, no plots, no cameras; a pack
+	// file is checked while it is read, an MCAP file by a pass of its own
+	// that --no-verify leaves out
+	if d := doc(p, "--no-verify"); len(d.Signals) != 0 || len(d.Cameras) != 0 || len(d.Topics) != 5 || d.Files[0].Verify != "ok" {
 		t.Errorf("no schema: %d signals, %d cameras, %d topics, verify %q", len(d.Signals), len(d.Cameras), len(d.Topics), d.Files[0].Verify)
+	}
+	if dm.Files[0].Verify != "ok" {
+		t.Errorf("mcap verify %q", dm.Files[0].Verify)
+	}
+	if d := doc(m, "--no-verify"); d.Files[0].Verify != "not checked" {
+		t.Errorf("mcap --no-verify: verify %q", d.Files[0].Verify)
 	}
 	// filters: --topics, --exclude, --from / --to (offsets from the start), --fields, --thumbs
 	d := doc(m, "--topics", "vehicle/*,camera/*", "--exclude", "vehicle/calibration,vehicle/brake_pedal",
@@ -219,6 +227,16 @@ func TestReportErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "cut.html")); err == nil {
 		t.Error("a failed report left its output file")
+	}
+	// a file cut short (a crash mid-dump): what is there, and "incomplete"
+	short := filepath.Join(dir, "short.pack")
+	b, _ = os.ReadFile(p)
+	os.WriteFile(short, b[:len(b)*4/5], 0o644)
+	code, out, errs := runBin(t, "report", "--format", "json", short)
+	var d reportDoc
+	if code != 0 || json.Unmarshal([]byte(out), &d) != nil || len(d.Files) != 1 || !strings.HasPrefix(d.Files[0].Verify, "incomplete: ") ||
+		len(d.Topics) == 0 || !strings.Contains(d.Files[0].Verify, "cut short at offset") {
+		t.Errorf("cut file: exit %d %s verify %q, %d topics", code, errs, d.Files[0].Verify, len(d.Topics))
 	}
 }
 
