@@ -3,14 +3,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/edr-lite/edr-lite/internal/demodump"
+	"github.com/edr-lite/edr-lite/shm"
 )
 
 // reportDoc is the part of report --format json the tests read.
@@ -270,4 +277,88 @@ func TestGoldenReportJSON(t *testing.T) {
 func binCommand(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	return exec.Command(edrBinary(t), args...)
+}
+
+// TestRunReportPages: "edr-lite run" with control.http serves the live
+// report at / and the dumps' reports at /dumps/ (the binary, a real shm
+// producer, a real HTTP client).
+func TestRunReportPages(t *testing.T) {
+	dir := t.TempDir()
+	shmDir, dumpDir, sock := filepath.Join(dir, "shm"), filepath.Join(dir, "dumps"), filepath.Join(dir, "edr.sock")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(dir, "edr.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[recorder]
+dump_dir = %q
+cache_size = "16MiB"
+pre = "1s"
+post = "200ms"
+guard = "50ms"
+[rotation]
+min_free_disk = 0
+[[source.shm]]
+dir = %q
+[control]
+socket = %q
+http = %q
+`, dumpDir, shmDir, sock, addr)), 0o644)
+	os.MkdirAll(shmDir, 0o700)
+	cmd := exec.Command(edrBinary(t), "run", "--config", cfg)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	waitFor(t, func() bool { _, err := os.Stat(sock); return err == nil }, "control socket")
+	p, err := shm.NewProducer(shmDir, shm.ProducerOptions{Name: "sensor/a", Type: "u32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	get := func(path string) string {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return ""
+		}
+		return string(b)
+	}
+	waitFor(t, func() bool {
+		p.Publish(time.Now().UnixNano(), []byte{1, 2, 3, 4})
+		return strings.Contains(get("/"), ">sensor/a</text>")
+	}, "sensor/a on the live page")
+	live := get("/")
+	if !strings.Contains(live, `http-equiv="refresh"`) || remoteURL.MatchString(live) {
+		t.Errorf("live page:\n%.1500s", live)
+	}
+	code, out, errs := runBin(t, "trigger", "--socket", sock, "--reason", "http-pages")
+	if code != 0 {
+		t.Fatalf("trigger: %d %s %s\n%s", code, out, errs, logs.String())
+	}
+	name := filepath.Base(strings.TrimSpace(out[strings.LastIndex(out, " ")+1:]))
+	list := get("/dumps/")
+	if !strings.Contains(list, "http-pages") {
+		t.Fatalf("dump list:\n%s\ntrigger said %q", list, out)
+	}
+	m := regexp.MustCompile(`href="([^"?]+\.pack)"`).FindStringSubmatch(list)
+	if m == nil {
+		t.Fatalf("no dump link in\n%s", list)
+	}
+	page := get("/dumps/" + m[1])
+	if !strings.Contains(page, "http-pages") || !strings.Contains(page, ">sensor/a</text>") || remoteURL.MatchString(page) {
+		t.Errorf("dump page (%s):\n%.1500s", name, page)
+	}
 }

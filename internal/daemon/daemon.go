@@ -560,9 +560,11 @@ func optDuration(field, s string) (time.Duration, error) {
 	return v, nil
 }
 
-// mux for HTTP: /metrics, /status, /debug/pprof.
+// mux for HTTP: /metrics, /status, /debug/pprof, and the report pages
+// (/, /dumps/; report.go).
 func (d *Daemon) httpHandler() http.Handler {
 	mux := http.NewServeMux()
+	d.reportRoutes(mux)
 	mux.Handle("/metrics", d.metricsHandler())
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
