@@ -1,6 +1,7 @@
 // Package fuzz holds the fuzz targets over every parser of untrusted bytes
 // (pack files, shm segments, packets, configuration, Lua-facing accessors,
-// MP4 files and the JPEG time readers)
+// MP4 files and the JPEG time readers, the report of a dump and its
+// camera thumbnails)
 // with their seed corpora under testdata/fuzz.
 //
 // It is not for: library code.

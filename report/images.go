@@ -203,6 +203,15 @@ func decodePicture(format string, data []byte) (image.Image, error) {
 	return img, nil
 }
 
+// Thumbnail decodes a picture (format "jpeg" or "png", as a
+// foxglove.CompressedImage names it) and returns a JPEG thumbnail at most
+// width pixels wide and high, with the picture's size. The header is
+// checked first: a picture of more than MaxPicturePixels is refused before
+// anything is decoded. On error the thumbnail is nil.
+func Thumbnail(format string, data []byte, width int) ([]byte, int, int, error) {
+	return imageThumb(format, data, max(width, 1))
+}
+
 // imageThumb decodes a picture and returns a JPEG thumbnail width pixels
 // wide (at most as high), with the picture's size.
 func imageThumb(format string, data []byte, width int) ([]byte, int, int, error) {
