@@ -203,6 +203,7 @@ type topicState struct {
 	ooo, back   uint64
 	gaps        [MaxGaps]Gap
 	ngaps       int
+	smallGap    int // index of the smallest kept gap once MaxGaps are kept
 	decoded     string
 
 	// numeric fields: accessors for packed layouts, else Numeric with
@@ -507,21 +508,26 @@ func mergeBins(binNs int64, bins []uint32, n uint64) (int64, []uint32) {
 	return binNs * int64(k), out
 }
 
-// gap keeps the MaxGaps largest intervals.
+// gap keeps the MaxGaps largest intervals. Most intervals are not larger
+// than the smallest kept one: one comparison.
 func (ts *topicState) gap(at, iv int64) {
-	if ts.ngaps < MaxGaps {
+	if ts.ngaps == MaxGaps {
+		if iv <= ts.gaps[ts.smallGap].DurationNs {
+			return
+		}
+		ts.gaps[ts.smallGap] = Gap{at, iv}
+	} else {
 		ts.gaps[ts.ngaps] = Gap{at, iv}
 		ts.ngaps++
-		return
-	}
-	small := 0
-	for i := 1; i < MaxGaps; i++ {
-		if ts.gaps[i].DurationNs < ts.gaps[small].DurationNs {
-			small = i
+		if ts.ngaps < MaxGaps {
+			return
 		}
 	}
-	if iv > ts.gaps[small].DurationNs {
-		ts.gaps[small] = Gap{at, iv}
+	ts.smallGap = 0
+	for i := 1; i < MaxGaps; i++ {
+		if ts.gaps[i].DurationNs < ts.gaps[ts.smallGap].DurationNs {
+			ts.smallGap = i
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
@@ -102,5 +103,47 @@ func checkDist(t *testing.T, what string, got, want Dist) {
 	if got.Count != want.Count || got.Min != want.Min || got.P50 != want.P50 || got.P99 != want.P99 || got.Max != want.Max ||
 		got.Mean-want.Mean > 1e-3 || want.Mean-got.Mean > 1e-3 {
 		t.Errorf("%s = %+v\nwant %+v", what, got, want)
+	}
+}
+
+// TestLargestGaps: over random intervals the analyzer keeps exactly the
+// MaxGaps largest, and reports those above GapFactor × the median.
+func TestLargestGaps(t *testing.T) {
+	a, err := NewAnalyzer(Options{}, 0, 1e12, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := a.Topic(TopicSpec{Name: "x"})
+	var ivs []int64
+	at := int64(0)
+	rng := uint64(12345)
+	for i := 0; i < 5000; i++ {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		iv := int64(1e6 + rng>>44) // about 1 to 2 ms
+		if i%617 == 0 {
+			iv = int64(5e6 + rng>>40) // a few long ones
+		}
+		if i > 0 {
+			at += iv
+			ivs = append(ivs, iv)
+		}
+		a.Message(id, at, 0, nil)
+	}
+	r := a.Report()
+	sorted := slices.Clone(ivs)
+	slices.SortFunc(sorted, func(x, y int64) int { return int(y - x) })
+	med := nearestRank(slices.Sorted(slices.Values(ivs)), 0.5)
+	var want []int64
+	for _, v := range sorted[:MaxGaps] {
+		if v > GapFactor*med {
+			want = append(want, v)
+		}
+	}
+	var got []int64
+	for _, g := range r.Topics[0].Gaps {
+		got = append(got, g.DurationNs)
+	}
+	if !slices.Equal(got, want) || r.Topics[0].Timing.LargestGapNs != sorted[0] {
+		t.Errorf("gaps %v, want %v (largest %d)", got, want, sorted[0])
 	}
 }
