@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The page's geometry, in CSS pixels: a label column, then the plot area
@@ -250,11 +251,17 @@ func triggerTimes(r *Report) []int64 {
 	return out
 }
 
+// clip keeps the last n-1 bytes of a long name after an ellipsis, cut at
+// a UTF-8 boundary.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return "…" + s[len(s)-n+1:]
+	i := len(s) - n + 1
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return "…" + s[i:]
 }
 
 // yRange returns the plotted value range of a signal, padded so a flat

@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestSeriesDownsampleKeepsSpikes: a million samples of a sine with one
@@ -59,5 +60,17 @@ func TestSeriesRawUntilFull(t *testing.T) {
 	s.add(999, 100)
 	if sig = s.signal(); !sig.Downsampled || sig.Points[len(sig.Points)-1] != (Point{999, 100}) {
 		t.Fatalf("after the 21st sample: %+v", sig)
+	}
+}
+
+func TestClip(t *testing.T) {
+	// "ä" is 2 bytes: 12 bytes cut to the last 10, on a rune boundary
+	for _, tc := range []struct{ in, want string }{{"abc", "abc"}, {"vehicle/imu_front_left", "…front_left"}, {"ääääää", "…äääää"}, {"xääääää", "…äääää"}} {
+		if got := clip(tc.in, 11); got != tc.want {
+			t.Errorf("clip(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got := clip(tc.in, 11); !utf8.ValidString(got) {
+			t.Errorf("clip(%q) = %q: not UTF-8", tc.in, got)
+		}
 	}
 }
