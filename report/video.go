@@ -48,7 +48,7 @@ func videoThumb(ffmpeg, format string, data []byte, width int) ([]byte, int, int
 		return nil, 0, 0, fmt.Errorf("%w: %v", ErrNoImage, err)
 	}
 	if ffmpeg == "" {
-		return nil, 0, 0, fmt.Errorf("%w: %s key frame not decoded: edr-lite has no video decoder of its own and ffmpeg is not installed", ErrNoImage, format)
+		return nil, 0, 0, fmt.Errorf("%w: %s key frame not decoded: edr-lite has no video decoder of its own, and no ffmpeg is installed or given (--video-decoder)", ErrNoImage, format)
 	}
 	demux := "h264"
 	if codec == media.CodecH265 {

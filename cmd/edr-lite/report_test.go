@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -360,5 +361,51 @@ http = %q
 	page := get("/dumps/" + m[1])
 	if !strings.Contains(page, "http-pages") || !strings.Contains(page, ">sensor/a</text>") || remoteURL.MatchString(page) {
 		t.Errorf("dump page (%s):\n%.1500s", name, page)
+	}
+}
+
+// TestReportVideo: video key frames through the binary, decoded by ffmpeg
+// (found on PATH), by the program --video-decoder names, or not at all
+// (--video-decoder none): placeholders saying why.
+func TestReportVideo(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skipf("ffmpeg not installed (.ci/run installs it): %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "video.pack")
+	if err := demodump.WriteVideo(p); err != nil {
+		if errors.Is(err, demodump.ErrNoFFmpeg) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	frames := func(args ...string) []string {
+		t.Helper()
+		code, out, errs := runBin(t, append([]string{"report", "--format", "json", p, "--thumbs", "5",
+			"--schema", demodump.VideoTopic + "=foxglove.CompressedVideo"}, args...)...)
+		var d reportDoc
+		if code != 0 || json.Unmarshal([]byte(out), &d) != nil || len(d.Cameras) != 1 {
+			t.Fatalf("report %v: exit %d %s", args, code, errs)
+		}
+		var got []string
+		for _, f := range d.Cameras[0].Frames {
+			if f.ThumbBytes > 0 {
+				got = append(got, "thumb")
+			} else {
+				got = append(got, f.Missing)
+			}
+		}
+		return got
+	}
+	ff, _ := exec.LookPath("ffmpeg")
+	for _, args := range [][]string{nil, {"--video-decoder", ff}} {
+		got := frames(args...)
+		if strings.Join(got[:4], ",") != "thumb,thumb,thumb,thumb" || !strings.Contains(got[4], "no key frame") {
+			t.Errorf("%v: %q", args, got)
+		}
+	}
+	for _, tc := range []struct{ dec, want string }{{"none", "no video decoder of its own"}, {"/nonexistent/ffmpeg", "ffmpeg could not decode"}} {
+		if got := frames("--video-decoder", tc.dec); !strings.Contains(got[0], tc.want) {
+			t.Errorf("--video-decoder %s: %q", tc.dec, got)
+		}
 	}
 }

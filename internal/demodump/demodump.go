@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
+	"io"
 	"math"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
@@ -340,3 +343,54 @@ func WriteLarge(path string, topics, hz int, d time.Duration) error {
 	}
 	return w.Close()
 }
+
+// VideoTopic is the camera topic of WriteVideo's dump.
+const VideoTopic = "camera/video"
+
+// WriteVideo makes a 2 s H.264 clip with ffmpeg (320×240, 30 fps, B-frames,
+// a key frame every 15 frames) and writes its samples, in decode order a
+// frame interval apart, as foxglove.CompressedVideo messages of
+// VideoTopic to a pack dump at path, with a trigger at 1 s. It needs
+// ffmpeg with libx264 (the error says so).
+func WriteVideo(path string) error {
+	mp4 := path + ".mp4"
+	defer os.Remove(mp4)
+	out, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=30",
+		"-t", "2", "-pix_fmt", "yuv420p", "-c:v", "libx264", "-bf", "2", "-g", "15", mp4).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: ffmpeg cannot make an H.264 clip: %v %s", ErrNoFFmpeg, err, out)
+	}
+	m, err := media.OpenMP4(mp4, media.MP4Options{StartNs: T0})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	w, err := pack.Create(path, pack.WriterOptions{Writer: "edr-lite demodump", CreatedNs: T0})
+	if err != nil {
+		return err
+	}
+	var s media.Sample
+	for n := 0; ; n++ {
+		if err := m.Next(&s); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			w.Close()
+			return err
+		}
+		capNs := T0 + int64(n)*int64(time.Second)/30
+		if err := w.Add(VideoTopic, "", nil, s.PTSNs, capNs, media.AppendCompressedVideo(nil, s.PTSNs, "cam", "h264", s.Data)); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	if err := w.SetDumpInfo(dumpinfo.Info{Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "video", Source: dumpinfo.SourceAPI,
+		TimeNs: T0 + 1e9, PreNs: 1e9, PostNs: 1e9}}, StartNs: T0, EndNs: T0 + 2e9}); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// ErrNoFFmpeg: WriteVideo could not run ffmpeg (tests skip on it).
+var ErrNoFFmpeg = errors.New("demodump: no ffmpeg")
