@@ -30,7 +30,7 @@ func newDumpRecorder(tb testing.TB, nw ...dump.NewWriterFunc) (*engine.Recorder,
 	r, err := engine.New(engine.Config{
 		CacheSize:  2 * dumpBytes,
 		TopicBytes: dumpBytes,
-		Pre:        time.Hour, Post: time.Millisecond, Guard: -1,
+		Pre:        new(time.Hour), Post: new(time.Millisecond), Guard: new(time.Duration(0)),
 		Topics: []engine.TopicOverride{{Match: "hot", MaxBytes: 4 << 20}},
 	})
 	if err != nil {
@@ -120,7 +120,7 @@ func BenchmarkRawWrite(b *testing.B) {
 	}
 }
 
-// BenchmarkIngestLatency measures single 256-byte Ingest calls on the "hot"
+// BenchmarkIngestLatency measures single 256-byte IngestAt calls on the "hot"
 // topic, idle and while a 64 MiB dump is being written, and reports the
 // p50 / p99 / p99.9 latency in ns (timer overhead included in both).
 // With LATENCY_WRITER=stream|mmap the dump uses that writer instead of the
@@ -149,7 +149,7 @@ func BenchmarkIngestLatency(b *testing.B) {
 				}
 				for i := 0; i < 1<<16 && (!dumping || d.IsDumping()); i++ {
 					t0 := time.Now()
-					r.Ingest(hot, 0, p)
+					r.IngestAt(hot, t0.UnixNano(), 0, p) // the timer's clock read is the capture time, as a source's batch read
 					lat = append(lat, int64(time.Since(t0)))
 				}
 				if dumping {

@@ -27,7 +27,7 @@ func newIngestRecorder(tb testing.TB, topics, ringBytes int) (*engine.Recorder, 
 	r, err := engine.New(engine.Config{
 		CacheSize:  int64(topics * ringBytes),
 		TopicBytes: int64(ringBytes),
-		Pre:        time.Minute, // age eviction never fires during a run
+		Pre:        new(time.Minute), // age eviction never fires during a run
 	})
 	if err != nil {
 		tb.Fatalf("engine.New: %v", err)

@@ -15,9 +15,13 @@
 // both sources use; a Filter describes what the raw source's kernel filter
 // lets through.
 //
-// The UDP source stamps each recvmmsg batch with one Sink.Now() reading; the
-// raw source uses the kernel's receive timestamp of each frame. Neither
-// knows a producer time: genNs is 0.
+// Both sources stamp each packet with the kernel's receive time: the UDP
+// source asks for SO_TIMESTAMPNS (falling back, on a kernel without it, to
+// one Sink.Now() reading taken after each recvmmsg batch returned, so never
+// earlier than the packet's arrival), the raw source reads TPACKET's. A
+// source's clock reading or timestamp is never older than the packet:
+// a coarse clock refreshed by a goroutine would be, whenever that goroutine
+// is descheduled. Neither source knows a producer time: genNs is 0.
 //
 // It is not for: the engine's internals, decoding application protocols
 // beyond the headers needed to name a topic, reassembling IP fragments, or

@@ -1,6 +1,10 @@
 package capture
 
-import "time"
+import (
+	"time"
+
+	"github.com/edr-lite/edr-lite/ingest"
+)
 
 // PayloadMode says which bytes of a captured frame are recorded.
 type PayloadMode uint8
@@ -33,8 +37,9 @@ type RawOptions struct {
 	// Topic is the topic template (see Template); "" means
 	// DefaultRawTopic. Useful ones: "someip/{dport}", "udp/{dst}:{dport}".
 	Topic string
-	// Type is the TopicInfo.Type of discovered topics ("" = unknown).
-	Type string
+	// Type is the TopicInfo.Type of discovered topics: message encoding
+	// and schema (the zero Type: not declared, recorded as raw bytes).
+	Type ingest.Type
 	// Channel is the TopicInfo.Channel of discovered topics. Two sources
 	// that could name the same topic must use different channels: each
 	// source writes its topics from its one Run goroutine.

@@ -32,7 +32,7 @@ func (n *notifying) IngestAt(id ingest.TopicID, captureNs, genNs int64, payload 
 
 func newRecorder(t testing.TB) *notifying {
 	t.Helper()
-	rec, err := engine.New(engine.Config{CacheSize: 16 << 20, TopicBytes: 4 << 20, Pre: time.Minute, Clock: clock.System{}})
+	rec, err := engine.New(engine.Config{CacheSize: 16 << 20, TopicBytes: 4 << 20, Pre: new(time.Minute), Clock: clock.System{}})
 	if err != nil {
 		t.Fatal(err)
 	}

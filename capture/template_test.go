@@ -51,7 +51,7 @@ func TestParseTemplateErrors(t *testing.T) {
 func TestMapper(t *testing.T) {
 	sink := newRecordingSink()
 	sink.reject["udp/9"] = true
-	m := newMapper(MustTemplate("udp/{dport}"), sink, ingest.TopicInfo{Source: "udp:test", Type: "t"}, 3)
+	m := newMapper(MustTemplate("udp/{dport}"), sink, ingest.TopicInfo{Source: "udp:test", Type: ingest.Raw("t")}, 3)
 	look := func(dport uint16) (string, bool) {
 		var p Packet
 		if err := ParseFrame(buildFrame(frameSpec{src: ip4a, dst: ip4b, sport: 1, dport: dport}), &p); err != nil {
@@ -80,7 +80,7 @@ func TestMapper(t *testing.T) {
 	if len(sink.infos) != 3 {
 		t.Fatalf("Discover called for %d topics, want 3", len(sink.infos))
 	}
-	if got := sink.infos[0]; got.Source != "udp:test" || got.Type != "t" {
+	if got := sink.infos[0]; got.Source != "udp:test" || !got.Type.Equal(ingest.Raw("t")) {
 		t.Errorf("TopicInfo = %+v, want Source and Type from the source", got)
 	}
 	m.offline()

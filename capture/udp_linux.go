@@ -18,9 +18,10 @@ import (
 
 const (
 	sockaddrSize = unix.SizeofSockaddrInet6
-	// udpCtrlSize holds an SO_RXQ_OVFL counter, a UDP_GRO segment size and an
-	// IPv6 or IPv4 pktinfo.
-	udpCtrlSize = 128
+	// udpCtrlSize holds an SO_RXQ_OVFL counter, a UDP_GRO segment size, an
+	// IPv6 or IPv4 pktinfo and an SO_TIMESTAMPNS receive time (24 + 24 +
+	// 40 + 32 bytes with their headers), with room to spare.
+	udpCtrlSize = 160
 )
 
 // UDPSource receives UDP datagrams in batches with recvmmsg and hands each
@@ -52,7 +53,8 @@ type UDPSource struct {
 	n, dirty int
 	errno    syscall.Errno
 	ovfl     uint32
-	segSize  int // UDP_GRO segment size of the datagram being processed, 0 = one datagram
+	segSize  int   // UDP_GRO segment size of the datagram being processed, 0 = one datagram
+	rxNs     int64 // the kernel's receive time of that datagram (SO_TIMESTAMPNS), 0 = none
 	pkt      Packet
 	batch    Stats
 }
@@ -152,8 +154,10 @@ func (s *UDPSource) read(fd uintptr) bool {
 	}
 }
 
-// process ingests the datagrams of the last batch, all stamped with one
-// clock reading.
+// process ingests the datagrams of the last batch, each stamped with the
+// kernel's receive time (SO_TIMESTAMPNS), or, when the kernel gave none,
+// with one reading of the recorder's clock taken after the batch was
+// received: a capture time is never earlier than the datagram's arrival.
 func (s *UDPSource) process() error {
 	if s.errno != 0 {
 		return fmt.Errorf("recvmmsg: %w", s.errno)
@@ -167,6 +171,10 @@ func (s *UDPSource) process() error {
 		b.Packets++
 		b.Bytes += uint64(n)
 		s.parseControl(s.ctrl[i*udpCtrlSize : i*udpCtrlSize+int(h.Hdr.Controllen)])
+		at := now
+		if s.rxNs != 0 {
+			at = s.rxNs
+		}
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
 			b.Truncated++
 			continue
@@ -179,12 +187,12 @@ func (s *UDPSource) process() error {
 			b.Packets += uint64((n - 1) / s.segSize)
 			for len(buf) > s.segSize {
 				s.pkt.Payload = buf[:s.segSize]
-				deliver(s.m, &s.pkt, now, s.pkt.Payload, b)
+				deliver(s.m, &s.pkt, at, s.pkt.Payload, b)
 				buf = buf[s.segSize:]
 			}
 		}
 		s.pkt.Payload = buf
-		deliver(s.m, &s.pkt, now, buf, b)
+		deliver(s.m, &s.pkt, at, buf, b)
 	}
 	s.pkt.Payload = nil
 	if b.Lost > 0 && s.oneTopic {
@@ -220,9 +228,11 @@ var (
 
 // parseControl reads the control messages of one datagram: the socket's
 // drop counter (SO_RXQ_OVFL, absent while it is zero), the GRO segment
-// size (UDP_GRO) and the destination address (IP_PKTINFO / IPV6_PKTINFO).
+// size (UDP_GRO), the destination address (IP_PKTINFO / IPV6_PKTINFO) and
+// the receive time (SO_TIMESTAMPNS: the 64-bit layout of _NEW, or _OLD's
+// native timespec).
 func (s *UDPSource) parseControl(c []byte) {
-	s.segSize = 0
+	s.segSize, s.rxNs = 0, 0
 	for len(c) >= cmsgHdrLen {
 		var l int
 		if cmsgLenSize == 8 {
@@ -241,6 +251,13 @@ func (s *UDPSource) parseControl(c []byte) {
 			v := binary.NativeEndian.Uint32(data)
 			s.batch.Lost += uint64(v - s.ovfl) // cumulative, wraps at 2^32
 			s.ovfl = v
+		case level == unix.SOL_SOCKET && (typ == unix.SO_TIMESTAMPNS_NEW || typ == unix.SO_TIMESTAMPNS_OLD):
+			switch {
+			case len(data) >= 16: // __kernel_timespec, or timespec on 64-bit
+				s.rxNs = int64(binary.NativeEndian.Uint64(data))*1e9 + int64(binary.NativeEndian.Uint64(data[8:]))
+			case len(data) >= 8: // timespec with 32-bit fields (_OLD on 32-bit)
+				s.rxNs = int64(int32(binary.NativeEndian.Uint32(data)))*1e9 + int64(int32(binary.NativeEndian.Uint32(data[4:])))
+			}
 		case level == unix.SOL_UDP && typ == unix.UDP_GRO && len(data) >= 4:
 			s.segSize = int(int32(binary.NativeEndian.Uint32(data)))
 		case level == unix.IPPROTO_IP && typ == unix.IP_PKTINFO && len(data) >= 12:

@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -12,11 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/internal/testutil"
+	"github.com/edr-lite/edr-lite/ingest"
 	"golang.org/x/sys/unix"
 )
 
 // runSource runs src in a goroutine and returns a function that closes it
 // and returns Run's result.
+// packedU8 is a declared type the listener gives its topics.
+var packedU8 = ingest.Type{MessageEncoding: ingest.EncodingPacked,
+	Schema: ingest.Schema{Name: "p.U8", Encoding: ingest.SchemaLayout, Data: []byte("u8 a")}}
+
 func runSource(t *testing.T, run func(context.Context) error, closeFn func() error) func() error {
 	t.Helper()
 	done := make(chan error, 1)
@@ -51,7 +58,7 @@ func payloadFor(sender, seq, n int) []byte {
 
 func TestUDPLoopback(t *testing.T) {
 	sink := newRecordingSink()
-	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", Topic: "udp/{src}:{sport}", Type: "raw"}, sink)
+	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", Topic: "udp/{src}:{sport}", Type: packedU8}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +94,7 @@ func TestUDPLoopback(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("topics %v, want %d", sink.names, len(want))
 	}
-	if info := sink.infos[0]; info.Source != "udp:127.0.0.1:0" || info.Type != "raw" {
+	if info := sink.infos[0]; info.Source != "udp:127.0.0.1:0" || !info.Type.Equal(packedU8) {
 		t.Errorf("TopicInfo %+v", info)
 	}
 	if err := stop(); err != nil {
@@ -270,7 +277,7 @@ func TestNewUDPErrors(t *testing.T) {
 		{Addr: "127.0.0.1:0", Topic: "udp/{port}"},
 		{Addr: "127.0.0.1:0", Batch: 5000},
 		{Addr: "127.0.0.1:0", MaxPacket: 70000},
-		{Addr: "127.0.0.1:0", RcvBuf: -1},
+		{Addr: "127.0.0.1:0", RcvBuf: -2},
 	} {
 		if _, err := NewUDP(o, newRecordingSink()); !errors.Is(err, ErrOptions) && !errors.Is(err, ErrTemplate) {
 			t.Errorf("NewUDP(%+v) = %v, want ErrOptions or ErrTemplate", o, err)
@@ -385,5 +392,64 @@ func TestUDPMulticastIPv6(t *testing.T) {
 	}
 	if st := src.Stats(); st.Packets != group || st.Ingested != group {
 		t.Errorf("Stats %+v: want exactly the %d datagrams sent to the joined group", st, group)
+	}
+}
+
+// TestUDPRcvBufDefault: a source given no RcvBuf asks for DefaultRcvBuf,
+// room for a burst, not the kernel's ~208 KiB; -1 leaves the kernel's.
+func TestUDPRcvBufDefault(t *testing.T) {
+	testutil.SkipUnlessRoot(t, "SO_RCVBUFFORCE past net.core.rmem_max needs CAP_NET_ADMIN")
+	rcv := func(o UDPOptions) int {
+		t.Helper()
+		src, err := NewUDP(o, newRecordingSink())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		n, err := src.RcvBuf()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rcv(UDPOptions{Addr: "127.0.0.1:0"}); n != 2*DefaultRcvBuf {
+		t.Errorf("default RcvBuf = %d, want %d (twice DefaultRcvBuf, as the kernel reports it)", n, 2*DefaultRcvBuf)
+	}
+	if n := rcv(UDPOptions{Addr: "127.0.0.1:0", RcvBuf: -1}); n >= 2*DefaultRcvBuf {
+		t.Errorf("RcvBuf -1 = %d, want the kernel's default", n)
+	}
+}
+
+// TestUDPKernelReceiveTime: each datagram is stamped with the kernel's
+// receive time (SO_TIMESTAMPNS), which lies between its send time, written
+// in the payload, and the moment the test sees it recorded; not with the
+// sink's clock (here a counter near 1e9).
+func TestUDPKernelReceiveTime(t *testing.T) {
+	sink := newRecordingSink()
+	src, err := NewUDP(UDPOptions{Addr: "127.0.0.1:0", Topic: "t"}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runSource(t, src.Run, src.Close)
+	c := dialUDP(t, src.LocalAddr())
+	const n = 50
+	for range n {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(time.Now().UnixNano()))
+		c.Write(b[:])
+		time.Sleep(time.Millisecond)
+	}
+	sink.waitRecords(t, n)
+	seen := time.Now().UnixNano()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for i, r := range sink.recs {
+		sent := int64(binary.LittleEndian.Uint64(r.payload))
+		if r.captureNs < sent || r.captureNs > seen {
+			t.Errorf("datagram %d: capture time %d, want within [sent %d, seen %d] (%+dns from send)", i, r.captureNs, sent, seen, r.captureNs-sent)
+		}
 	}
 }

@@ -65,14 +65,6 @@ func openUDPSocket(o *UDPOptions, wantDst bool) (*net.UDPConn, error) {
 	return conn, nil
 }
 
-// fixHost turns ":port" into an address netip parses.
-func fixHost(addr string) string {
-	if addr != "" && addr[0] == ':' {
-		return "[::]" + addr
-	}
-	return addr
-}
-
 // listenGroup binds a UDP socket to the multicast group address itself
 // (net.ListenPacket would bind the wildcard address, which also receives
 // unicast datagrams to the port).
@@ -114,7 +106,7 @@ func listenGroup(ap netip.AddrPort, ifname string, setopts func(fd int) error) (
 
 // setUDPOptions sets the socket options of a UDP source on fd before it is
 // bound: UDP_GRO (when o.GRO), SO_REUSEADDR (multicast), SO_RXQ_OVFL (the
-// drop counter), the receive buffer size (SO_RCVBUFFORCE, falling back to
+// drop counter), SO_TIMESTAMPNS (receive times), the receive buffer size (SO_RCVBUFFORCE, falling back to
 // SO_RCVBUF) and, when pktinfo, IP_PKTINFO / IPV6_RECVPKTINFO for the
 // families network covers.
 func setUDPOptions(fd int, o *UDPOptions, multicast, pktinfo bool, network string) error {
@@ -131,6 +123,12 @@ func setUDPOptions(fd int, o *UDPOptions, multicast, pktinfo bool, network strin
 	}
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
 		return fmt.Errorf("SO_RXQ_OVFL: %w", err)
+	}
+	// The kernel's receive time of each datagram, as the raw source has
+	// TPACKET's: the 64-bit layout where the kernel has it (5.1+), else
+	// the old one; without either, datagrams get the batch's clock reading.
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS_NEW, 1) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS_OLD, 1)
 	}
 	if rcvbuf > 0 {
 		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) != nil {

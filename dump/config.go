@@ -1,7 +1,10 @@
 package dump
 
 import (
+	"os"
 	"time"
+
+	"github.com/edr-lite/edr-lite/internal/defaults"
 )
 
 // Policy says what happens to a trigger whose window overlaps a dump that
@@ -16,12 +19,12 @@ const (
 	PolicySeparate Policy = "separate"
 )
 
-// Dump defaults.
+// Dump defaults (the user-facing ones from internal/defaults/defaults.go).
 const (
 	DefaultHookQueue    = 16
-	DefaultStopTimeout  = 10 * time.Second
+	DefaultStopTimeout  = defaults.StopDeadline
 	DefaultPollInterval = 2 * time.Millisecond
-	DefaultFrameSize    = 1 << 20
+	DefaultFrameSize    = defaults.FrameSize
 )
 
 // Config configures a Dumper: dump files, triggers and hooks.
@@ -29,6 +32,14 @@ type Config struct {
 	// Dir is where dumps are written; it is created if missing and must be
 	// writable.
 	Dir string
+	// FileMode is the permission bits of dump files (0 = DefaultFileMode,
+	// 0640; it must let the owner read and write). A Dir the recorder
+	// creates gets the same bits plus search where there is read (0750);
+	// an existing one is left as it is.
+	FileMode os.FileMode
+	// Group is the group (name or gid) dump files and a created Dir are
+	// given; "" keeps the process's group.
+	Group string
 	// MaxFiles and MaxTotalBytes bound the dumps kept in Dir (0 = no
 	// bound); after each dump the oldest beyond either bound are deleted.
 	MaxFiles      int
@@ -43,17 +54,23 @@ type Config struct {
 	FrameSize int
 	// Policy for overlapping triggers (PolicyMerge when "").
 	Policy Policy
-	// MaxPerMinute caps the dumps started per minute of clock time
+	// MaxPerMinute caps the dumps rules start per minute of clock time
 	// (0 = no cap). Excess triggers are rejected with ErrRateLimited and
 	// counted.
 	MaxPerMinute int
+	// MaxManualPerMinute caps, apart, the dumps operators start per minute
+	// (triggers whose Source is not dumpinfo.SourceLua: control socket,
+	// signal, Go API), so a rule that spends its budget never eats an
+	// operator's trigger (0 = no cap).
+	MaxManualPerMinute int
 	// ReorderWindow, when > 0, writes each dump in producer-time order
 	// (capture time for messages without one) through a bounded reorder
 	// stage holding this much capture time, at most ReorderMaxMessages
 	// (DefaultReorderMaxMessages when 0) messages. Off: capture order.
 	ReorderWindow      time.Duration
 	ReorderMaxMessages int
-	// Hooks are called after each finalized dump, on their own goroutine.
+	// Hooks are told every dump's outcome (written or not), on their own
+	// goroutine.
 	Hooks []Hook
 	// HookQueue bounds the results waiting for the hooks
 	// (DefaultHookQueue when 0); when full, results are dropped for the
@@ -77,9 +94,17 @@ type Config struct {
 	Extension string
 	// WriterName is recorded in each dump's header and dump info.
 	WriterName string
+	// Keeper, when set, protects dumps from rotation (an upload queue's
+	// pending dumps) unless the disk is critically low: free space below
+	// MinFreeDisk. Then rotation deletes them too, as far as MaxFiles and
+	// MaxTotalBytes require, and tells the Keeper.
+	Keeper Keeper
 }
 
 func (d Config) withDefaults() Config {
+	if d.FileMode == 0 {
+		d.FileMode = DefaultFileMode
+	}
 	if d.Compression == "" {
 		d.Compression = "none"
 	}
@@ -110,12 +135,22 @@ func (d Config) withDefaults() Config {
 	return d
 }
 
+// Validate applies the defaults to a copy of d and checks it, as New does,
+// without touching the directory.
+func (d Config) Validate() error {
+	d = d.withDefaults()
+	return d.validate()
+}
+
 func (d *Config) validate() error {
 	if d.Dir == "" {
 		return configErr("Dir", "required")
 	}
 	if d.MaxFiles < 0 {
 		return configErr("MaxFiles", "must be >= 0, got %d", d.MaxFiles)
+	}
+	if d.FileMode&^os.ModePerm != 0 || d.FileMode&0o600 != 0o600 {
+		return configErr("FileMode", "%#o: want permission bits that let the owner read and write (e.g. 0640)", uint32(d.FileMode))
 	}
 	if d.MaxTotalBytes < 0 {
 		return configErr("MaxTotalBytes", "must be >= 0, got %d", d.MaxTotalBytes)
@@ -136,6 +171,9 @@ func (d *Config) validate() error {
 	}
 	if d.MaxPerMinute < 0 {
 		return configErr("MaxPerMinute", "must be >= 0, got %d", d.MaxPerMinute)
+	}
+	if d.MaxManualPerMinute < 0 {
+		return configErr("MaxManualPerMinute", "must be >= 0, got %d", d.MaxManualPerMinute)
 	}
 	if d.HookQueue < 0 {
 		return configErr("HookQueue", "must be >= 0, got %d", d.HookQueue)

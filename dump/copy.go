@@ -7,6 +7,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/kway"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -24,6 +25,19 @@ type source struct {
 	// anchorOK (see window).
 	anchor   uint64
 	anchorOK bool
+	// infos holds the topic's info once per type span (types.go); span
+	// is the span of the message being written.
+	infos []ingest.TopicInfo
+	spans []spanStart
+	span  int
+}
+
+// info returns the TopicInfo of the peeked message's type span.
+func (s *source) info() *ingest.TopicInfo {
+	for s.span+1 < len(s.spans) && s.e.Seq >= s.spans[s.span+1].from {
+		s.span++
+	}
+	return &s.infos[s.span]
 }
 
 // before orders the merge: capture time, then topic id (deterministic ties).
@@ -79,7 +93,11 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 		}
 		s.c = engine.NewWindowCursor(&win.Window)
 		s.c.Position()
-		s.acct = dumpinfo.TopicAccount{Topic: pack.Topic(win.Info.Name, win.Info.Channel), Type: win.Info.Type}
+		s.acct = dumpinfo.TopicAccount{Topic: pack.Topic(win.Info.Name, win.Info.Channel), Type: win.Info.Type.Schema.Name}
+		for _, sp := range win.Types {
+			s.spans = append(s.spans, spanStart{from: sp.FromSeq, typ: sp.Type})
+		}
+		s.infos = spanInfos(win.Info, s.spans)
 		srcs = append(srcs, s)
 		if s.advance() {
 			h.Push(s)
@@ -105,9 +123,9 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 		if s.c.Copy(s.e, data) {
 			var err error
 			if direct {
-				err = rs.Commit(&s.w.Info, s.e.GenNs, s.e.CaptureNs, data)
+				err = rs.Commit(s.info(), s.e.GenNs, s.e.CaptureNs, data)
 			} else {
-				err = w.WriteMessage(&s.w.Info, s.e.GenNs, s.e.CaptureNs, data)
+				err = w.WriteMessage(s.info(), s.e.GenNs, s.e.CaptureNs, data)
 			}
 			if err != nil {
 				return dumpinfo.Info{}, err
@@ -145,7 +163,8 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 // account builds the dump's self-description from the merge's per-topic
 // figures: what each window lost, and the drops that fall in it.
 func (d *Dumper) account(j *job, srcs []*source, res *Result) dumpinfo.Info {
-	info := dumpinfo.Info{Triggers: j.records, Writer: d.cfg.WriterName, StartNs: j.from, EndNs: j.to, CreatedNs: d.rec.Now()}
+	now := d.rec.Now()
+	info := dumpinfo.Info{Triggers: j.records, Writer: d.cfg.WriterName, StartNs: j.from, EndNs: j.to, CreatedNs: now}
 	if host, err := os.Hostname(); err == nil {
 		info.Host = host
 	}
@@ -167,8 +186,13 @@ func (d *Dumper) account(j *job, srcs []*source, res *Result) dumpinfo.Info {
 		if !exact {
 			upper = append(upper, s.acct.Topic)
 		}
+		s.acct.WindowFromNs, s.acct.WindowToNs = s.w.From, s.w.To
+		s.acct.StartShort, s.acct.EndShort = shortCauses(&s.acct, d.rec.Coverage(&s.w.Window), now)
 		res.Messages += s.acct.Messages
 		res.Lost += s.acct.Overwritten
+		res.Oversize += s.acct.Oversize
+		res.SkippedBusy += s.acct.SkippedBusy
+		res.LostAtSource += s.acct.LostAtSource
 		info.Topics = append(info.Topics, s.acct)
 	}
 	if len(upper) > 0 || len(startLost) > 0 {
@@ -181,4 +205,29 @@ func (d *Dumper) account(j *job, srcs []*source, res *Result) dumpinfo.Info {
 		}
 	}
 	return info
+}
+
+// shortCauses says why a topic's held window (a.FirstNs, a.LastNs) starts
+// after or ends before the window asked (a.WindowFromNs, a.WindowToNs),
+// from what the recorder knows (cov) and when the dump was written (now).
+// A shortfall with no known cause (a slow or silent topic) gets "".
+func shortCauses(a *dumpinfo.TopicAccount, cov engine.Coverage, now int64) (start, end string) {
+	from, to := a.WindowFromNs, a.WindowToNs
+	if a.Messages == 0 || a.FirstNs > from {
+		switch {
+		case cov.DiscoveredNs > from:
+			start = dumpinfo.ShortNotRecorded
+		case a.Overwritten > 0 || cov.EvictedBelowNs > from:
+			start = dumpinfo.ShortOverwritten
+		}
+	}
+	if a.Messages == 0 || a.LastNs < to {
+		switch {
+		case now < to:
+			end = dumpinfo.ShortStopped
+		case cov.OfflineNs != 0 && cov.OfflineNs < to:
+			end = dumpinfo.ShortOffline
+		}
+	}
+	return start, end
 }

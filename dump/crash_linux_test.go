@@ -44,7 +44,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("helper process for TestKilledMidDump")
 	}
 	dumps := 0
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: time.Millisecond, Guard: -1}, Dump: Config{Dir: dir, Policy: PolicySeparate, FrameSize: 4096,
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Second), Post: new(time.Millisecond), Guard: new(time.Duration(0))}, Dump: Config{Dir: dir, Policy: PolicySeparate, FrameSize: 4096,
 		NewWriter: func(path string, o WriterOptions) (Writer, error) {
 			w, err := NewPackMmapWriter(path, o)
 			if err != nil {
@@ -136,7 +136,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 		t.Skipf("needs CAP_SYS_ADMIN to mount a tmpfs: %v", err)
 	}
 	defer unix.Unmount(dir, 0)
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 2 * time.Second, Post: time.Millisecond, Guard: -1, TopicBytes: 1 << 20}, Dump: Config{Dir: dir, FrameSize: 16 << 10}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(2 * time.Second), Post: new(time.Millisecond), Guard: new(time.Duration(0)), TopicBytes: 1 << 20}, Dump: Config{Dir: dir, FrameSize: 16 << 10}})
 	ids := discover(t, r, "big")
 	payload := make([]byte, 4096)
 	for ns := t0; ns <= t0+1000*ms; ns += 5 * ms { // 201 x 4 KiB = 800 KiB > 512 KiB
@@ -155,7 +155,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	if !r.Ingest(ids["big"], 0, payload) {
 		t.Fatal("recording stopped after a failed dump")
 	}
-	id, _ = r.Trigger(TriggerParams{Reason: "fits", Pre: 100 * time.Millisecond})
+	id, _ = r.Trigger(TriggerParams{Reason: "fits", Pre: new(100 * time.Millisecond)})
 	vc.Set(t0 + 1200*ms)
 	if res := wait(t, r, id); res.Err != nil || res.Messages == 0 {
 		t.Fatalf("small dump after the full one: %+v", res)

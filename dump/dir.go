@@ -3,7 +3,6 @@ package dump
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,10 +26,14 @@ type Dir struct {
 	// Exts are the dump extensions counted as dumps (PackExt and MCAPExt
 	// when empty). Rotation only ever deletes files with these.
 	Exts []string
+	// Mode is given to the directory when Prepare creates it (0: 0750);
+	// Gid is its group then (< 0: the process's; OpenDir sets -1).
+	Mode os.FileMode
+	Gid  int
 }
 
 // OpenDir returns the Dir at path for dumps with the given extensions.
-func OpenDir(path string, exts ...string) Dir { return Dir{Path: path, Exts: exts} }
+func OpenDir(path string, exts ...string) Dir { return Dir{Path: path, Exts: exts, Gid: -1} }
 
 func (d Dir) exts() []string {
 	if len(d.Exts) == 0 {
@@ -39,10 +42,25 @@ func (d Dir) exts() []string {
 	return d.Exts
 }
 
-// Prepare creates the directory if missing and proves it writable.
+// Prepare creates the directory if missing (with Mode, 0750 when 0, and
+// group Gid when >= 0) and proves it writable.
 func (d Dir) Prepare() error {
-	if err := os.MkdirAll(d.Path, 0o755); err != nil {
-		return configErr("Dir", "%v", err)
+	if _, err := os.Stat(d.Path); os.IsNotExist(err) {
+		mode := d.Mode
+		if mode == 0 {
+			mode = dirMode(DefaultFileMode)
+		}
+		if err := os.MkdirAll(d.Path, mode); err != nil {
+			return configErr("Dir", "%v", err)
+		}
+		if err := os.Chmod(d.Path, mode); err != nil { // the umask may have cleared bits
+			return configErr("Dir", "%v", err)
+		}
+		if d.Gid >= 0 {
+			if err := os.Chown(d.Path, -1, d.Gid); err != nil {
+				return configErr("Dir", "group: %v", err)
+			}
+		}
 	}
 	f, err := os.CreateTemp(d.Path, ".edr-probe-*")
 	if err != nil {
@@ -134,43 +152,10 @@ func (d Dir) isDump(name string) bool {
 
 // Rotate deletes the oldest dumps beyond maxFiles / maxBytes (0 = no
 // bound), never keep (the dump just written). It returns how many it
-// deleted.
+// deleted. RotateKeeping also spares the dumps a Keeper protects.
 func (d Dir) Rotate(maxFiles int, maxBytes int64, keep string) (int, error) {
-	if maxFiles == 0 && maxBytes == 0 {
-		return 0, nil
-	}
-	l, err := d.List()
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, f := range l.Dumps {
-		total += f.Size
-	}
-	if maxFiles == 0 {
-		maxFiles = math.MaxInt
-	}
-	if maxBytes == 0 {
-		maxBytes = math.MaxInt64
-	}
-	count, deleted := len(l.Dumps), 0
-	var errs []error
-	for _, f := range l.Dumps {
-		if count <= maxFiles && total <= maxBytes {
-			break
-		}
-		if f.Path == keep {
-			continue
-		}
-		if err := os.Remove(f.Path); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		count--
-		total -= f.Size
-		deleted++
-	}
-	return deleted, errors.Join(errs...)
+	n, _, err := d.RotateKeeping(maxFiles, maxBytes, keep, nil, false)
+	return n, err
 }
 
 // syncDir makes a rename in dir durable.

@@ -18,7 +18,7 @@ import (
 func TestDumpDropsPerWindow(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var dumps atomic.Int32
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: 10 * time.Millisecond, Guard: -1, BusySkipData: true, Topics: []engine.TopicOverride{{Match: "a", MaxPacket: 16}}}, Dump: Config{NewWriter: func(path string, o WriterOptions) (Writer, error) {
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(50 * time.Millisecond), Post: new(10 * time.Millisecond), Guard: new(time.Duration(0)), BusySkipData: true, Topics: []engine.TopicOverride{{Match: "a", MaxPacket: 16}}}, Dump: Config{NewWriter: func(path string, o WriterOptions) (Writer, error) {
 		w, err := NewPackMmapWriter(path, o)
 		if dumps.Add(1) == 1 { // hold the first dump open
 			return gateWriter{w, entered, release, &sync.Once{}}, err
@@ -68,7 +68,7 @@ func TestDumpDropsPerWindow(t *testing.T) {
 	// Dump 2 at T=150 ms, pre 20 ms: window [130, 160] ms holds the busy
 	// skips and the 6 lost at the source at 145 ms, but none of the
 	// oversize drops.
-	id2, err := r.Trigger(TriggerParams{Reason: "two", TimeNs: t0 + 150*ms, Pre: 20 * time.Millisecond})
+	id2, err := r.Trigger(TriggerParams{Reason: "two", TimeNs: t0 + 150*ms, Pre: new(20 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestDumpDropsPerWindow(t *testing.T) {
 // recorder times one by one, cut by a dump's window, is counted whole and
 // the dump says so in its labels.
 func TestDumpDropsUpperBound(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: 10 * time.Millisecond, Guard: -1, Topics: []engine.TopicOverride{{Match: "a", MaxPacket: 16}}}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(50 * time.Millisecond), Post: new(10 * time.Millisecond), Guard: new(time.Duration(0)), Topics: []engine.TopicOverride{{Match: "a", MaxPacket: 16}}}})
 	ids := discover(t, r, "a")
 	vc.Set(t0 + 100*ms)
 	big := make([]byte, 17)
@@ -149,7 +149,7 @@ func TestDumpDropsUpperBound(t *testing.T) {
 func TestDumpOverwrittenInWindow(t *testing.T) {
 	f := func(pre time.Duration, wantExact bool) {
 		t.Helper()
-		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: pre, Post: 300 * time.Millisecond, Guard: -1, Topics: []engine.TopicOverride{{Match: "small", MaxBytes: 8 << 10}}}})
+		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(pre), Post: new(300 * time.Millisecond), Guard: new(time.Duration(0)), Topics: []engine.TopicOverride{{Match: "small", MaxBytes: 8 << 10}}}})
 		ids := discover(t, r, "small", "big")
 		p := make([]byte, 100)
 		in := func(from, to int64) {

@@ -143,7 +143,7 @@ func discover(t *testing.T, r *rig, names ...string) map[string]ingest.TopicID {
 	t.Helper()
 	ids := make(map[string]ingest.TopicID)
 	for _, n := range names {
-		id, err := r.Discover(ingest.TopicInfo{Name: n, Type: "test/" + n})
+		id, err := r.Discover(ingest.TopicInfo{Name: n, Type: ingest.Raw("test/" + n)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,10 +188,10 @@ func datas(ms []msgAt) []string {
 }
 
 func TestDumpWindowExact(t *testing.T) {
-	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: 500 * time.Millisecond, Guard: 100 * time.Millisecond, Topics: []engine.TopicOverride{
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Second), Post: new(500 * time.Millisecond), Guard: new(100 * time.Millisecond), Topics: []engine.TopicOverride{
 		{Match: "front", OnlyFront: true},
 		{Match: "back", OnlyBack: true},
-		{Match: "long", Pre: 2 * time.Second},
+		{Match: "long", Pre: new(2 * time.Second)},
 	}}})
 	ids := discover(t, r, "a", "front", "back", "long")
 	feed(r, vc, ids, t0, t0+3000*ms, 10*ms)
@@ -274,7 +274,7 @@ func head(s []string) []string {
 }
 
 func TestDumpKeepLastAndTopicSubset(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: 0 + time.Millisecond, Guard: -1, Topics: []engine.TopicOverride{{Match: "tf_static", KeepLast: 2}}}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Second), Post: new(0 + time.Millisecond), Guard: new(time.Duration(0)), Topics: []engine.TopicOverride{{Match: "tf_static", KeepLast: 2}}}})
 	ids := discover(t, r, "tf_static", "speed", "other")
 	// Latched topic: three messages at start, never again.
 	for i := range 3 {
@@ -312,7 +312,7 @@ func TestDumpKeepLastAndTopicSubset(t *testing.T) {
 func TestDumpPolicies(t *testing.T) {
 	f := func(policy Policy, wantFiles int) {
 		t.Helper()
-		r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: time.Second, Guard: 100 * time.Millisecond}, Dump: Config{Policy: policy}})
+		r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Second), Post: new(time.Second), Guard: new(100 * time.Millisecond)}, Dump: Config{Policy: policy}})
 		ids := discover(t, r, "a")
 		feed(r, vc, ids, t0, t0+2000*ms, 10*ms)
 		id1, err := r.Trigger(TriggerParams{Reason: "first"})
@@ -355,17 +355,17 @@ func TestDumpPolicies(t *testing.T) {
 }
 
 func TestDumpRateLimit(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 10 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: Config{Policy: PolicySeparate, MaxPerMinute: 2}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(10 * time.Millisecond), Post: new(time.Millisecond), Guard: new(time.Duration(0))}, Dump: Config{Policy: PolicySeparate, MaxPerMinute: 2}})
 	ids := discover(t, r, "a")
 	feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 	for i := range 3 {
-		_, err := r.Trigger(TriggerParams{Reason: fmt.Sprint("t", i)})
+		_, err := r.Trigger(TriggerParams{Reason: fmt.Sprint("t", i), Source: dumpinfo.SourceLua})
 		if want := i == 2; errors.Is(err, ErrRateLimited) != want {
 			t.Fatalf("trigger %d: %v", i, err)
 		}
 	}
 	vc.Set(t0 + 61*int64(time.Second))
-	if _, err := r.Trigger(TriggerParams{Reason: "later"}); err != nil {
+	if _, err := r.Trigger(TriggerParams{Reason: "later", Source: dumpinfo.SourceLua}); err != nil {
 		t.Fatalf("after a minute: %v", err)
 	}
 	if s := r.Status(); s.TriggersRateLimited != 1 {
@@ -411,7 +411,7 @@ func TestRotation(t *testing.T) {
 	f := func(dc Config, wantKept int) {
 		t.Helper()
 		dc.Policy = PolicySeparate
-		r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: dc})
+		r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(50 * time.Millisecond), Post: new(time.Millisecond), Guard: new(time.Duration(0))}, Dump: dc})
 		ids := discover(t, r, "a")
 		var last Result
 		for i := range 5 {
@@ -441,7 +441,7 @@ func TestRotation(t *testing.T) {
 
 // dumpSize measures the size of one rotation-test dump.
 func dumpSize(t *testing.T) int64 {
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(50 * time.Millisecond), Post: new(time.Millisecond), Guard: new(time.Duration(0))}})
 	ids := discover(t, r, "a")
 	feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 	id, _ := r.Trigger(TriggerParams{Reason: "n0"})
@@ -451,7 +451,7 @@ func dumpSize(t *testing.T) int64 {
 }
 
 func TestMinFreeDisk(t *testing.T) {
-	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: Config{MinFreeDisk: 1 << 62}})
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(50 * time.Millisecond), Post: new(time.Millisecond), Guard: new(time.Duration(0))}, Dump: Config{MinFreeDisk: 1 << 62}})
 	ids := discover(t, r, "a")
 	prior := filepath.Join(dir, "20000101T000000.000000000Z_old_1.pack")
 	os.WriteFile(prior, []byte("kept"), 0o644)
@@ -489,7 +489,7 @@ var errNoSpace = errors.New("no space left on device (injected)")
 func TestDiskFullMidDump(t *testing.T) {
 	budget := 5
 	var mu sync.Mutex
-	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 100 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: Config{Policy: PolicySeparate, NewWriter: func(path string, o WriterOptions) (Writer, error) {
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(100 * time.Millisecond), Post: new(time.Millisecond), Guard: new(time.Duration(0))}, Dump: Config{Policy: PolicySeparate, NewWriter: func(path string, o WriterOptions) (Writer, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		w, err := NewPackMmapWriter(path, o)
@@ -524,7 +524,7 @@ func TestHooksAndLeftovers(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "x_y_1.pack.tmp"), []byte("partial"), 0o644)
 	got := make(chan Result, 4)
 	block := make(chan struct{})
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 50 * time.Millisecond, Post: time.Millisecond, Guard: -1}, Dump: Config{Dir: dir, Policy: PolicySeparate, HookQueue: 1, Hooks: []Hook{HookFunc(func(res Result) {
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(50 * time.Millisecond), Post: new(time.Millisecond), Guard: new(time.Duration(0))}, Dump: Config{Dir: dir, Policy: PolicySeparate, HookQueue: 1, Hooks: []Hook{HookFunc(func(res Result) {
 		<-block // a slow hook
 		got <- res
 	})}}})
@@ -554,7 +554,7 @@ func TestHooksAndLeftovers(t *testing.T) {
 }
 
 func TestStopWritesPendingDump(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 100 * time.Millisecond, Post: time.Hour, Guard: -1}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(100 * time.Millisecond), Post: new(time.Hour), Guard: new(time.Duration(0))}})
 	ids := discover(t, r, "a")
 	feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 	id, _ := r.Trigger(TriggerParams{Reason: "stop"})
@@ -574,7 +574,7 @@ func TestStopWritesPendingDump(t *testing.T) {
 func waitPending(r *rig) bool { return r.Status().Pending == 1 }
 
 func TestDestroyOnOffline(t *testing.T) {
-	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: 100 * time.Millisecond, Post: 50 * time.Millisecond, Guard: -1, DestroyOnOffline: true}})
+	r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(100 * time.Millisecond), Post: new(50 * time.Millisecond), Guard: new(time.Duration(0)), DestroyOnOffline: true}})
 	ids := discover(t, r, "a", "b")
 	feed(r, vc, ids, t0, t0+100*ms, 10*ms)
 	used := r.ArenaUsage().Used
@@ -603,7 +603,7 @@ func TestDestroyOnOffline(t *testing.T) {
 func TestDumpReorderByProducerTime(t *testing.T) {
 	f := func(window time.Duration, wantSorted bool) {
 		t.Helper()
-		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: time.Millisecond, Guard: -1}, Dump: Config{ReorderWindow: window}})
+		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Second), Post: new(time.Millisecond), Guard: new(time.Duration(0))}, Dump: Config{ReorderWindow: window}})
 		ids := discover(t, r, "a", "b")
 		// Producer times jitter by up to 30 ms against capture order.
 		for i := range 100 {
@@ -666,7 +666,7 @@ func TestBusySkipData(t *testing.T) {
 	f := func(skip bool) {
 		t.Helper()
 		entered, release := make(chan struct{}), make(chan struct{})
-		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: time.Millisecond, Guard: -1, BusySkipData: skip}, Dump: Config{NewWriter: func(path string, o WriterOptions) (Writer, error) {
+		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Second), Post: new(time.Millisecond), Guard: new(time.Duration(0)), BusySkipData: skip}, Dump: Config{NewWriter: func(path string, o WriterOptions) (Writer, error) {
 			w, err := NewPackMmapWriter(path, o)
 			return gateWriter{w, entered, release, &sync.Once{}}, err
 		}}})
@@ -705,7 +705,7 @@ func (s slowWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) erro
 // messages of 1 MiB written at 20 ms each would take about a second; with
 // a 50 ms deadline the dump is abandoned after a few of them.
 func TestStopAbandonsLargeMessagesAtDeadline(t *testing.T) {
-	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Hour, Post: time.Hour, Guard: -1, CacheSize: 128 << 20, TopicBytes: 64 << 20, MaxPacket: 2 << 20}, Dump: Config{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o WriterOptions) (Writer, error) {
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Hour), Post: new(time.Hour), Guard: new(time.Duration(0)), CacheSize: 128 << 20, TopicBytes: 64 << 20, MaxPacket: 2 << 20}, Dump: Config{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o WriterOptions) (Writer, error) {
 		w, err := NewPackWriteWriter(path, o)
 		return verySlowWriter{w}, err
 	}}})
@@ -736,7 +736,7 @@ func (s verySlowWriter) WriteMessage(t *ingest.TopicInfo, g, c int64, d []byte) 
 }
 
 func TestStopAbandonsAtDeadline(t *testing.T) {
-	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Hour, Post: time.Hour, Guard: -1}, Dump: Config{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o WriterOptions) (Writer, error) {
+	r, vc, dir := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Hour), Post: new(time.Hour), Guard: new(time.Duration(0))}, Dump: Config{StopTimeout: 50 * time.Millisecond, NewWriter: func(path string, o WriterOptions) (Writer, error) {
 		w, err := NewPackMmapWriter(path, o)
 		return slowWriter{w}, err
 	}}})

@@ -33,8 +33,10 @@ type Dumper struct {
 	byTrig   map[TriggerID]*job
 	nextTrig uint64
 	nextDump uint64
-	recent   []int64 // clock times of dumps started, for the rate limit
-	leftover []string
+	recent   []int64 // clock times of dumps rules started, for the rate limit
+	// recentManual: the same for operators' dumps (their own limit)
+	recentManual []int64
+	leftover     []string
 
 	wake     chan struct{}
 	stop     chan struct{}
@@ -49,10 +51,15 @@ type Dumper struct {
 	failed      atomic.Uint64
 	coalesced   atomic.Uint64
 	rateLimited atomic.Uint64
-	refusedDisk atomic.Uint64
-	hookDropped atomic.Uint64
-	rotated     atomic.Uint64
-	lastErr     atomic.Pointer[string]
+	// manual triggers refused by their own rate limit; triggers refused
+	// because they selected nothing, by origin
+	rateLimitedManual          atomic.Uint64
+	refusedManual, refusedRule atomic.Uint64
+	refusedDisk                atomic.Uint64
+	hookDropped                atomic.Uint64
+	rotated                    atomic.Uint64
+	lastErr                    atomic.Pointer[string]
+	gid                        int // group of dump files, -1: the process's
 }
 
 // New validates cfg, prepares the dump directory (created if missing,
@@ -63,7 +70,12 @@ func New(rec *engine.Recorder, cfg Config) (*Dumper, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	gid, err := lookupGroup(cfg.Group)
+	if err != nil {
+		return nil, err
+	}
 	dir := OpenDir(cfg.Dir, cfg.Extension)
+	dir.Mode, dir.Gid = dirMode(cfg.FileMode), gid
 	if err := dir.Prepare(); err != nil {
 		return nil, err
 	}
@@ -71,7 +83,7 @@ func New(rec *engine.Recorder, cfg Config) (*Dumper, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dumper{rec: rec, cfg: cfg, dir: dir,
+	d := &Dumper{rec: rec, cfg: cfg, dir: dir, gid: gid,
 		byTrig: make(map[TriggerID]*job), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), hookDone: make(chan struct{}),
 		hookq: make(chan Result, cfg.HookQueue)}
@@ -276,8 +288,19 @@ func (d *Dumper) runJob(j *job) {
 	d.rec.SetBusy(false)
 	d.writing.Store(false)
 	res.Triggers = j.trigs
+	res.Records = j.records
 	for _, rec := range j.records {
 		res.Reasons = append(res.Reasons, rec.Reason)
+	}
+	switch {
+	case res.Err == nil:
+		res.Status = StatusWritten
+	case errors.Is(res.Err, ErrStopped):
+		res.Status = StatusAbandoned
+	case errors.Is(res.Err, ErrDiskLow):
+		res.Status = StatusRefused
+	default:
+		res.Status = StatusFailed
 	}
 	if res.Err != nil {
 		d.failed.Add(1)
@@ -285,21 +308,31 @@ func (d *Dumper) runJob(j *job) {
 		d.lastErr.Store(&s)
 	} else {
 		d.written.Add(1)
-		n, _ := d.dir.Rotate(d.cfg.MaxFiles, d.cfg.MaxTotalBytes, res.Path)
-		d.rotated.Add(uint64(n))
+		d.rotated.Add(uint64(d.rotate(res.Path, false)))
 	}
 	j.res = res
 	for _, id := range j.order {
 		d.rec.Unpin(j.topics[id].Window)
 	}
 	close(j.done)
-	if res.Err == nil {
-		select {
-		case d.hookq <- res:
-		default:
-			d.hookDropped.Add(1)
-		}
+	select { // failures too: hooks hear every outcome (Result.Status)
+	case d.hookq <- res:
+	default:
+		d.hookDropped.Add(1)
 	}
+}
+
+// rotate applies the rotation bounds, sparing the dumps cfg.Keeper keeps
+// unless the disk is critically low: a dump is being refused for want of
+// room (critical), or free space is below MinFreeDisk. It returns how many
+// it deleted.
+func (d *Dumper) rotate(keep string, critical bool) int {
+	if !critical && d.cfg.Keeper != nil && d.cfg.MinFreeDisk > 0 {
+		free, err := freeDisk(d.cfg.Dir)
+		critical = err == nil && free < d.cfg.MinFreeDisk
+	}
+	n, _, _ := d.dir.RotateKeeping(d.cfg.MaxFiles, d.cfg.MaxTotalBytes, keep, d.cfg.Keeper, critical)
+	return n
 }
 
 // write writes j's file: .tmp, synced, renamed, directory synced.
@@ -316,6 +349,13 @@ func (d *Dumper) write(j *job) Result {
 			res.Err = err
 			return res
 		}
+		if free-estimate < dc.MinFreeDisk && dc.Keeper != nil {
+			// critically low: kept dumps beyond the bounds go, then look again
+			if n := d.rotate("", true); n > 0 {
+				d.rotated.Add(uint64(n))
+				free, _ = freeDisk(dc.Dir)
+			}
+		}
 		if free-estimate < dc.MinFreeDisk {
 			d.refusedDisk.Add(1)
 			res.Err = fmt.Errorf("%w: %d bytes free, dump needs up to %d, min_free_disk %d (dump %d %q refused, existing dumps kept)",
@@ -327,6 +367,11 @@ func (d *Dumper) write(j *job) Result {
 	tmp := final + TmpExt
 	w, err := dc.NewWriter(tmp, WriterOptions{Compression: dc.Compression, FrameSize: dc.FrameSize,
 		WriterName: dc.WriterName, CreatedNs: d.rec.Now(), SizeHint: estimate})
+	if err == nil {
+		if err = d.protect(tmp); err != nil {
+			w.Abort()
+		}
+	}
 	if err != nil {
 		os.Remove(tmp)
 		res.Err = err

@@ -19,7 +19,7 @@ func TestDumpWriters(t *testing.T) {
 		name string
 		nw   NewWriterFunc
 	}{{"write", NewPackWriteWriter}, {"stream", NewPackStreamWriter}, {"mmap", NewPackMmapWriter}} {
-		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: time.Second, Post: 10 * time.Millisecond, Guard: -1}, Dump: Config{NewWriter: w.nw, FrameSize: 4 << 10}})
+		r, vc, _ := dumpRecorder(t, rigConfig{Rec: engine.Config{Pre: new(time.Second), Post: new(10 * time.Millisecond), Guard: new(time.Duration(0))}, Dump: Config{NewWriter: w.nw, FrameSize: 4 << 10}})
 		ids := discover(t, r, "a", "b")
 		feed(r, vc, ids, t0, t0+2000*ms, ms)
 		id, err := r.Trigger(TriggerParams{Reason: w.name})

@@ -1,8 +1,10 @@
 package dump
 
-// Hook is told about every finalized dump (upload, archive, notify). It is
-// called on the Dumper's hook goroutine, one result at a time; a slow hook
-// delays only later hook calls, never recording or the next dump.
+// Hook is told about every dump's outcome (upload, archive, notify):
+// written, and also failed, refused for low disk or abandoned at stop
+// (Result.Status, Result.Err). It is called on the Dumper's hook
+// goroutine, one result at a time; a slow hook delays only later hook
+// calls, never recording or the next dump.
 type Hook interface {
 	DumpFinished(res Result)
 }

@@ -9,6 +9,13 @@ type Status struct {
 	Written, Failed, RefusedDisk           uint64
 	TriggersCoalesced, TriggersRateLimited uint64
 	HookResultsDropped, Rotated            uint64
+	// ManualRateLimited counts operators' triggers (control socket,
+	// signal, Go API) refused by their own rate limit
+	// (Config.MaxManualPerMinute); TriggersRateLimited counts the rules'.
+	ManualRateLimited uint64
+	// ManualRefused and RuleRefused count triggers refused because they
+	// selected no topic or no message.
+	ManualRefused, RuleRefused uint64
 	// Pending is the number of dumps waiting for their post window.
 	Pending int
 	// Dumping reports a dump being written now.
@@ -28,6 +35,9 @@ func (d *Dumper) Status() Status {
 		RefusedDisk:         d.refusedDisk.Load(),
 		TriggersCoalesced:   d.coalesced.Load(),
 		TriggersRateLimited: d.rateLimited.Load(),
+		ManualRateLimited:   d.rateLimitedManual.Load(),
+		ManualRefused:       d.refusedManual.Load(),
+		RuleRefused:         d.refusedRule.Load(),
 		HookResultsDropped:  d.hookDropped.Load(),
 		Rotated:             d.rotated.Load(),
 		Dumping:             d.writing.Load(),

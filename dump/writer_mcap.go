@@ -13,13 +13,26 @@ import (
 // tooling open directly. The Dumper manages NAME.tmp and the rename; the
 // writer writes the file in place.
 type mcapDump struct {
-	w    *mcap.PackWriter
-	seen map[*ingest.TopicInfo]bool // topics declared (type information)
+	w     *mcap.PackWriter
+	types typeTracker
 }
 
-// NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place).
+// NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place), its
+// packed-struct topics transcoded to json for viewers (MCAPWriter(false)).
 func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
+	return newMCAPWriter(path, o, false)
+}
+
+// MCAPWriter returns the NewWriterFunc of MCAP dumps; keepPacked writes
+// packed-struct topics as they are (x-edr-packed with their layout)
+// instead of transcoding them to json (mcap.Options.KeepPacked).
+func MCAPWriter(keepPacked bool) NewWriterFunc {
+	return func(path string, o WriterOptions) (Writer, error) { return newMCAPWriter(path, o, keepPacked) }
+}
+
+func newMCAPWriter(path string, o WriterOptions, keepPacked bool) (Writer, error) {
 	fo := mcap.FileOptions{InPlace: true}
+	fo.KeepPacked = keepPacked
 	fo.Library = o.WriterName
 	fo.Compression = o.Compression
 	if fo.Compression == "none" {
@@ -32,13 +45,14 @@ func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcap dump %s: %w", path, err)
 	}
-	return &mcapDump{w: w, seen: map[*ingest.TopicInfo]bool{}}, nil
+	return &mcapDump{w: w, types: newTypeTracker()}, nil
 }
 
 func (m *mcapDump) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
-	if !m.seen[t] {
-		m.seen[t] = true
-		m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type})
+	if m.types.changed(t) { // a new channel from this message on (types.go)
+		if err := m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type}); err != nil {
+			return err
+		}
 	}
 	return m.w.Add(t.Name, t.Channel, nil, genNs, captureNs, data)
 }

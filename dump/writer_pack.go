@@ -60,6 +60,7 @@ type packWriter struct {
 	f       *pack.Frame
 	size    int
 	frame   uint64
+	types   typeTracker
 }
 
 // NewPackMmapWriter writes a pack dump with pack's mmap writer (Create).
@@ -88,7 +89,7 @@ func NewPackWriteWriter(path string, opts WriterOptions) (Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 	}
-	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize}, nil
+	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker()}, nil
 }
 
 // packOptions are the pack writer options for opts.
@@ -119,7 +120,7 @@ func openPackWriter(path string, opts WriterOptions, stream bool) (Writer, error
 			f.Close()
 			return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 		}
-		return &packWriter{w: w, file: f, f: pack.NewFrame(0, 0), size: opts.FrameSize}, nil
+		return &packWriter{w: w, file: f, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker()}, nil
 	}
 	po.Mmap = true
 	if h := opts.SizeHint; h > 0 && h < 64<<20 {
@@ -130,7 +131,7 @@ func openPackWriter(path string, opts WriterOptions, stream bool) (Writer, error
 	if err != nil {
 		return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 	}
-	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize}, nil
+	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker()}, nil
 }
 
 func (p *packWriter) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
@@ -170,9 +171,19 @@ func (p *packWriter) Reserve(n int) []byte {
 }
 
 // Commit adds the payload last reserved as one message, without copying.
+// The topic's type is recorded (a pack type section) before its first
+// message and before the first message of another type, after the frames
+// that hold the topic's earlier messages, so the section precedes exactly
+// the messages it types.
 func (p *packWriter) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
 	if p.err != nil {
 		return p.err
+	}
+	if p.types.changed(t) {
+		var err error
+		if data, err = p.setType(t, captureNs, data); err != nil {
+			return err
+		}
 	}
 	p.scratch = p.scratch[:len(p.scratch)+len(data)]
 	if p.f.Len() == 0 {
@@ -185,6 +196,27 @@ func (p *packWriter) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []
 		return p.flushFrame()
 	}
 	return nil
+}
+
+// setType writes t's type section, first the pending frame when it holds
+// messages of the topic (a type change: a topic's first type does not cut
+// the frame), and returns where the reserved payload data now is: it lies
+// in the scratch the pending frame borrows, and moves to the start of the
+// scratch once that frame is written.
+func (p *packWriter) setType(t *ingest.TopicInfo, captureNs int64, data []byte) ([]byte, error) {
+	if p.f.HasTopic(t.Name, t.Channel) {
+		held := append([]byte(nil), data...) // rare: a type change mid-dump
+		if err := p.flushFrame(); err != nil {
+			return nil, err
+		}
+		data = p.scratch[:len(held)]
+		copy(data, held)
+	}
+	if err := p.w.SetTopicType(t.Name, t.Channel, t.Type, captureNs); err != nil {
+		p.err = err
+		return nil, err
+	}
+	return data, nil
 }
 
 func (p *packWriter) SetInfo(info dumpinfo.Info) error { return p.w.SetDumpInfo(info) }

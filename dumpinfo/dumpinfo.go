@@ -12,6 +12,34 @@ const (
 	SourceCommand = "command" // the control socket ("edr-lite trigger")
 )
 
+// How a trigger's time was chosen (Trigger.At).
+const (
+	// AtNow (the empty string): TimeNs is the instant the trigger was asked
+	// for, or the message time a rule fired at.
+	AtNow = ""
+	// AtLast: TimeNs is the capture time of the newest message of the
+	// selected topics when the trigger was asked (RequestedNs), so a dump
+	// asked for after the producers went silent holds their last window.
+	AtLast = "last"
+)
+
+// Why a topic's held window is shorter than the window asked for
+// (TopicAccount.StartShort, TopicAccount.EndShort).
+const (
+	// ShortNotRecorded: the topic was not recorded yet when the window
+	// began (it was discovered, or the recorder started, after From).
+	ShortNotRecorded = "not_recorded"
+	// ShortOverwritten: messages of the window were evicted by the ring's
+	// byte cap (or overwritten while the dump read them) before they
+	// could be dumped.
+	ShortOverwritten = "overwritten"
+	// ShortOffline: the producer went offline before the window ended.
+	ShortOffline = "producer_offline"
+	// ShortStopped: the recorder stopped before the window ended; the dump
+	// holds what was recorded until then.
+	ShortStopped = "recorder_stopped"
+)
+
 // Labels a dump may carry in Info.Labels.
 const (
 	// DropsUpperBoundLabel lists (comma-separated) the topics whose
@@ -48,17 +76,41 @@ type Info struct {
 // room shares (the recorder writes it, pack and MCAP store it, rules fire
 // it, replay compares it).
 type Trigger struct {
-	ID       uint64            `json:"id"`
-	Reason   string            `json:"reason"`
-	Source   string            `json:"source,omitempty"` // one of the Source constants
-	Rule     string            `json:"rule,omitempty"`   // rule name when Source is SourceLua
-	Tag      string            `json:"tag,omitempty"`
-	Severity int               `json:"severity,omitempty"`
-	TimeNs   int64             `json:"time_ns"`
-	PreNs    int64             `json:"pre_ns"`
-	PostNs   int64             `json:"post_ns"`
-	Params   map[string]string `json:"params,omitempty"`
+	ID       uint64 `json:"id"`
+	Reason   string `json:"reason"`
+	Source   string `json:"source,omitempty"` // one of the Source constants
+	Rule     string `json:"rule,omitempty"`   // rule name when Source is SourceLua
+	Tag      string `json:"tag,omitempty"`
+	Severity int    `json:"severity,omitempty"`
+	TimeNs   int64  `json:"time_ns"`
+	// PreNs and PostNs are the windows the trigger asked for, overriding
+	// the topics' own, when PreSet / PostSet say it set them (zero is then
+	// a zero window). Dumps written before PreSet and PostSet existed
+	// leave them false and mean "the topics' own windows" by 0.
+	PreNs   int64             `json:"pre_ns"`
+	PostNs  int64             `json:"post_ns"`
+	PreSet  bool              `json:"pre_set,omitempty"`
+	PostSet bool              `json:"post_set,omitempty"`
+	Params  map[string]string `json:"params,omitempty"`
+	// FromNs and ToNs bound the window this trigger selected (capture
+	// time): the union over its topics of [TimeNs-pre, TimeNs+post]. A
+	// dump that several triggers joined records each one's own window.
+	// 0 in dumps written before they existed.
+	FromNs int64 `json:"from_ns,omitempty"`
+	ToNs   int64 `json:"to_ns,omitempty"`
+	// At says how TimeNs was chosen (AtNow or AtLast); RequestedNs is when
+	// the trigger was asked for, set when it differs from TimeNs.
+	At          string `json:"at,omitempty"`
+	RequestedNs int64  `json:"requested_ns,omitempty"`
 }
+
+// Pre returns the pre window the trigger asked for and whether it set one
+// (reading dumps of either generation; see PreNs).
+func (t *Trigger) Pre() (int64, bool) { return t.PreNs, t.PreSet || t.PreNs != 0 }
+
+// Post returns the post window the trigger asked for and whether it set
+// one (see PreNs).
+func (t *Trigger) Post() (int64, bool) { return t.PostNs, t.PostSet || t.PostNs != 0 }
 
 // TopicAccount is one topic's accounting for the dumped window.
 type TopicAccount struct {
@@ -72,6 +124,19 @@ type TopicAccount struct {
 	// LostAtSource: lost before reaching the recorder (a shared-memory
 	// producer overwrote them unread, the kernel dropped them).
 	LostAtSource uint64 `json:"lost_at_source,omitempty"`
-	FirstNs      int64  `json:"first_ns,omitempty"`
-	LastNs       int64  `json:"last_ns,omitempty"`
+	// FirstNs and LastNs are the capture times of the first and last
+	// message dumped: the window actually held.
+	FirstNs int64 `json:"first_ns,omitempty"`
+	LastNs  int64 `json:"last_ns,omitempty"`
+	// WindowFromNs and WindowToNs are the window asked for this topic
+	// (capture time; the union of its triggers' windows). 0 in dumps
+	// written before they existed.
+	WindowFromNs int64 `json:"window_from_ns,omitempty"`
+	WindowToNs   int64 `json:"window_to_ns,omitempty"`
+	// StartShort and EndShort say why the held window starts after
+	// WindowFromNs / ends before WindowToNs, when the recorder knows a
+	// cause (a Short* constant); "" when it does not fall short or no
+	// cause is known (a silent or slow topic).
+	StartShort string `json:"start_short,omitempty"`
+	EndShort   string `json:"end_short,omitempty"`
 }

@@ -7,36 +7,42 @@ import (
 
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
+	"github.com/edr-lite/edr-lite/internal/defaults"
 )
 
-// Defaults applied by Config.withDefaults.
+// Defaults applied by Config.withDefaults, from the one table of defaults
+// (internal/defaults/defaults.go).
 const (
-	DefaultMaxTopics    = 4096
-	DefaultTopicBytes   = 4 << 20
-	DefaultPre          = 15 * time.Second
-	DefaultPost         = 5 * time.Second
-	DefaultGuard        = time.Second
-	DefaultMinRingBytes = 4096
+	DefaultMaxTopics    = defaults.MaxTopics
+	DefaultTopicBytes   = defaults.TopicBytes
+	DefaultPre          = defaults.Pre
+	DefaultPost         = defaults.Post
+	DefaultGuard        = defaults.Guard
+	DefaultMinRingBytes = defaults.MinRingBytes
 )
 
-// Config configures a Recorder. The zero value of each field means its
-// default; New validates the whole struct and names the first bad field.
+// Config configures a Recorder. A nil window (Pre, Post, Guard) means its
+// default and a zero one means zero; for the other fields the zero value
+// means the default documented on the field. New validates the whole
+// struct and names the first bad field.
 type Config struct {
 	// CacheSize is the arena size in bytes: the memory every ring lives in.
 	CacheSize int64
 	// LockMemory mlocks the cache so recorded data is never paged out.
 	LockMemory bool
-	// Clock stamps capture times for Ingest (and drives dump scheduling).
-	// nil means a coarse system clock refreshed every millisecond.
+	// Clock stamps capture times for Ingest and Now (and drives dump
+	// scheduling). nil means the system clock, read at every call: a
+	// source reads it once per batch (ARCHITECTURE.md, "Time").
 	Clock clock.Clock
 	// MaxTopics bounds the topic table (DefaultMaxTopics when 0).
 	MaxTopics int
 
-	// Pre and Post are the default windows before and after a trigger.
-	Pre, Post time.Duration
-	// Guard pads both window boundaries (DefaultGuard when 0; negative
-	// means no guard).
-	Guard time.Duration
+	// Pre and Post are the default windows before and after a trigger
+	// (DefaultPre, DefaultPost when nil; zero is zero).
+	Pre, Post *time.Duration
+	// Guard pads both window boundaries (DefaultGuard when nil; zero is
+	// no guard).
+	Guard *time.Duration
 	// TopicBytes is the default byte cap of one topic's ring. It is
 	// rounded down to a power of two (the ring never holds more).
 	TopicBytes int64
@@ -63,13 +69,25 @@ type Config struct {
 	// DestroyOnOffline returns an offline topic's ring to the arena once
 	// no Reader or pending dump needs it.
 	DestroyOnOffline bool
+
+	// CheckType checks the type a topic is to be recorded under (its
+	// declared type or a TopicOverride's), once per Discover, off the
+	// ingest path; info.Type is that type. An error makes the recorder
+	// record the topic as raw bytes (ingest.Raw of the schema name) and
+	// keep the error in TopicStatus.TypeErr. nil means ingest.Type.Validate
+	// (structure only; the daemon passes schema.Check, which also parses
+	// layouts and descriptors). A topic that declares no type is raw and
+	// not checked.
+	CheckType func(info ingest.TopicInfo) error
 }
 
 // TopicOverride overrides defaults for the topics its Match glob selects.
-// Zero fields keep the default.
+// A nil window keeps the recorder's (zero is zero); zero MaxPacket,
+// MaxBytes and KeepLast keep the recorder's.
 type TopicOverride struct {
-	Match     string
-	Pre, Post time.Duration
+	Match string
+	// Pre and Post replace the recorder's windows for these topics.
+	Pre, Post *time.Duration
 	MaxPacket int
 	MaxBytes  int64
 	// OnlyFront records only the pre window of this topic in dumps;
@@ -78,6 +96,10 @@ type TopicOverride struct {
 	KeepLast            int
 	// Disabled leaves matching topics out entirely.
 	Disabled bool
+	// Type, when not zero, is the type matching topics are recorded under,
+	// whatever their source declared (a UDP listener's payloads, a
+	// producer that declares none or a wrong one).
+	Type ingest.Type
 }
 
 // topicSettings are the resolved settings of one topic.
@@ -97,14 +119,17 @@ func (c *Config) validate() error {
 	if c.MaxTopics < 0 {
 		return configErr("MaxTopics", "must be >= 0, got %d", c.MaxTopics)
 	}
-	if c.Pre < 0 || c.Post < 0 {
-		return configErr("Pre/Post", "windows must be >= 0, got %v/%v", c.Pre, c.Post)
+	if *c.Pre < 0 || *c.Post < 0 {
+		return configErr("Pre/Post", "windows must be >= 0, got %v/%v", *c.Pre, *c.Post)
+	}
+	if *c.Guard < 0 {
+		return configErr("Guard", "must be >= 0, got %v", *c.Guard)
 	}
 	if c.TopicBytes < DefaultMinRingBytes {
 		return configErr("TopicBytes", "must be >= %d, got %d", DefaultMinRingBytes, c.TopicBytes)
 	}
 	if c.TopicBytes > c.CacheSize {
-		return configErr("TopicBytes", "%d exceeds CacheSize %d", c.TopicBytes, c.CacheSize)
+		return configErr("CacheSize", "%d bytes cannot hold one topic's ring of TopicBytes %d", c.CacheSize, c.TopicBytes)
 	}
 	if c.MaxPacket < 0 {
 		return configErr("MaxPacket", "must be >= 0, got %d", c.MaxPacket)
@@ -127,14 +152,17 @@ func (c *Config) validate() error {
 		if _, err := path.Match(o.Match, ""); err != nil || o.Match == "" {
 			return configErr(f("Match"), "bad glob %q", o.Match)
 		}
-		if o.Pre < 0 || o.Post < 0 {
+		if o.Pre != nil && *o.Pre < 0 || o.Post != nil && *o.Post < 0 {
 			return configErr(f("Pre/Post"), "windows must be >= 0")
 		}
 		if o.MaxPacket < 0 {
 			return configErr(f("MaxPacket"), "must be >= 0, got %d", o.MaxPacket)
 		}
-		if o.MaxBytes != 0 && (o.MaxBytes < DefaultMinRingBytes || o.MaxBytes > c.CacheSize) {
-			return configErr(f("MaxBytes"), "must be in [%d, CacheSize %d], got %d", DefaultMinRingBytes, c.CacheSize, o.MaxBytes)
+		if o.MaxBytes != 0 && o.MaxBytes < DefaultMinRingBytes {
+			return configErr(f("MaxBytes"), "must be >= %d, got %d", DefaultMinRingBytes, o.MaxBytes)
+		}
+		if o.MaxBytes > c.CacheSize {
+			return configErr("CacheSize", "%d bytes cannot hold the ring of Topics[%d] (%q), MaxBytes %d", c.CacheSize, i, o.Match, o.MaxBytes)
 		}
 		if o.KeepLast < 0 {
 			return configErr(f("KeepLast"), "must be >= 0, got %d", o.KeepLast)
@@ -142,26 +170,31 @@ func (c *Config) validate() error {
 		if o.OnlyFront && o.OnlyBack {
 			return configErr(f("OnlyFront"), "OnlyFront and OnlyBack exclude each other")
 		}
+		if !o.Type.IsZero() {
+			if err := o.Type.Validate(); err != nil {
+				return configErr(f("Type"), "%v", err)
+			}
+		}
 	}
 	return nil
 }
 
-// withDefaults returns c with zero fields replaced by defaults.
+// Validate applies the defaults to a copy of c and checks it, as New does,
+// without acquiring anything: the *ConfigError names the first bad field.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	return c.validate()
+}
+
+// withDefaults returns c with unset fields replaced by defaults. The
+// windows it sets point to fresh variables, never the caller's.
 func (c Config) withDefaults() Config {
 	if c.MaxTopics == 0 {
 		c.MaxTopics = DefaultMaxTopics
 	}
-	if c.Pre == 0 {
-		c.Pre = DefaultPre
-	}
-	if c.Post == 0 {
-		c.Post = DefaultPost
-	}
-	if c.Guard == 0 {
-		c.Guard = DefaultGuard
-	} else if c.Guard < 0 {
-		c.Guard = 0
-	}
+	c.Pre = durationOr(c.Pre, DefaultPre)
+	c.Post = durationOr(c.Post, DefaultPost)
+	c.Guard = durationOr(c.Guard, DefaultGuard)
 	if c.TopicBytes == 0 {
 		c.TopicBytes = DefaultTopicBytes
 		if c.TopicBytes > c.CacheSize && c.CacheSize >= DefaultMinRingBytes {
@@ -183,12 +216,20 @@ func matchTopic(g string, info *ingest.TopicInfo) bool {
 	return false
 }
 
+// durationOr returns a pointer to a copy of *p, or to def when p is nil.
+func durationOr(p *time.Duration, def time.Duration) *time.Duration {
+	if p != nil {
+		return new(*p)
+	}
+	return new(def)
+}
+
 // maxPost is the largest post window over the defaults and overrides.
 func (c *Config) maxPost() time.Duration {
-	m := c.Post
+	m := *c.Post
 	for _, o := range c.Topics {
-		if o.Post > m {
-			m = o.Post
+		if o.Post != nil && *o.Post > m {
+			m = *o.Post
 		}
 	}
 	return m
@@ -214,8 +255,8 @@ func (c *Config) settingsFor(info *ingest.TopicInfo) (topicSettings, error) {
 		}
 	}
 	s := topicSettings{
-		pre:       int64(c.Pre),
-		post:      int64(c.Post),
+		pre:       int64(*c.Pre),
+		post:      int64(*c.Post),
 		ringBytes: floorPow2(c.TopicBytes),
 		ring:      ringConfig{maxPacket: c.MaxPacket, keepLast: uint64(c.KeepLast)},
 	}
@@ -226,11 +267,11 @@ func (c *Config) settingsFor(info *ingest.TopicInfo) (topicSettings, error) {
 		if o.Disabled {
 			return topicSettings{}, fmt.Errorf("%w: %q disabled by Topics override %q", ErrExcluded, info.Name, o.Match)
 		}
-		if o.Pre > 0 {
-			s.pre = int64(o.Pre)
+		if o.Pre != nil {
+			s.pre = int64(*o.Pre)
 		}
-		if o.Post > 0 {
-			s.post = int64(o.Post)
+		if o.Post != nil {
+			s.post = int64(*o.Post)
 		}
 		if o.MaxPacket > 0 {
 			s.ring.maxPacket = o.MaxPacket
@@ -245,7 +286,10 @@ func (c *Config) settingsFor(info *ingest.TopicInfo) (topicSettings, error) {
 		break
 	}
 	// Constant retention: pre_u + max_post + 2*guard (ARCHITECTURE.md, "Retention").
-	s.ring.retentionNs = s.pre + int64(c.maxPost()) + 2*int64(c.Guard)
+	s.ring.retentionNs = s.pre + int64(c.maxPost()) + 2*int64(*c.Guard)
+	if s.ring.retentionNs == 0 {
+		s.ring.retentionNs = 1 // every window zero: keep the newest only (0 would mean no age limit)
+	}
 	return s, nil
 }
 

@@ -10,10 +10,13 @@
 //
 // Capture time. Reading a clock per 64-byte message would eat much of the
 // ~40 ns budget, so a source reads Recorder.Now once per batch and passes it
-// to IngestAt for every message of the batch. Ingest is IngestAt stamped with
-// the recorder's clock; by default that is a coarse clock (one atomic load,
-// refreshed every millisecond). Capture times never go back within a topic:
-// an earlier stamp is raised to the newest one stored.
+// to IngestAt for every message of the batch (the UDP and raw sources pass
+// the kernel's receive time of each packet instead). Recorder.Now reads the
+// real clock at every call: a coarse clock refreshed by a goroutine lags
+// whenever that goroutine is descheduled, and stamped data captured under
+// load before it was sent. Ingest is IngestAt stamped with one Now read.
+// Capture times never go back within a topic: an earlier stamp is raised to
+// the newest one stored.
 //
 // Rings. Each topic's ring is a power-of-two arena block (its byte cap,
 // rounded down), holding entries of a 40-byte header (length, sequence,

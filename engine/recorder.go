@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/edr-lite/edr-lite/arena"
 	"github.com/edr-lite/edr-lite/ingest"
@@ -21,10 +20,9 @@ import (
 // discovered with MultiProducer. Close must not run concurrently with
 // Ingest: stop sources first.
 type Recorder struct {
-	cfg    Config
-	clk    clock.Clock
-	coarse *clock.Coarse // owned clock, closed by Close (nil when cfg.Clock set)
-	arena  *arena.Arena
+	cfg   Config
+	clk   clock.Clock
+	arena *arena.Arena
 
 	// table is indexed by TopicID; slots are written under mu and read
 	// lock-free on the hot path.
@@ -55,6 +53,12 @@ type topic struct {
 	skippedBusy dropLog       // messages dropped while a dump was written (BusySkipData)
 	sourceLost  dropLog       // messages the source reported lost before they reached the recorder
 	onlineNs    atomic.Int64  // when the topic was (re)discovered
+	offlineNs   atomic.Int64  // when the topic last went offline
+	// discoveredNs is when the topic was first discovered (set before the
+	// topic is published, never changed).
+	discoveredNs int64
+	types       []TypeSpan    // type history, oldest first (r.mu; types.go)
+	typeChanges int           // rediscoveries with another type (r.mu)
 	// pins counts open Readers and pending dumps that need the ring; a
 	// destroy_on_offline topic's ring is freed when it drops to zero.
 	pins  atomic.Int32
@@ -81,8 +85,7 @@ func New(cfg Config) (*Recorder, error) {
 		busySkip: cfg.BusySkipData,
 	}
 	if r.clk == nil {
-		r.coarse = clock.NewCoarse(clock.System{}, time.Millisecond)
-		r.clk = r.coarse
+		r.clk = clock.System{}
 	}
 	return r, nil
 }
@@ -91,16 +94,27 @@ func topicKey(info *ingest.TopicInfo) string { return info.Name + "#" + info.Cha
 
 // Discover registers a topic (see Sink). Rediscovering a known topic (same
 // Name and Channel) returns its id and brings it back online.
+//
+// The topic's type is info.Type unless a TopicOverride gives one; it is
+// checked (Config.CheckType) and, when refused, the topic is recorded as
+// raw bytes all the same, the cause in TopicStatus.TypeErr. A rediscovery
+// with another type starts a new type span from the next message (see
+// TypeSpan): the source must call Discover from the goroutine that ingests
+// the topic, as the Sink contract says.
 func (r *Recorder) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
+	typ, typeErr := r.typeFor(&info)
+	info.Type = typ
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return 0, ErrClosed
 	}
 	key := topicKey(&info)
+	now := r.clk.Now()
 	if id, ok := r.byName[key]; ok {
 		t := r.topics[id]
-		t.onlineNs.Store(r.clk.Now())
+		t.setType(typ, typeErr, now)
+		t.onlineNs.Store(now)
 		t.online.Store(true)
 		return id, nil
 	}
@@ -130,7 +144,9 @@ func (r *Recorder) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
 		block:    blk,
 		multi:    info.MultiProducer,
 	}
-	t.onlineNs.Store(r.clk.Now())
+	t.setType(typ, typeErr, now)
+	t.discoveredNs = now
+	t.onlineNs.Store(now)
 	t.online.Store(true)
 	r.topics = append(r.topics, t)
 	r.byName[key] = t.id
@@ -184,8 +200,9 @@ func (r *Recorder) Lost(id ingest.TopicID, atNs int64, n uint64) {
 	}
 }
 
-// Ingest is IngestAt stamped with the recorder's clock (one clock read; with
-// the default coarse clock an atomic load).
+// Ingest is IngestAt stamped with the recorder's clock, read at this call
+// (with the default system clock one clock_gettime, tens of ns: a source
+// with batches reads Now once per batch and calls IngestAt).
 func (r *Recorder) Ingest(id ingest.TopicID, genNs int64, payload []byte) bool {
 	return r.IngestAt(id, r.clk.Now(), genNs, payload)
 }
@@ -197,6 +214,7 @@ func (r *Recorder) Ingest(id ingest.TopicID, genNs int64, payload []byte) bool {
 // ingest for id after calling Offline.
 func (r *Recorder) Offline(id ingest.TopicID) {
 	if t := r.topic(id); t != nil {
+		t.offlineNs.Store(r.clk.Now())
 		t.online.Store(false)
 		r.maybeFree(t)
 	}
@@ -230,9 +248,17 @@ func (r *Recorder) topic(id ingest.TopicID) *topic {
 
 // TopicStatus is a snapshot of one topic.
 type TopicStatus struct {
-	ID     ingest.TopicID
-	Info   ingest.TopicInfo
-	Online bool
+	ID ingest.TopicID
+	// Info is the topic as discovered, Info.Type the type it is recorded
+	// under now (after the configuration's override and the check).
+	Info ingest.TopicInfo
+	// TypeErr is why the type the topic declared was refused (it is then
+	// recorded as raw bytes); nil when it was accepted.
+	TypeErr error
+	// TypeChanges counts the times the topic was rediscovered with
+	// another type (a producer restarted with a new schema).
+	TypeChanges int
+	Online      bool
 	// RingBytes is the ring's capacity; RetentionNs how much history it
 	// aims to keep (pre + max post + 2*guard).
 	RingBytes   int
@@ -253,12 +279,15 @@ func (r *Recorder) Topics() []TopicStatus {
 	for i, t := range ts {
 		st := TopicStatus{
 			ID:          t.id,
-			Info:        t.info,
 			Online:      t.online.Load(),
 			RingBytes:   len(t.block.Bytes()),
 			RetentionNs: t.settings.ring.retentionNs,
 		}
 		r.mu.Lock()
+		st.Info, st.TypeChanges = t.info, t.typeChanges // the type changes under r.mu
+		if n := len(t.types); n > 0 {
+			st.TypeErr = t.types[n-1].Err
+		}
 		st.Freed = t.freed
 		if !t.freed {
 			t.pins.Add(1) // keep the ring while reading its counters
@@ -297,9 +326,6 @@ func (r *Recorder) Close() error {
 	}
 	release := r.readers == 0
 	r.mu.Unlock()
-	if r.coarse != nil {
-		r.coarse.Close()
-	}
 	if release {
 		return r.arena.Close()
 	}

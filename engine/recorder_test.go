@@ -42,7 +42,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 	f(Config{}, "CacheSize")
 	f(Config{CacheSize: 1 << 20, TopicBytes: 100}, "TopicBytes")
-	f(Config{CacheSize: 1 << 20, TopicBytes: 2 << 20}, "TopicBytes")
+	f(Config{CacheSize: 1 << 20, TopicBytes: 2 << 20}, "CacheSize") // the cache cannot hold one ring
 	f(Config{CacheSize: 1 << 20, Include: []string{"["}}, "Include[0]")
 	f(Config{CacheSize: 1 << 20, Exclude: []string{"a", "["}}, "Exclude[1]")
 	f(Config{CacheSize: 1 << 20, Topics: []TopicOverride{{Match: "a"}, {Match: "b", OnlyFront: true, OnlyBack: true}}}, "Topics[1].OnlyFront")
@@ -100,7 +100,7 @@ func TestDiscoverNoMemory(t *testing.T) {
 }
 
 func TestIngestAndRead(t *testing.T) {
-	r, vc := newTestRecorder(t, Config{Pre: time.Second, Post: time.Second, Guard: -1})
+	r, vc := newTestRecorder(t, Config{Pre: new(time.Second), Post: new(time.Second), Guard: new(time.Duration(0))})
 	id, err := r.Discover(ingest.TopicInfo{Name: "a"})
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func TestManyTopicsRSS(t *testing.T) {
 		p := make([]byte, 200)
 		ids := make([]ingest.TopicID, topics)
 		for i := range ids {
-			id, err := r.Discover(ingest.TopicInfo{Name: fmt.Sprintf("topic/%05d", i), Type: "bytes", Source: "api"})
+			id, err := r.Discover(ingest.TopicInfo{Name: fmt.Sprintf("topic/%05d", i), Type: ingest.Raw("bytes"), Source: "api"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,6 +20,10 @@ import (
 type Window struct {
 	Topic ingest.TopicID
 	Info  ingest.TopicInfo
+	// Types is the topic's type history (oldest first, never empty): the
+	// dump writes each message under the span its Seq falls in (TypeAt).
+	// Info.Type is the last span's type.
+	Types []TypeSpan
 	// From and To bound the window in capture time (ns).
 	From, To int64
 	// Post is the topic's post window (0 for an only_front topic): the
@@ -34,9 +38,9 @@ type Window struct {
 // Selection asks for the windows of a trigger at TimeNs.
 type Selection struct {
 	TimeNs int64
-	// Pre and Post override every selected topic's windows (0 = the
-	// topic's own).
-	Pre, Post time.Duration
+	// Pre and Post, when set, override every selected topic's windows
+	// (nil = the topic's own; zero is zero).
+	Pre, Post *time.Duration
 	// Topics are globs selecting topics (empty = every recorded topic).
 	Topics []string
 }
@@ -54,13 +58,13 @@ func (r *Recorder) Select(s Selection) []Window {
 		}
 		st := &t.settings
 		pre, post := st.pre, st.post
-		if s.Pre > 0 {
-			pre = int64(s.Pre)
+		if s.Pre != nil {
+			pre = int64(*s.Pre)
 		}
-		if s.Post > 0 {
-			post = int64(s.Post)
+		if s.Post != nil {
+			post = int64(*s.Post)
 		}
-		w := Window{Topic: t.id, Info: t.info, From: s.TimeNs - pre, To: s.TimeNs + post, Post: post,
+		w := Window{Topic: t.id, Info: t.info, Types: t.spans(), From: s.TimeNs - pre, To: s.TimeNs + post, Post: post,
 			KeepLast: st.ring.keepLast, t: t}
 		if st.onlyFront {
 			w.To, w.Post = s.TimeNs, 0
@@ -220,4 +224,4 @@ func (wc *WindowCursor) Lost() uint64 { return wc.c.lost }
 
 // Guard is the padding of window boundaries (Config.Guard resolved): a
 // dump is due its largest post window plus Guard after the trigger.
-func (r *Recorder) Guard() time.Duration { return r.cfg.Guard }
+func (r *Recorder) Guard() time.Duration { return *r.cfg.Guard }

@@ -1,7 +1,8 @@
 // Package fuzz holds the fuzz targets over every parser of untrusted bytes
 // (pack files, shm segments, packets, configuration, Lua-facing accessors,
-// MP4 files and the JPEG time readers, the report of a dump and its
-// camera thumbnails)
+// MP4 files and the JPEG time readers, the upload queue's journal and ledger,
+// key templates and schedule windows, the report of a dump and its camera
+// thumbnails)
 // with their seed corpora under testdata/fuzz.
 //
 // It is not for: library code.

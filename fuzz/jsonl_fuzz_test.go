@@ -3,8 +3,10 @@ package fuzz
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/pack"
@@ -27,7 +29,11 @@ func exportBytes(t *testing.T, file []byte) []byte {
 	}
 	defer r.Close()
 	var b bytes.Buffer
-	if _, err := dumpfile.Export(dumpfile.FromPack(r), dumpfile.FormatJSONL, &b, dumpfile.ExportOptions{}); err != nil {
+	src, err := dumpfile.FromPack(r)
+	if err != nil {
+		t.Fatalf("an imported file's types do not read: %v", err)
+	}
+	if _, err := dumpfile.Export(src, dumpfile.FormatJSONL, &b, dumpfile.ExportOptions{}); err != nil {
 		t.Fatalf("an imported file does not export: %v", err)
 	}
 	return b.Bytes()
@@ -45,6 +51,15 @@ func FuzzImportJSONL(f *testing.F) {
 	f.Add([]byte(hdr + `{"seq":0,"topic":"a","ts":10,"gen_ts":9}`))
 	f.Add([]byte(`{"format":"edr-lite-jsonl","version":1}` + "\n\n"))
 	f.Add([]byte("{}\n"))
+	// Types: a header table (ids are content IDs) and a change of type on
+	// a message line.
+	a, b := ingest.Packed("v.S", "u8 a"), ingest.Packed("v.S", "u16le a")
+	typed := fmt.Sprintf(`{"format":"edr-lite-jsonl","version":1,"topics":[{"topic":"s","name":"s","type_id":"%s"}],`+
+		`"types":[{"id":"%s","encoding":"x-edr-packed","schema_name":"v.S","schema_encoding":"x-edr-layout","schema":"dTggYQ=="},`+
+		`{"id":"%s","encoding":"x-edr-packed","schema_name":"v.S","schema_encoding":"x-edr-layout","schema":"dTE2bGUgYQ=="}]}`+"\n"+
+		`{"seq":0,"topic":"s","ts":10,"gen_ts":9,"data":"AQ=="}`+"\n"+
+		`{"seq":1,"topic":"s","ts":11,"gen_ts":10,"type_id":"%s","data":"AQI="}`+"\n", a.ID(), a.ID(), b.ID(), b.ID())
+	f.Add([]byte(typed))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		rep, file, err := importBytes(in)
 		if err != nil {

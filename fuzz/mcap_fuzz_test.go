@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/mcap"
 )
@@ -28,6 +29,7 @@ func FuzzMCAPRead(f *testing.F) {
 	f.Add(mcapSeed(mcap.CompressionZstd))
 	f.Add(packWriterSeed(mcap.CompressionNone))
 	f.Add(packWriterSeed(mcap.CompressionLZ4))
+	f.Add(typedSeed())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := mcap.NewReader(data, "fuzz.mcap", mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk})
 		if err != nil {
@@ -100,6 +102,9 @@ func fuzzDumpStream(t *testing.T, data []byte) {
 		}
 		if !topics[mcap.TopicName(m.Name, m.Channel)] {
 			t.Fatalf("message on topic %q#%q not in Topics", m.Name, m.Channel)
+		}
+		if m.Type == nil || m.Type.Validate() != nil {
+			t.Fatalf("message with type %v", m.Type)
 		}
 		last = m.TimeNs
 		n++
@@ -183,8 +188,8 @@ func mcapSeed(compression string) []byte {
 	if err != nil {
 		panic(err)
 	}
-	a, _ := w.AddTopic(mcap.Topic{Name: "speed", Type: "edr.Speed"})
-	b, _ := w.AddTopic(mcap.Topic{Name: "imu", Channel: "1", Type: "Imu", Encoding: "protobuf", SchemaEncoding: "protobuf", Schema: []byte{1, 2}})
+	a, _ := w.AddTopic(mcap.Topic{Name: "speed", Type: ingest.Raw("edr.Speed")})
+	b, _ := w.AddTopic(mcap.Topic{Name: "imu", Channel: "1", Type: ingest.Type{MessageEncoding: "protobuf", Schema: ingest.Schema{Name: "Imu", Encoding: "protobuf", Data: []byte{1, 2}}}})
 	for i := range 8 {
 		data := binary.LittleEndian.AppendUint32(nil, uint32(i*1000))
 		_ = w.WriteMessage(&mcap.Message{ChannelID: []uint16{a, b}[i%2], LogTime: uint64(i), PublishTime: uint64(i), Data: data})
@@ -199,13 +204,36 @@ func mcapSeed(compression string) []byte {
 // packWriterSeed is a small MCAP dump as the recorder writes it: pack
 // messages out of time order across small chunks, one topic with a meta
 // channel, and the dump information.
+// typedSeed is a typed file: a packed struct transcoded to json (its
+// layout in the channel metadata) that changes layout, a short message on
+// the untranscoded channel, and a protobuf-typed topic.
+func typedSeed() []byte {
+	var buf bytes.Buffer
+	pw, err := mcap.NewPackWriter(&buf, mcap.Options{ChunkSize: 128})
+	if err != nil {
+		panic(err)
+	}
+	pw.DeclareTopic(mcap.Topic{Name: "speed", Type: ingest.Packed("v.S", "f32le speed (m/s); u8 gear; str8 note")})
+	pw.DeclareTopic(mcap.Topic{Name: "pb", Type: ingest.Type{MessageEncoding: "protobuf",
+		Schema: ingest.Schema{Name: "p.M", Encoding: "protobuf", Data: []byte{0x0a, 0x03, 'a', '.', 'p'}}}})
+	_ = pw.Add("speed", "", nil, 1, 1, []byte{0, 0, 0x80, 0x3f, 2, 1, 'x'})
+	_ = pw.Add("speed", "", nil, 2, 2, []byte{1})
+	_ = pw.Add("pb", "", nil, 3, 3, []byte{8, 1})
+	_ = pw.DeclareTopic(mcap.Topic{Name: "speed", Type: ingest.Packed("v.S", "u16le speed")})
+	_ = pw.Add("speed", "", nil, 4, 4, []byte{9, 0})
+	if err := pw.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
 func packWriterSeed(compression string) []byte {
 	var buf bytes.Buffer
 	pw, err := mcap.NewPackWriter(&buf, mcap.Options{Compression: compression, ChunkSize: 96})
 	if err != nil {
 		panic(err)
 	}
-	pw.DeclareTopic(mcap.Topic{Name: "speed", Type: "f32"})
+	pw.DeclareTopic(mcap.Topic{Name: "speed", Type: ingest.Raw("f32")})
 	for i, done := range []int64{30, 10, 20, 10, 50, 40} {
 		var meta []byte
 		if i%2 == 0 {

@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -22,8 +23,20 @@ func packSeed(c pack.Compression, frames int) []byte {
 	if err != nil {
 		panic(err)
 	}
+	speed := ingest.Type{MessageEncoding: ingest.EncodingPacked,
+		Schema: ingest.Schema{Name: "v.Speed", Encoding: ingest.SchemaLayout, Data: []byte("f32le speed (m/s)")}}
 	for i := 0; i < frames; i++ {
 		t := int64(1_000_000_000 + i*10_000_000)
+		// Type sections: speed packed then JSON (a change), cam raw, noise
+		// sharing speed's first type (a reference).
+		switch i {
+		case 0:
+			w.SetTopicType("speed", "can0", speed, t)
+			w.SetTopicType("cam", "", ingest.Raw("jpeg"), t)
+		case 1:
+			w.SetTopicType("noise", "x", speed, t)
+			w.SetTopicType("speed", "can0", ingest.Type{MessageEncoding: ingest.EncodingJSON}, t)
+		}
 		f := pack.NewFrame(uint64(i), t)
 		f.SetDoneTime(t + 5)
 		f.AddMeta("speed", "can0", []byte{byte(i), 1, 2}, t, t+1)
@@ -111,6 +124,15 @@ func FuzzPackFile(f *testing.F) {
 		}
 		defer r.Close()
 		s := r.Summary()
+		if _, err := r.Types(); err != nil {
+			var ce *pack.CorruptError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Types error %T %v is not a *CorruptError", err, err)
+			}
+			if v.OK() {
+				t.Fatalf("Types fails (%v) but Verify finds no problem", err)
+			}
+		}
 		_ = r.MetadataNames()
 		_, _ = r.DumpInfo()
 		var fr pack.Frame
@@ -282,6 +304,18 @@ func FuzzPackStream(f *testing.F) {
 		}
 		if v.OK() && v.Complete && frames != v.Frames {
 			t.Fatalf("clean file: streamed %d frames, verify %d", frames, v.Frames)
+		}
+		if v.OK() && v.Complete {
+			rt, err := r.Types()
+			st := s.Types()
+			if err != nil || len(rt) != len(st) || len(st) != v.Types {
+				t.Fatalf("clean file: %d types streamed, %d read (%v), %d verified", len(st), len(rt), err, v.Types)
+			}
+			for i := range st {
+				if !st[i].Type.Equal(rt[i].Type) || st[i].Offset != rt[i].Offset {
+					t.Fatalf("type section %d differs between stream and file reader", i)
+				}
+			}
 		}
 	})
 }

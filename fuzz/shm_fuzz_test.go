@@ -1,10 +1,13 @@
 package fuzz
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/edr-lite/edr-lite/ingest"
@@ -42,7 +45,10 @@ func (s *boundedSink) IngestAt(id ingest.TopicID, _, _ int64, p []byte) bool {
 // consumer reads a hostile producer's segment. Properties: no panic and no
 // read outside the file (a fault would crash the fuzzer); work and output
 // bounded by the file size; the counters agree with what the sink saw; any
-// error is a *shm.SegmentError (or a file error) naming the segment.
+// error is a *shm.SegmentError (or a file error) naming the segment. The
+// schema area of a version 2 segment: the declared type's schema is the
+// file's bytes at HeaderSize (never more than the file holds, never more
+// than MaxSchemaSize), or the topic is raw bytes with a *shm.TypeError.
 func FuzzShmSegment(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("EDRSHM\x00\x01"))
@@ -78,5 +84,56 @@ func FuzzShmSegment(f *testing.F) {
 		if sink.discovers != 1 {
 			t.Fatalf("valid segment discovered %d times", sink.discovers)
 		}
+		typ := st.Topic.Type
+		if st.TypeErr != nil {
+			var te *shm.TypeError
+			if !errors.As(st.TypeErr, &te) || te.Segment != path || te.Topic != "fuzz" || typ.MessageEncoding != ingest.EncodingRaw || len(typ.Schema.Data) != 0 {
+				t.Fatalf("type error %v with type %v", st.TypeErr, typ)
+			}
+			return
+		}
+		if n := len(typ.Schema.Data); n > shm.MaxSchemaSize || n > 0 && (shm.HeaderSize+n > len(data) ||
+			!bytes.Equal(typ.Schema.Data, data[shm.HeaderSize:shm.HeaderSize+n])) {
+			t.Fatalf("schema of %d bytes is not the file's schema area (%d-byte file)", n, len(data))
+		}
 	})
+}
+
+// TestWriteShmSeedCorpus adds typed (version 2) segments to
+// testdata/fuzz/FuzzShmSegment when SHM_WRITE_SEEDS=1: a packed layout
+// with three messages and a 3 KiB JSON Schema.
+func TestWriteShmSeedCorpus(t *testing.T) {
+	if os.Getenv("SHM_WRITE_SEEDS") != "1" {
+		t.Skip("set SHM_WRITE_SEEDS=1 to add the typed shm seeds")
+	}
+	dir := t.TempDir()
+	var js strings.Builder
+	js.WriteString(`{"type":"object","properties":{`)
+	for i := 0; js.Len() < 3<<10; i++ {
+		fmt.Fprintf(&js, `"f%d":{"type":"number"},`, i)
+	}
+	js.WriteString(`"last":{"type":"string"}}}`)
+	for name, typ := range map[string]ingest.Type{
+		"typed_packed": ingest.Packed("v.Speed", "f32le speed (m/s); u8 gear; pad 3"),
+		"typed_json": {MessageEncoding: ingest.EncodingJSON,
+			Schema: ingest.Schema{Name: "v.Module", Encoding: ingest.SchemaJSON, Data: []byte(js.String())}},
+	} {
+		p, err := shm.NewProducer(dir, shm.ProducerOptions{Name: "fuzz", Type: typ, Capacity: shm.MinCapacity, NoPrefault: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			p.Publish(int64(i), []byte{0, 0, 0x20, 0x41, byte(i), 0, 0, 0})
+		}
+		b, err := os.ReadFile(p.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		os.Remove(p.Path())
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)
+		if err := os.WriteFile(filepath.Join("testdata", "fuzz", "FuzzShmSegment", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -4,6 +4,14 @@
 // its producer went away. Package engine implements Sink; packages shm and
 // capture (and any in-process producer) call it.
 //
+// It also holds the plain data of what a topic carries: Type (a message
+// encoding and a Schema: name, schema encoding, bytes), the encoding
+// constants (MCAP registry values and edr-lite's x-edr-*), Validate, the
+// content ID that files de-duplicate schemas by, and the constructors
+// Packed, Raw and Named. A source declares a topic's type once, in
+// TopicInfo.Type, never per message. Package schema reads messages of a
+// type (it aliases these types); docs/schemas.md is the reference.
+//
 // It is a leaf: it imports nothing of edr-lite and nothing outside the
 // standard library, so a source or a producer program that links it does
 // not link the recorder, the dump formats or their compressors.
@@ -14,4 +22,9 @@
 //
 // IngestAt never keeps the payload slice it is given; the caller may reuse
 // it as soon as the call returns. See Sink for which calls may block.
+//
+// Types are values: a Type's Schema.Data is a slice that whoever builds it
+// owns; the recorder keeps the Type it is given at Discover (the caller must
+// not change the bytes afterwards). Validate and ID do not allocate beyond
+// hashing; they are for Discover and file writers, not per message.
 package ingest

@@ -11,8 +11,12 @@ type TopicInfo struct {
 	Name string
 	// Channel distinguishes several streams of the same name; "" when none.
 	Channel string
-	// Type is the type or schema name of the payload ("" when unknown).
-	Type string
+	// Type is what the payload is: message encoding and schema, declared
+	// once for the topic (a shm producer's segment, a listener's or the
+	// configuration's type). The zero Type means not declared: the topic
+	// is recorded as raw bytes. A recorder may replace it (a configured
+	// override, a schema that does not check out); see engine.Recorder.
+	Type Type
 	// Source says where the topic comes from, e.g. "shm:/dev/shm/edr/speed",
 	// "udp:0.0.0.0:30490", "raw:eth0", "api".
 	Source string

@@ -4,7 +4,8 @@
 // information and metadata.
 //
 // In one paragraph: Export writes a dump as a header line (Header: writer,
-// creation time, the topics with their types and counts, the dump
+// creation time, the topics with their types and counts, a table of the
+// topics' types (message encoding, schema, content ID), the dump
 // information as stored, the other metadata sections) and then one line per
 // Message in file order (internal/dumpfile.Export hands it those of a pack
 // or MCAP file):

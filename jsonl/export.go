@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/edr-lite/edr-lite/ingest"
+
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -23,6 +25,9 @@ type Message struct {
 	DoneNs        int64  // capture time as recorded (0 = unknown)
 	TimeNs        int64  // the message time, written as ts
 	Data          []byte // nil when the message has no data block
+	// Type is the message's type (nil: the topic's, from the header); a
+	// change of type within a topic is written on its first message.
+	Type *ingest.Type
 }
 
 // Export writes a dump to w as JSON lines: a header line (h) and then one
@@ -34,10 +39,12 @@ type Message struct {
 // seq counts messages from 0; ts is the message time (capture time, else
 // producer time, else frame time; MCAP log_time); gen_ts the producer time;
 // data the payload in standard base64, absent for a message without a data
-// block. Two optional fields keep the round trip lossless: "done_ts" when
-// the recorded capture time differs from ts (it was 0), and "meta" (base64)
-// when the message has meta bytes. Frame boundaries are not kept: an
-// import regroups messages into frames.
+// block. Optional fields keep the round trip lossless: "done_ts" when the
+// recorded capture time differs from ts (it was 0), "meta" (base64) when
+// the message has meta bytes, and "type_id" when the message's type
+// (Message.Type) differs from what its topic had so far (the header's
+// types). Frame boundaries are not kept: an import regroups messages into
+// frames.
 //
 // h gives the dump's writer, creation time, dump information (as stored;
 // it must be JSON), other metadata sections and its topics in the dump's
@@ -52,6 +59,7 @@ func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) er
 		return nil, fmt.Errorf("%s: %w: metadata %s is not JSON", name, ErrFormat, dumpinfo.MetadataName)
 	}
 	quoted := h.keyTopics()
+	cur := h.typeTable() // each topic's type as the lines have said it
 	bw := bufio.NewWriterSize(w, 256<<10)
 	line, err := json.Marshal(h)
 	if err != nil {
@@ -62,11 +70,20 @@ func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) er
 	rep := &Report{Topics: len(h.Topics)}
 	buf := make([]byte, 0, 4096)
 	err = walk(func(m *Message) error {
-		q, ok := quoted[topicKey{m.Name, m.Channel}]
+		k := topicKey{m.Name, m.Channel}
+		q, ok := quoted[k]
 		if !ok {
 			return fmt.Errorf("%s: %w: topic %s is missing from the index", name, ErrFormat, pack.Topic(m.Name, m.Channel))
 		}
-		buf = appendMessage(buf[:0], rep.Messages, q, m.TimeNs, m.GenNs, m.DoneNs, m.Meta, m.Data)
+		var typeID string
+		if c := cur[k]; m.Type != nil && c.ptr != m.Type {
+			c.ptr = m.Type
+			if !c.typ.Equal(*m.Type) {
+				c.typ = *m.Type
+				typeID = m.Type.ID().String()
+			}
+		}
+		buf = appendMessage(buf[:0], rep.Messages, q, m.TimeNs, m.GenNs, m.DoneNs, m.Meta, m.Data, typeID)
 		if _, err := bw.Write(buf); err != nil {
 			return err
 		}
@@ -78,6 +95,36 @@ func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) er
 		return rep, err
 	}
 	return rep, bw.Flush()
+}
+
+// curType is what the lines have said of a topic's type so far.
+type curType struct {
+	typ ingest.Type
+	ptr *ingest.Type // the Message.Type last seen (pointer: compared first)
+}
+
+// typeTable fills h.Types with every distinct type of the topics (in topic
+// order) and each topic's TypeID with its first, and returns the topics'
+// starting types.
+func (h *Header) typeTable() map[topicKey]*curType {
+	cur := map[topicKey]*curType{}
+	seen := map[string]bool{}
+	for i := range h.Topics {
+		t := &h.Topics[i]
+		c := &curType{}
+		cur[topicKey{t.Name, t.Channel}] = c
+		for j, typ := range t.Types {
+			e := typeEntry(typ.OrRaw())
+			if j == 0 {
+				t.TypeID, c.typ = e.ID, typ.OrRaw()
+			}
+			if !seen[e.ID] {
+				seen[e.ID] = true
+				h.Types = append(h.Types, e)
+			}
+		}
+	}
+	return cur
 }
 
 // keyTopics gives each topic its key ("name", or "name#channel"; a key
@@ -110,7 +157,7 @@ func (h *Header) keyTopics() map[topicKey][]byte {
 
 // appendMessage appends one message line. quotedTopic is the topic as
 // a JSON string; data nil means no data block.
-func appendMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, done int64, meta, data []byte) []byte {
+func appendMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, done int64, meta, data []byte, typeID string) []byte {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendUint(dst, seq, 10)
 	dst = append(dst, `,"topic":`...)
@@ -122,6 +169,11 @@ func appendMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, done int
 	if done != ts {
 		dst = append(dst, `,"done_ts":`...)
 		dst = strconv.AppendInt(dst, done, 10)
+	}
+	if typeID != "" {
+		dst = append(dst, `,"type_id":"`...)
+		dst = append(dst, typeID...)
+		dst = append(dst, '"')
 	}
 	if len(meta) > 0 {
 		dst = append(dst, `,"meta":"`...)

@@ -9,6 +9,8 @@ import (
 	"io"
 	"sort"
 
+	"github.com/edr-lite/edr-lite/ingest"
+
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -22,6 +24,7 @@ type message struct {
 	DoneTS *int64  `json:"done_ts"`
 	Meta   []byte  `json:"meta"`
 	Data   *string `json:"data"`
+	TypeID string  `json:"type_id"`
 }
 
 // Import reads a JSON-lines export from r and writes its messages,
@@ -48,7 +51,11 @@ func Import(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep
 			rep, err = nil, cerr
 		}
 	}()
-	topics, err := indexTopics(lr, h)
+	types, err := indexTypes(lr, h)
+	if err != nil {
+		return nil, err
+	}
+	topics, err := indexTopics(lr, h, types)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +63,7 @@ func Import(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep
 		return nil, err
 	}
 	rep = &Report{Topics: len(h.Topics)}
-	if err := addMessages(lr, w, topics, rep); err != nil {
+	if err := addMessages(lr, w, topics, types, rep); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -65,23 +72,40 @@ func Import(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep
 // lineReader reads an export line by line and numbers the lines for
 // errors.
 type lineReader struct {
-	br *bufio.Reader
-	n  int // lines read
+	br  *bufio.Reader
+	n   int    // lines read
+	buf []byte // the current line
 }
 
 // next returns the next line without its line ending, or io.EOF. The line
 // is valid until the next call. A last line without a newline counts.
+// A line longer than MaxLineBytes is refused with its line number instead
+// of being gathered until memory runs out.
 func (lr *lineReader) next() ([]byte, error) {
-	line, err := lr.br.ReadBytes('\n')
-	if err == io.EOF && len(line) > 0 {
-		err = nil
+	lr.buf = lr.buf[:0]
+	for {
+		frag, err := lr.br.ReadSlice('\n')
+		if len(lr.buf)+len(frag) > MaxLineBytes {
+			return nil, fmt.Errorf("%w: line %d: longer than %d bytes (a message's base64 data is at most that)", ErrFormat, lr.n+1, MaxLineBytes)
+		}
+		lr.buf = append(lr.buf, frag...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && len(lr.buf) > 0 {
+			err = nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		lr.n++
+		return bytes.TrimRight(lr.buf, "\r\n"), nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	lr.n++
-	return bytes.TrimRight(line, "\r\n"), nil
 }
+
+// MaxLineBytes bounds one line of an export: 256 MiB, room for a 190 MiB
+// message in base64.
+const MaxLineBytes = 256 << 20
 
 // errorf returns an ErrFormat naming the line read last.
 func (lr *lineReader) errorf(format string, a ...any) error {
@@ -110,10 +134,38 @@ func readHeader(lr *lineReader) (*Header, error) {
 	return &h, nil
 }
 
+// indexTypes checks the header's type table (each type valid, its id its
+// content ID, listed once) and maps ids to types.
+func indexTypes(lr *lineReader, h *Header) (map[string]ingest.Type, error) {
+	types := map[string]ingest.Type{}
+	for i := range h.Types {
+		e := &h.Types[i]
+		t := e.typ()
+		if err := t.Validate(); err != nil {
+			return nil, lr.errorf("header: types[%d]: %v", i, err)
+		}
+		if id := t.ID().String(); id != e.ID {
+			return nil, lr.errorf("header: types[%d]: id %q, but the type's content ID is %s", i, e.ID, id)
+		}
+		if _, dup := types[e.ID]; dup {
+			return nil, lr.errorf("header: types[%d]: id %s listed twice", i, e.ID)
+		}
+		types[e.ID] = t
+	}
+	return types, nil
+}
+
+// importTopic is a header topic and the type it has in the output so far.
+type importTopic struct {
+	*Topic
+	typ     ingest.Type // its type from the header (TypeID), zero when none
+	started bool        // its type was set on the Writer
+}
+
 // indexTopics maps the header's topic keys to its topics, which must be
-// named and listed once.
-func indexTopics(lr *lineReader, h *Header) (map[string]*Topic, error) {
-	topics := map[string]*Topic{}
+// named and listed once, with a type from the table if they name one.
+func indexTopics(lr *lineReader, h *Header, types map[string]ingest.Type) (map[string]*importTopic, error) {
+	topics := map[string]*importTopic{}
 	for i := range h.Topics {
 		t := &h.Topics[i]
 		if t.Name == "" || t.Topic == "" {
@@ -122,7 +174,15 @@ func indexTopics(lr *lineReader, h *Header) (map[string]*Topic, error) {
 		if topics[t.Topic] != nil {
 			return nil, lr.errorf("header: topics[%d]: topic %q listed twice", i, t.Topic)
 		}
-		topics[t.Topic] = t
+		it := &importTopic{Topic: t}
+		if t.TypeID != "" {
+			typ, ok := types[t.TypeID]
+			if !ok {
+				return nil, lr.errorf("header: topics[%d]: type_id %s is not in the types", i, t.TypeID)
+			}
+			it.typ = typ
+		}
+		topics[t.Topic] = it
 	}
 	return topics, nil
 }
@@ -158,7 +218,7 @@ func addMetadata(lr *lineReader, w *pack.Writer, h *Header) error {
 
 // addMessages reads the message lines to the end and adds each to w,
 // counting them in rep.
-func addMessages(lr *lineReader, w *pack.Writer, topics map[string]*Topic, rep *Report) error {
+func addMessages(lr *lineReader, w *pack.Writer, topics map[string]*importTopic, types map[string]ingest.Type, rep *Report) error {
 	var data, meta []byte
 	for {
 		line, err := lr.next()
@@ -189,6 +249,21 @@ func addMessages(lr *lineReader, w *pack.Writer, topics map[string]*Topic, rep *
 			}
 		}
 		meta = append(meta[:0], m.Meta...)
+		// The topic's type: from the header before its first message,
+		// from the line where it changes.
+		if m.TypeID != "" {
+			typ, ok := types[m.TypeID]
+			if !ok {
+				return lr.errorf("type_id %s is not in the header's types", m.TypeID)
+			}
+			t.typ, t.started = typ, false
+		}
+		if !t.started && t.typ.MessageEncoding != "" {
+			if err := w.SetTopicType(t.Name, t.Channel, t.typ, done); err != nil {
+				return fmt.Errorf("line %d: %w", lr.n, err)
+			}
+		}
+		t.started = true
 		if err := w.Add(t.Name, t.Channel, meta, m.GenTS, done, d); err != nil {
 			return fmt.Errorf("line %d: %w", lr.n, err)
 		}
@@ -199,7 +274,7 @@ func addMessages(lr *lineReader, w *pack.Writer, topics map[string]*Topic, rep *
 
 // parse decodes line as message number seq, checks its required fields
 // and returns its topic.
-func (m *message) parse(lr *lineReader, line []byte, seq uint64, topics map[string]*Topic) (*Topic, error) {
+func (m *message) parse(lr *lineReader, line []byte, seq uint64, topics map[string]*importTopic) (*importTopic, error) {
 	if len(line) == 0 {
 		return nil, lr.errorf("empty line")
 	}

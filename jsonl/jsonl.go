@@ -1,6 +1,10 @@
 package jsonl
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/edr-lite/edr-lite/ingest"
+)
 
 // The header's "format" and "version".
 const (
@@ -15,6 +19,11 @@ type Header struct {
 	Writer    string  `json:"writer,omitempty"`     // the pack file's writer
 	CreatedNs int64   `json:"created_ns,omitempty"` // the pack file's creation time
 	Topics    []Topic `json:"topics"`
+	// Types lists each distinct type of the dump's topics once (a topic
+	// refers to its first by TypeID; a message line's "type_id" says its
+	// topic's type changed there). Absent in exports of untyped dumps and
+	// of versions before types; ignored by importers before them.
+	Types []Type `json:"types,omitempty"`
 	// DumpInfo is the dump's information (triggers, per-topic accounting)
 	// exactly as stored in the pack file.
 	DumpInfo json.RawMessage `json:"dump_info,omitempty"`
@@ -28,8 +37,34 @@ type Topic struct {
 	Topic    string `json:"topic"`
 	Name     string `json:"name"`
 	Channel  string `json:"channel,omitempty"`
-	Type     string `json:"type,omitempty"`
+	Type     string `json:"type,omitempty"`    // the schema (type) name, for readers of the text
+	TypeID   string `json:"type_id,omitempty"` // the topic's first type, in Header.Types
 	Messages uint64 `json:"messages"`
+	// Types are the topic's types in the order they appear (Export fills
+	// the header's table and TypeID from them; a message's Type says which
+	// applies). Not written as such.
+	Types []ingest.Type `json:"-"`
+}
+
+// Type is one entry of the header's type table: a topic type
+// (ingest.Type) and its content ID (ingest.Type.ID, hex), which an
+// importer checks.
+type Type struct {
+	ID             string `json:"id"`
+	Encoding       string `json:"encoding"`
+	SchemaName     string `json:"schema_name,omitempty"`
+	SchemaEncoding string `json:"schema_encoding,omitempty"`
+	Schema         []byte `json:"schema,omitempty"` // base64: protobuf descriptor sets are binary
+}
+
+func typeEntry(t ingest.Type) Type {
+	return Type{ID: t.ID().String(), Encoding: t.MessageEncoding, SchemaName: t.Schema.Name,
+		SchemaEncoding: t.Schema.Encoding, Schema: t.Schema.Data}
+}
+
+func (e *Type) typ() ingest.Type {
+	return ingest.Type{MessageEncoding: e.Encoding,
+		Schema: ingest.Schema{Name: e.SchemaName, Encoding: e.SchemaEncoding, Data: e.Schema}}
 }
 
 // topicKey is a topic as messages carry it.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/pack"
@@ -181,7 +182,8 @@ func firstDiff(a, b []byte) string {
 func TestLineFormat(t *testing.T) {
 	js := string(exportFile(t, richDump(t, pack.CompressNone)))
 	lines := strings.Split(js, "\n")
-	if !strings.HasPrefix(lines[0], `{"format":"edr-lite-jsonl","version":1,"writer":"rich test","created_ns":1234,"topics":[{"topic":"camera/front","name":"camera/front","type":"gray8","messages":50},`) {
+	if !strings.HasPrefix(lines[0], `{"format":"edr-lite-jsonl","version":1,"writer":"rich test","created_ns":1234,"topics":[{"topic":"camera/front","name":"camera/front","type":"gray8","type_id":"`+
+		ingest.Raw("gray8").ID().String()+`","messages":50},`) || !strings.Contains(lines[0], `"types":[{"id":"`+ingest.Raw("gray8").ID().String()+`","encoding":"x-edr-raw","schema_name":"gray8"},`) {
 		t.Errorf("header %s", lines[0])
 	}
 	for i, want := range []string{
@@ -225,6 +227,14 @@ func TestImportErrors(t *testing.T) {
 	f(hdr+`{"seq":0,"topic":"heartbeat","ts":1,"data":"!!"}`+"\n", "line 2: data")
 	f(hdr+`{"seq":0,"topic":"heartbeat","ts":1,"meta":"!!"}`+"\n", "line 2:")
 	f(hdr+`{"seq":0,"topic":"heartbeat","ts":"x"}`+"\n", "line 2:")
+	// a line longer than MaxLineBytes is refused by number, read no further
+	// (a stream of zeros without a newline is not gathered until memory runs out)
+	zeros := io.MultiReader(strings.NewReader(hdr), io.LimitReader(zeroReader{}, jsonl.MaxLineBytes+1<<20))
+	if _, err := jsonl.Import(zeros, func(o pack.WriterOptions) (*pack.Writer, error) {
+		return pack.NewStreamWriter(io.Discard, o)
+	}); !errors.Is(err, jsonl.ErrFormat) || !strings.Contains(err.Error(), "line 2: longer than") {
+		t.Errorf("over-long line: %v", err)
+	}
 	// a file without a final newline is fine
 	out := filepath.Join(t.TempDir(), "ok.pack")
 	if rep, err := importTo(out, []byte(strings.TrimSuffix(string(good), "\n"))); err != nil || rep.Messages != 300 {
@@ -270,3 +280,7 @@ func TestExportHeader(t *testing.T) {
 		t.Errorf("unknown topic: %v", err)
 	}
 }
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
@@ -23,7 +24,7 @@ func TestWriteMessageAllocs(t *testing.T) {
 				t.Fatal(err)
 			}
 			a, _ := w.AddTopic(Topic{Name: "a"})
-			b, _ := w.AddTopic(Topic{Name: "b", Type: "T"})
+			b, _ := w.AddTopic(Topic{Name: "b", Type: ingest.Raw("T")})
 			data := make([]byte, 200)
 			m := Message{Data: data}
 			i := 0

@@ -15,11 +15,16 @@
 //	Footer(summary_start, summary_offset_start, summary crc) Magic
 //
 // Chunks are compressed with "lz4" (LZ4 frame format) or "zstd", or not at
-// all (""), and carry the CRC32 of their uncompressed records. A topic with a
-// well-known message encoding and schema keeps them; a topic without one is
+// all (""), and carry the CRC32 of their uncompressed records. A topic's
+// type (Topic.Type, an ingest.Type) gives its channel's message encoding and
+// a Schema record (a protobuf descriptor set as it is); a raw topic is
 // written as opaque bytes (message_encoding "x-edr-raw", and a Schema with the
 // type name and an empty encoding when the type name is known), which viewers
 // list with its counts and times but do not decode. See (*Writer).AddTopic.
+// PackWriter transcodes packed structs (x-edr-packed) to json with their
+// layout's JSON Schema, keeping the layout in the channel metadata
+// (MetadataLayout) so PackReader gives them back packed; Options.KeepPacked
+// writes them as they are. A topic whose type changes gets a new channel.
 //
 // PackWriter writes pack-model messages (name, channel, meta, gen_ts,
 // done_ts, data) with pack.Writer's Add / SetDumpInfo / Close, so the

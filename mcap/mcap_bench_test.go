@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/demo"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -24,7 +25,7 @@ func benchWorkload(noisy bool) (topics []Topic, msgs []Message, payload int64) {
 		if tp.Latched {
 			continue
 		}
-		topics = append(topics, Topic{Name: tp.Name, Type: tp.Type})
+		topics = append(topics, Topic{Name: tp.Name, Type: ingest.Raw(tp.Type)})
 		next = append(next, 0)
 	}
 	counts := make([]uint64, len(topics))

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 var compressions = []string{CompressionNone, CompressionLZ4, CompressionZstd}
@@ -15,9 +17,9 @@ var compressions = []string{CompressionNone, CompressionLZ4, CompressionZstd}
 // testTopics are the topics every test file carries: typed, raw, and one
 // with a channel suffix.
 var testTopics = []Topic{
-	{Name: "vehicle/speed", Type: "edr.Speed"},
+	{Name: "vehicle/speed", Type: ingest.Raw("edr.Speed")},
 	{Name: "camera/front", Channel: "left"},
-	{Name: "imu", Type: "edr.Imu", Encoding: "protobuf", SchemaEncoding: "protobuf", Schema: []byte{0x0a, 0x03, 'i', 'm', 'u'}},
+	{Name: "imu", Type: ingest.Type{MessageEncoding: "protobuf", Schema: ingest.Schema{Name: "edr.Imu", Encoding: "protobuf", Data: []byte{0x0a, 0x03, 'i', 'm', 'u'}}}},
 }
 
 type sent struct {
@@ -171,7 +173,7 @@ func checkInfo(t *testing.T, info *Info, msgs []sent, comp string) {
 		if c.Topic != TopicName(tp.Name, tp.Channel) || c.Metadata["edr.name"] != tp.Name {
 			t.Errorf("channel %d: %+v", i, c.Channel)
 		}
-		if (tp.Type != "") != (c.Schema != nil) || (c.Schema != nil && c.Schema.Name != tp.Type) {
+		if (tp.Type.Schema.Name != "") != (c.Schema != nil) || (c.Schema != nil && c.Schema.Name != tp.Type.Schema.Name) {
 			t.Errorf("channel %d schema %+v, want type %q", i, c.Schema, tp.Type)
 		}
 	}

@@ -16,7 +16,7 @@ type mapping struct {
 }
 
 func mapFile(path string) (*mapping, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -24,6 +24,9 @@ func mapFile(path string) (*mapping, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("mcap: %s is %s, not a regular file", path, fileKind(st.Mode()))
 	}
 	size := st.Size()
 	if size == 0 {
@@ -148,4 +151,19 @@ func (s *mmapSink) abort() {
 		_ = unix.Munmap(s.win)
 		s.win = nil
 	}
+}
+
+// fileKind names what a non-regular file is, for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }

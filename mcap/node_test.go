@@ -25,8 +25,13 @@ type nodeResult struct {
 			Name string
 			KV   map[string]string
 		} `json:"metadata"`
-		Chunks     []string          `json:"chunks"`
-		Schemas    map[string]string `json:"schemas"`
+		Chunks   []string          `json:"chunks"`
+		Schemas  map[string]string `json:"schemas"`
+		Channels []nodeChannel     `json:"channels"`
+		JSON     map[string]struct {
+			OK  int `json:"ok"`
+			Bad int `json:"bad"`
+		} `json:"json"`
 		Statistics struct {
 			MessageCount     int    `json:"messageCount"`
 			ChannelCount     int    `json:"channelCount"`
@@ -41,6 +46,19 @@ type nodeResult struct {
 		Topics  map[string]topicStat `json:"topics"`
 		Records map[string]int       `json:"records"`
 	} `json:"stream"`
+}
+
+// nodeChannel is a channel as @mcap/core read it.
+type nodeChannel struct {
+	Topic           string `json:"topic"`
+	MessageEncoding string `json:"messageEncoding"`
+	SchemaID        int    `json:"schemaId"`
+	Schema          *struct {
+		Name     string `json:"name"`
+		Encoding string `json:"encoding"`
+		Sha256   string `json:"sha256"`
+	} `json:"schema"`
+	Metadata map[string]string `json:"metadata"`
 }
 
 type topicStat struct {
@@ -181,8 +199,8 @@ func TestNodeReader(t *testing.T) {
 				t.Errorf("records seen by the stream reader: %v", r.Stream.Records)
 			}
 			for _, tp := range testTopics {
-				if got := ix.Schemas[TopicName(tp.Name, tp.Channel)]; got != tp.Type {
-					t.Errorf("topic %q schema %q, want %q", tp.Name, got, tp.Type)
+				if got := ix.Schemas[TopicName(tp.Name, tp.Channel)]; got != tp.Type.Schema.Name {
+					t.Errorf("topic %q schema %q, want %q", tp.Name, got, tp.Type.Schema.Name)
 				}
 			}
 		})
@@ -290,6 +308,71 @@ func TestNodeReadsDemoExport(t *testing.T) {
 			if r.Indexed.Topics[k] != w || r.Stream.Topics[k] != w {
 				t.Errorf("%s: topic %q: indexed %+v stream %+v, want %+v", filepath.Base(f), k, r.Indexed.Topics[k], r.Stream.Topics[k], w)
 			}
+		}
+	}
+}
+
+// TestNodeReadsTypedExport: a typed pack dump exported to MCAP (packed
+// structs transcoded, and kept with KeepPacked) reads in @mcap/core with a
+// Schema record of the right encoding behind every typed channel (the
+// protobuf descriptor set byte for byte), and every message of a json
+// channel parses with JSON.parse.
+func TestNodeReadsTypedExport(t *testing.T) {
+	dir := nodeValidator(t)
+	msgs := typedMessages(60)
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "typed.pack")
+	writeTypedPack(t, in, msgs)
+	transcoded, kept := filepath.Join(tmp, "typed.mcap"), filepath.Join(tmp, "kept.mcap")
+	exportFile(t, in, transcoded, Options{Compression: CompressionZstd})
+	exportFile(t, in, kept, Options{KeepPacked: true})
+	res := runNode(t, dir, transcoded, kept)
+	sum := sha256.Sum256(typStamp.Schema.Data)
+	stampSHA := hex.EncodeToString(sum[:])
+	for _, f := range []string{transcoded, kept} {
+		r := res[f]
+		if r.Error != "" {
+			t.Fatalf("%s: @mcap/core failed: %s", filepath.Base(f), r.Error)
+		}
+		packed := "json"
+		if f == kept {
+			packed = "x-edr-packed"
+		}
+		want := map[string][2]string{ // message encoding, schema encoding
+			"vehicle/speed": {packed, map[string]string{"json": "jsonschema", "x-edr-packed": "x-edr-layout"}[packed]},
+			"clock":         {"protobuf", "protobuf"},
+			"calibration":   {"json", "jsonschema"},
+			"blob":          {"x-edr-raw", ""},
+		}
+		seen := map[string]int{}
+		for _, c := range r.Indexed.Channels {
+			w, ok := want[c.Topic]
+			if !ok || c.Schema == nil || c.MessageEncoding != w[0] || c.Schema.Encoding != w[1] || c.SchemaID == 0 {
+				t.Errorf("%s: channel %+v (schema %+v), want encodings %v", filepath.Base(f), c, c.Schema, w)
+				continue
+			}
+			seen[c.Topic]++
+			if c.Topic == "clock" && c.Schema.Sha256 != stampSHA {
+				t.Errorf("%s: the protobuf Schema record is not the descriptor set", filepath.Base(f))
+			}
+			if c.Topic == "vehicle/speed" && packed == "json" && c.Metadata[MetadataLayout] == "" {
+				t.Errorf("%s: transcoded channel without its layout", filepath.Base(f))
+			}
+		}
+		if seen["vehicle/speed"] != 2 || len(seen) != 4 {
+			t.Errorf("%s: channels per topic %v, want speed twice (its type changed), the others once", filepath.Base(f), seen)
+		}
+		counts := map[string]int{}
+		for _, m := range msgs {
+			counts[m.name]++
+		}
+		for topic, js := range r.Indexed.JSON {
+			if js.Bad != 0 || js.OK != counts[topic] {
+				t.Errorf("%s: %s: JSON.parse read %d, failed %d, of %d", filepath.Base(f), topic, js.OK, js.Bad, counts[topic])
+			}
+		}
+		if packed == "json" && r.Indexed.JSON["vehicle/speed"].OK != counts["vehicle/speed"] {
+			t.Errorf("%s: the transcoded speed did not parse", filepath.Base(f))
 		}
 	}
 }

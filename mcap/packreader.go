@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/schema"
 )
 
 // MetadataPackHeader is the Metadata record ExportPack writes with the
@@ -24,16 +26,22 @@ type PackMessage struct {
 	GenTs         int64  // producer time: publish_time
 	DoneTs        int64  // capture time: log_time
 	Data          []byte // never nil, except for a meta message without its data message
+	// Type is the type of the message's channel (see PackReader); the same
+	// pointer for every message of a channel, so a change of pointer within
+	// a topic is a change of type. Never nil.
+	Type *ingest.Type
+
+	chanInfo *ChannelInfo
 }
 
 // PackTopic is one pack topic of an MCAP file: a channel (and the channel
 // carrying its meta bytes, if any) seen as "name#channel".
 type PackTopic struct {
 	Name, Channel string
-	// Type is the channel's edr.type metadata in a file written by
-	// edr-lite; for other writers the schema name, else the message
-	// encoding.
-	Type     string
+	// Type is the type of the topic's first channel (see PackReader);
+	// Types counts its distinct types (more than one when it changed).
+	Type     ingest.Type
+	Types    int
 	Messages uint64       // messages on the topic's channels, meta channels not counted
 	MCAP     *ChannelInfo // the first channel of the topic; nil for a topic known only by its meta channel
 }
@@ -42,6 +50,9 @@ type chanMap struct {
 	topic  int  // index in PackReader.topics
 	meta   bool // carries the meta bytes of topic's messages
 	metaID int  // main channel: the id of its meta channel, -1 when none
+	typ    *ingest.Type
+	layout *schema.Layout // a packed topic transcoded to json: re-encode with it
+	ci     *ChannelInfo
 }
 
 // PackReader reads an MCAP file as a pack dump: pack-model messages, the
@@ -54,6 +65,15 @@ type chanMap struct {
 // topic Channel.topic with an empty channel. The dump information comes
 // from MetadataDump's "json" (else from the MetadataTrigger and
 // MetadataTopicStats records).
+//
+// Each channel has a type (PackMessage.Type): its message encoding and
+// Schema record; a json channel with MetadataLayout is a packed-struct
+// topic PackWriter transcoded, given back as x-edr-packed with that layout
+// and its messages re-encoded to packed bytes (schema.Layout.AppendPacked:
+// canonical bytes); opaque channels (x-edr-raw, or edr.type only) are
+// ingest.Raw of their type name. A channel whose encodings do not pair
+// (ingest.Type.Validate) is given as raw bytes named by its schema. Several
+// channels of one topic (a type that changed) are one pack topic.
 //
 // Messages come in log_time order (equal times in file order), or in file
 // order after FileOrder, through a Cursor: see its costs. A PackReader is
@@ -101,12 +121,14 @@ func NewPackReader(r *Reader) (*PackReader, error) {
 			return nil, fmt.Errorf("%s: dump info: %w", r.name, err)
 		}
 	}
-	p.mapChannels()
+	if err := p.mapChannels(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
 // mapChannels builds the topics from the channels, in channel id order.
-func (p *PackReader) mapChannels() {
+func (p *PackReader) mapChannels() error {
 	type key struct{ name, channel string }
 	byKey := map[key]int{}
 	topicOf := func(k key) int {
@@ -131,19 +153,22 @@ func (p *PackReader) mapChannels() {
 			continue
 		}
 		k := key{ci.Topic, ""}
-		typ := ci.MessageEncoding
-		if ci.Schema != nil && ci.Schema.Name != "" {
-			typ = ci.Schema.Name
-		}
 		if edr {
-			k, typ = key{name, ci.Metadata["edr.channel"]}, ci.Metadata["edr.type"]
+			k = key{name, ci.Metadata["edr.channel"]}
+		}
+		typ, layout, err := channelType(ci, edr)
+		if err != nil {
+			return fmt.Errorf("mcap: %s: channel %d (%s): %w", p.r.name, ci.ID, ci.Topic, err)
 		}
 		t := &p.topics[topicOf(k)]
 		if t.MCAP == nil {
-			t.MCAP, t.Type = ci, typ
+			t.MCAP, t.Type, t.Types = ci, *typ, 1
+		} else if !t.Type.Equal(*typ) && t.Types < 2 {
+			t.Types = 2 // a lower bound when more: for info, not accounting
 		}
 		t.Messages += ci.Messages
 		p.chans[ci.ID].topic = byKey[k]
+		p.chans[ci.ID].typ, p.chans[ci.ID].layout, p.chans[ci.ID].ci = typ, layout, ci
 	}
 	// A main channel's meta channel: the last meta channel of its topic.
 	metaOf := map[int]int{}
@@ -157,6 +182,77 @@ func (p *PackReader) mapChannels() {
 			p.chans[id].metaID = meta
 		}
 	}
+	return nil
+}
+
+// ChannelType is the type of an MCAP channel as it is stored: its message
+// encoding and Schema record (a packed topic PackWriter transcoded is json
+// with its JSON Schema here; PackReader gives it back packed). A channel
+// whose encodings do not pair is raw bytes named by its schema.
+func ChannelType(ci *ChannelInfo) *ingest.Type {
+	t := ingest.Type{Schema: channelSchema(ci)}
+	t.MessageEncoding = ci.MessageEncoding
+	if t.MessageEncoding == "" || t.Validate() != nil {
+		t = ingest.Raw(t.Schema.Name)
+	}
+	return &t
+}
+
+// channelSchema is ci's Schema record as an ingest.Schema (no data: nil).
+func channelSchema(ci *ChannelInfo) ingest.Schema {
+	if ci.Schema == nil {
+		return ingest.Schema{}
+	}
+	s := ingest.Schema{Name: ci.Schema.Name, Encoding: ci.Schema.Encoding, Data: ci.Schema.Data}
+	if len(s.Data) == 0 {
+		s.Data = nil
+	}
+	return s
+}
+
+// channelType is the type of a channel (see PackReader) and, for a packed
+// topic transcoded to json, its compiled layout.
+func channelType(ci *ChannelInfo, edr bool) (*ingest.Type, *schema.Layout, error) {
+	t := ingest.Type{Schema: channelSchema(ci)}
+	if lay, ok := ci.Metadata[MetadataLayout]; edr && ok && ci.MessageEncoding == ingest.EncodingJSON {
+		l, err := schema.ParseLayout([]byte(lay))
+		if err != nil {
+			return nil, nil, fmt.Errorf("metadata %s: %w", MetadataLayout, err)
+		}
+		t = ingest.Type{MessageEncoding: ingest.EncodingPacked,
+			Schema: ingest.Schema{Name: t.Schema.Name, Encoding: ingest.SchemaLayout, Data: []byte(lay)}}
+		return &t, l, nil
+	}
+	t.MessageEncoding = ci.MessageEncoding
+	if edr && t.Schema.Name == "" {
+		t.Schema.Name = ci.Metadata["edr.type"]
+	}
+	if t.MessageEncoding == "" || t.Validate() != nil {
+		t = ingest.Raw(t.Schema.Name)
+	}
+	return &t, nil, nil
+}
+
+// TopicTypes returns the distinct types of topic name#channel's channels,
+// in channel order (the order a writer declared them).
+func (p *PackReader) TopicTypes(name, channel string) []*ingest.Type {
+	var out []*ingest.Type
+	for _, cm := range p.chans {
+		if cm.meta || cm.topic < 0 || cm.typ == nil {
+			continue
+		}
+		if t := &p.topics[cm.topic]; t.Name != name || t.Channel != channel {
+			continue
+		}
+		dup := false
+		for _, o := range out {
+			dup = dup || o.Equal(*cm.typ)
+		}
+		if !dup {
+			out = append(out, cm.typ)
+		}
+	}
+	return out
 }
 
 // Reader returns the underlying Reader.
@@ -233,19 +329,35 @@ func (p *PackReader) Next() (bool, error) {
 	m := p.c.Message()
 	cm := p.chans[m.ChannelID]
 	t := &p.topics[cm.topic]
-	p.msg = PackMessage{Name: t.Name, Channel: t.Channel, GenTs: clampNs(m.PublishTime), DoneTs: clampNs(m.LogTime), Data: m.Data}
+	p.msg = PackMessage{Name: t.Name, Channel: t.Channel, GenTs: clampNs(m.PublishTime), DoneTs: clampNs(m.LogTime), Data: m.Data,
+		Type: cm.typ, chanInfo: cm.ci}
 	if cm.meta { // no data message before it: a message with meta only
 		p.msg.Meta, p.msg.Data = m.Data, nil
+		p.msg.Type = &p.topics[cm.topic].Type
 		return true, nil
+	}
+	if cm.layout != nil {
+		b, err := cm.layout.AppendPacked(p.buf[:0], m.Data)
+		if err != nil {
+			return false, fmt.Errorf("mcap: %s: channel %d (%s), message at log_time %d: transcoded %s message does not match its layout: %w",
+				p.r.name, m.ChannelID, cm.ci.Topic, m.LogTime, t.Type.Schema.Name, err)
+		}
+		if b == nil {
+			b = []byte{}
+		}
+		p.buf = b
+		p.msg.Data = p.buf
 	}
 	if cm.metaID < 0 {
 		return true, nil
 	}
-	if p.buf == nil {
-		p.buf = make([]byte, 0, len(m.Data)+1)
+	if cm.layout == nil {
+		if p.buf == nil {
+			p.buf = make([]byte, 0, len(m.Data)+1)
+		}
+		p.buf = append(p.buf[:0], m.Data...)
+		p.msg.Data = p.buf
 	}
-	p.buf = append(p.buf[:0], m.Data...)
-	p.msg.Data = p.buf
 	logTime := m.LogTime
 	ok, err := p.c.Next()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -120,9 +121,9 @@ func TestPackReaderExport(t *testing.T) {
 			for _, tp := range p.Topics() {
 				topics[TopicName(tp.Name, tp.Channel)] = tp
 			}
-			if len(topics) != 3 || topics["vehicle/speed"].Type != "edr.demo.Speed" || topics["vehicle/speed"].Messages != 200 ||
-				topics["camera#front"].Type != "edr.demo.Image" || topics["camera#front"].Channel != "front" ||
-				topics["camera#front"].Messages != 100 || topics["status"].Type != "" || topics["status"].Messages != 100 {
+			if len(topics) != 3 || topics["vehicle/speed"].Type.Schema.Name != "edr.demo.Speed" || topics["vehicle/speed"].Messages != 200 ||
+				topics["camera#front"].Type.Schema.Name != "edr.demo.Image" || topics["camera#front"].Channel != "front" ||
+				topics["camera#front"].Messages != 100 || !topics["status"].Type.Equal(ingest.Raw("")) || topics["status"].Messages != 100 {
 				t.Errorf("topics %+v", topics)
 			}
 			d, ok := p.DumpInfo()
@@ -208,8 +209,8 @@ func TestPackReaderOtherWriters(t *testing.T) {
 				}
 			}
 			tps := p.Topics()
-			if len(tps) != 2 || tps[0].Name != "/a" || tps[0].Type != "S" || tps[0].Messages != 30 ||
-				tps[1].Name != "/b" || tps[1].Type != tps[1].MCAP.MessageEncoding || tps[1].Messages != 30 {
+			if len(tps) != 2 || tps[0].Name != "/a" || tps[0].Type.Schema.Name != "S" || tps[0].Messages != 30 ||
+				tps[1].Name != "/b" || tps[1].Type.MessageEncoding != tps[1].MCAP.MessageEncoding || tps[1].Messages != 30 {
 				t.Errorf("topics %+v", tps)
 			}
 			if w, c := p.Header(); w != "mcap-ts" || c != 0 {

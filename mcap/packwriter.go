@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/schema"
 )
 
 // Metadata record names written for a dump's self-description.
@@ -36,11 +39,28 @@ const (
 
 type topicKey struct{ name, channel string }
 
+type typedKey struct {
+	topicKey
+	id ingest.ContentID
+}
+
+// topicState is a topic's current channel: one per (topic, type). A
+// topic whose type changes gets a new channel; sequence numbers and the
+// meta channel carry over.
 type topicState struct {
 	id, metaID uint16
 	hasMeta    bool
 	seq        uint32
+	typ        ingest.Type    // the type declared (what a PackReader gives back)
+	layout     *schema.Layout // transcoding x-edr-packed to json when not nil
+	rawID      int            // the untranscoded channel, -1 until needed
+	topic      Topic
 }
+
+// MetadataLayout is the channel metadata key holding the layout of a
+// packed-struct topic transcoded to json, so a PackReader gives the topic
+// back as the packed struct it was (docs/mcap.md).
+const MetadataLayout = "edr.layout"
 
 // PackWriter writes pack-model messages (name, channel, meta, gen_ts,
 // done_ts, data) as MCAP. It has the same Add, WriteFrame, AddMetadata,
@@ -57,16 +77,28 @@ type topicState struct {
 //     else log_time (negative times become 0);
 //   - sequence counts the topic's messages from 0.
 //
+// Types: a topic's channel has its type's message encoding and Schema
+// (Writer.AddTopic). A packed-struct topic (x-edr-packed) is transcoded to
+// message encoding json with the layout's JSON Schema (schema.Layout
+// AppendJSON, JSONSchema), its layout kept in the channel metadata
+// (MetadataLayout), unless Options.KeepPacked; a message too short for its
+// layout goes, as it is, on a second channel of the same topic with the
+// packed type. A topic whose type changes (DeclareTopic again) continues on
+// a new channel of the same MCAP topic.
+//
 // Channels are created on a topic's first message (or by DeclareTopic,
-// which can give the type). A PackWriter is not safe for concurrent use.
+// which gives the type). A PackWriter is not safe for concurrent use.
 type PackWriter struct {
-	w      *Writer
-	fw     *FileWriter // nil when writing to an io.Writer
-	topics map[topicKey]*topicState
-	types  map[topicKey]Topic
-	info   *dumpinfo.Info
-	msg    Message
-	closed bool
+	w          *Writer
+	fw         *FileWriter // nil when writing to an io.Writer
+	topics     map[topicKey]*topicState
+	types      map[topicKey]Topic
+	byType     map[typedKey]*topicState // every channel made, to go back to one
+	info       *dumpinfo.Info
+	msg        Message
+	scratch    []byte
+	keepPacked bool
+	closed     bool
 }
 
 // NewPackWriter writes MCAP to w; Close does not close w.
@@ -75,7 +107,7 @@ func NewPackWriter(w io.Writer, opt Options) (*PackWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PackWriter{w: mw, topics: map[topicKey]*topicState{}, types: map[topicKey]Topic{}}, nil
+	return &PackWriter{w: mw, topics: map[topicKey]*topicState{}, types: map[topicKey]Topic{}, keepPacked: opt.KeepPacked}, nil
 }
 
 // CreatePackWriter writes an MCAP dump file at path through the mmap
@@ -85,17 +117,39 @@ func CreatePackWriter(path string, opt FileOptions) (*PackWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PackWriter{w: fw.Writer, fw: fw, topics: map[topicKey]*topicState{}, types: map[topicKey]Topic{}}, nil
+	return &PackWriter{w: fw.Writer, fw: fw, topics: map[topicKey]*topicState{}, types: map[topicKey]Topic{},
+		keepPacked: opt.KeepPacked}, nil
 }
 
 // Writer returns the underlying MCAP writer (for AddMetadata and the like).
 func (p *PackWriter) Writer() *Writer { return p.w }
 
-// DeclareTopic gives a topic's type information before its first message
-// (t.Name and t.Channel identify it). Declaring after the first message has
-// no effect on the already created channel.
-func (p *PackWriter) DeclareTopic(t Topic) {
-	p.types[topicKey{t.Name, t.Channel}] = t
+// DeclareTopic gives a topic's type (t.Name and t.Channel identify it;
+// t.Metadata goes into its channel's metadata). Before the topic's first
+// message it sets the type its channel is created with; after, a type that
+// differs from the current one starts a new channel for the messages added
+// from now on (a producer that restarted with another schema), the same
+// type changes nothing.
+func (p *PackWriter) DeclareTopic(t Topic) error {
+	k := topicKey{t.Name, t.Channel}
+	cur, ok := p.topics[k]
+	if !ok {
+		p.types[k] = t
+		return nil
+	}
+	if cur.typ.Equal(t.Type.OrRaw()) {
+		return nil
+	}
+	ts, ok := p.byType[typedKey{k, t.Type.OrRaw().ID()}]
+	if !ok { // a type this topic had before goes back to its channel
+		var err error
+		if ts, err = p.newChannel(t); err != nil {
+			return err
+		}
+	}
+	ts.seq, ts.metaID, ts.hasMeta = cur.seq, cur.metaID, cur.hasMeta
+	p.topics[k] = ts
+	return nil
 }
 
 func (p *PackWriter) topic(name, channel string) (*topicState, error) {
@@ -106,19 +160,65 @@ func (p *PackWriter) topic(name, channel string) (*topicState, error) {
 	if !ok {
 		t = Topic{Name: name, Channel: channel}
 	}
-	id, err := p.w.AddTopic(t)
+	ts, err := p.newChannel(t)
 	if err != nil {
 		return nil, err
 	}
-	ts := &topicState{id: id}
 	p.topics[topicKey{name, channel}] = ts
 	return ts, nil
+}
+
+// newChannel adds the channel of topic t, transcoding a packed type.
+func (p *PackWriter) newChannel(t Topic) (*topicState, error) {
+	ts := &topicState{typ: t.Type.OrRaw(), rawID: -1, topic: t}
+	ct := t
+	if ts.typ.MessageEncoding == ingest.EncodingPacked && !p.keepPacked {
+		// A layout that does not compile is written as it is.
+		if l, err := schema.ParseLayout(ts.typ.Schema.Data); err == nil {
+			ts.layout = l
+			name := ts.typ.Schema.Name
+			ct.Type = ingest.Type{MessageEncoding: ingest.EncodingJSON,
+				Schema: ingest.Schema{Name: name, Encoding: ingest.SchemaJSON, Data: l.JSONSchema(name)}}
+			ct.Metadata = maps.Clone(t.Metadata)
+			if ct.Metadata == nil {
+				ct.Metadata = map[string]string{}
+			}
+			ct.Metadata[MetadataLayout] = string(ts.typ.Schema.Data)
+		}
+	}
+	id, err := p.w.AddTopic(ct)
+	if err != nil {
+		return nil, err
+	}
+	ts.id = id
+	if p.byType == nil {
+		p.byType = map[typedKey]*topicState{}
+	}
+	p.byType[typedKey{topicKey{t.Name, t.Channel}, ts.typ.ID()}] = ts
+	return ts, nil
+}
+
+// rawChannel returns the channel for messages of a transcoded topic that
+// cannot be transcoded (too short for the layout): the packed type as it
+// is, on the same MCAP topic.
+func (p *PackWriter) rawChannel(ts *topicState) (uint16, error) {
+	if ts.rawID < 0 {
+		t := ts.topic
+		t.Type = ts.typ
+		id, err := p.w.AddTopic(t)
+		if err != nil {
+			return 0, err
+		}
+		ts.rawID = int(id)
+	}
+	return uint16(ts.rawID), nil
 }
 
 func nonNegative(ns int64) uint64 { return uint64(max(ns, 0)) }
 
 // Add writes one pack message (see the mapping in the type's doc). meta and
-// data are copied. It allocates only when a topic is seen for the first time.
+// data are copied. It allocates only when a topic is seen for the first
+// time (and, for a transcoded topic, while its JSON buffer grows).
 func (p *PackWriter) Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error {
 	ts, err := p.topic(name, channel)
 	if err != nil {
@@ -138,6 +238,14 @@ func (p *PackWriter) Add(name, channel string, meta []byte, genTs, doneTs int64,
 	m.Data = data
 	if data == nil {
 		m.Data = meta
+	}
+	if ts.layout != nil {
+		js, err := ts.layout.AppendJSON(p.scratch[:0], m.Data)
+		if err == nil && data != nil {
+			p.scratch, m.Data = js, js
+		} else if m.ChannelID, err = p.rawChannel(ts); err != nil {
+			return err
+		}
 	}
 	ts.seq++
 	if err := p.w.WriteMessage(m); err != nil {
@@ -281,7 +389,7 @@ func displayTopic(t string) string {
 type ExportOptions struct {
 	Options
 	// Topics gives type information per topic (Name and Channel identify
-	// it); topics not listed take their type from the dump info.
+	// it), winning over what the file says.
 	Topics []Topic
 }
 
@@ -297,27 +405,40 @@ type ExportStats struct {
 // order, with the dump information (triggers, per-topic accounting) as
 // Metadata records, the pack file's other metadata sections as Metadata
 // named after them (value under "base64") and its header as
-// MetadataPackHeader. It reads r from its current position (a new Reader
-// starts at the first frame).
+// MetadataPackHeader. Each topic's type comes from the file's type
+// sections (pack.Reader.Types), applied from the frame after each, so a
+// type that changed inside the dump starts a new channel there; a file
+// without them (format 1.0) gives each topic the type name of its dump
+// information's accounting, as opaque bytes. It reads r from its current
+// position (a new Reader starts at the first frame).
 func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, error) {
 	var st ExportStats
+	types, err := r.Types()
+	if err != nil {
+		return st, fmt.Errorf("mcap: export %s: %w", r.Path(), err)
+	}
 	pw, err := NewPackWriter(w, opts.Options)
 	if err != nil {
 		return st, err
 	}
 	di, hasInfo := r.DumpInfo()
-	if hasInfo {
+	if hasInfo && len(types) == 0 {
 		for _, a := range di.Topics {
 			if a.Type != "" {
 				name, ch := pack.SplitTopic(a.Topic)
-				pw.DeclareTopic(Topic{Name: name, Channel: ch, Type: a.Type})
+				pw.DeclareTopic(Topic{Name: name, Channel: ch, Type: ingest.Raw(a.Type)})
 			}
 		}
 	}
+	fixed := map[topicKey]bool{}
 	for _, t := range opts.Topics {
-		pw.DeclareTopic(t)
+		if err := pw.DeclareTopic(t); err != nil {
+			return st, err
+		}
+		fixed[topicKey{t.Name, t.Channel}] = true
 	}
 	var f pack.Frame
+	next := 0 // the next type section to apply
 	for {
 		err := r.ReadInto(&f)
 		if errors.Is(err, io.EOF) {
@@ -325,6 +446,14 @@ func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, e
 		}
 		if err != nil {
 			return st, fmt.Errorf("mcap: export %s: %w", r.Path(), err)
+		}
+		for ; next < len(types) && types[next].Offset < r.FrameOffset(); next++ {
+			tt := &types[next]
+			if !fixed[topicKey{tt.Name, tt.Channel}] {
+				if err := pw.DeclareTopic(Topic{Name: tt.Name, Channel: tt.Channel, Type: tt.Type}); err != nil {
+					return st, err
+				}
+			}
 		}
 		st.Frames++
 		if err := pw.WriteFrame(&f); err != nil {
@@ -368,7 +497,8 @@ func (p *PackWriter) finish(st *ExportStats, d dumpinfo.Info, hasInfo bool) erro
 // ExportMCAP converts the MCAP file behind p to a new MCAP file on w, as
 // ExportPack converts a pack file: the pack messages in file order through
 // a PackWriter (so a file of another writer gets edr-lite's channels, each
-// keeping its message encoding, schema and channel metadata), the dump
+// keeping its message encoding, schema and channel metadata; a topic with
+// several types keeps them, each from its first message), the dump
 // information, and every other Metadata record as it was. Sequence numbers
 // restart from 0 per topic; times are mapped as PackWriter maps them.
 func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, error) {
@@ -377,14 +507,14 @@ func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, er
 	if err != nil {
 		return st, err
 	}
-	for i := range p.topics {
-		if t := &p.topics[i]; t.MCAP != nil {
-			pw.DeclareTopic(declaredTopic(t))
-		}
-	}
+	fixed := map[topicKey]bool{}
 	for _, t := range opts.Topics {
-		pw.DeclareTopic(t)
+		if err := pw.DeclareTopic(t); err != nil {
+			return st, err
+		}
+		fixed[topicKey{t.Name, t.Channel}] = true
 	}
+	cur := map[topicKey]*ingest.Type{}
 	p.FileOrder()
 	for {
 		ok, err := p.Next()
@@ -395,6 +525,12 @@ func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, er
 			break
 		}
 		m := p.Message()
+		if k := (topicKey{m.Name, m.Channel}); m.Type != nil && cur[k] != m.Type && !fixed[k] {
+			cur[k] = m.Type
+			if err := pw.DeclareTopic(Topic{Name: m.Name, Channel: m.Channel, Type: *m.Type, Metadata: foreignMetadata(m.chanInfo)}); err != nil {
+				return st, err
+			}
+		}
 		if err := pw.Add(m.Name, m.Channel, m.Meta, m.GenTs, m.DoneTs, m.Data); err != nil {
 			return st, err
 		}
@@ -416,31 +552,22 @@ func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, er
 	return st, pw.finish(&st, info, hasInfo)
 }
 
-// declaredTopic is how ExportMCAP declares a topic: its first channel's
-// encoding, schema and metadata (less the edr.* keys AddTopic writes).
-func declaredTopic(t *PackTopic) Topic {
-	ci := t.MCAP
-	d := Topic{Name: t.Name, Channel: t.Channel}
-	if _, edr := ci.Metadata["edr.name"]; edr {
-		d.Type = t.Type
-	} else if ci.Schema != nil {
-		d.Type = ci.Schema.Name
-	}
-	if ci.MessageEncoding != RawMessageEncoding {
-		d.Encoding = ci.MessageEncoding
-	}
-	if ci.Schema != nil {
-		d.SchemaEncoding, d.Schema = ci.Schema.Encoding, ci.Schema.Data
+// foreignMetadata is a channel's metadata less the keys PackWriter writes
+// itself (edr.name, edr.channel, edr.type, edr.layout).
+func foreignMetadata(ci *ChannelInfo) map[string]string {
+	var md map[string]string
+	if ci == nil {
+		return nil
 	}
 	for k, v := range ci.Metadata {
 		switch k {
-		case "edr.name", "edr.channel", "edr.type":
+		case "edr.name", "edr.channel", "edr.type", MetadataLayout:
 			continue
 		}
-		if d.Metadata == nil {
-			d.Metadata = map[string]string{}
+		if md == nil {
+			md = map[string]string{}
 		}
-		d.Metadata[k] = v
+		md[k] = v
 	}
-	return d
+	return md
 }

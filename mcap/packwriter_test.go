@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -203,8 +204,8 @@ func TestPackWriterDump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pw.DeclareTopic(Topic{Name: "vehicle/speed", Type: "edr.demo.Speed"})
-	pw.DeclareTopic(Topic{Name: "camera", Channel: "front", Type: "edr.demo.Image"})
+	pw.DeclareTopic(Topic{Name: "vehicle/speed", Type: ingest.Raw("edr.demo.Speed")})
+	pw.DeclareTopic(Topic{Name: "camera", Channel: "front", Type: ingest.Raw("edr.demo.Image")})
 	for _, m := range msgs {
 		if err := pw.Add(m.name, m.channel, m.meta, m.gen, m.done, m.data); err != nil {
 			t.Fatal(err)

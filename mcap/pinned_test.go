@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
@@ -68,8 +69,8 @@ func writePinned(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.DeclareTopic(Topic{Name: "vehicle/speed", Channel: "can0", Type: "f32"})
-	w.DeclareTopic(Topic{Name: "camera/front", Type: "jpeg"})
+	w.DeclareTopic(Topic{Name: "vehicle/speed", Channel: "can0", Type: ingest.Raw("f32")})
+	w.DeclareTopic(Topic{Name: "camera/front", Type: ingest.Raw("jpeg")})
 	for _, m := range pinnedMessages() {
 		if err := w.Add(m.Name, m.Channel, m.Meta, m.GenTs, m.DoneTs, m.Data); err != nil {
 			t.Fatal(err)
@@ -145,6 +146,10 @@ func TestPinnedFileReads(t *testing.T) {
 		m := *p.Message()
 		m.Meta = bytes.Clone(m.Meta)
 		m.Data = bytes.Clone(m.Data)
+		if want := map[string]string{"vehicle/speed": "f32", "camera/front": "jpeg"}[m.Name]; m.Type == nil || !m.Type.Equal(ingest.Raw(want)) {
+			t.Errorf("%s: type %v, want raw named %q", m.Name, m.Type, want)
+		}
+		m.Type, m.chanInfo = nil, nil
 		if len(m.Data) == 0 {
 			m.Data = nil
 		}

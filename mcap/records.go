@@ -1,6 +1,8 @@
 package mcap
 
 import (
+	"github.com/edr-lite/edr-lite/ingest"
+
 	"encoding/binary"
 	"slices"
 )
@@ -56,7 +58,7 @@ const (
 // namespace for custom encodings.
 const (
 	// RawMessageEncoding is the Channel.message_encoding of opaque payloads.
-	RawMessageEncoding = "x-edr-raw"
+	RawMessageEncoding = ingest.EncodingRaw
 )
 
 var le = binary.LittleEndian

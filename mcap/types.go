@@ -1,5 +1,7 @@
 package mcap
 
+import "github.com/edr-lite/edr-lite/ingest"
+
 // Schema is an MCAP Schema record: how to decode the messages of the
 // channels that refer to it. ID 0 is reserved ("no schema").
 type Schema struct {
@@ -34,15 +36,11 @@ type Message struct {
 type Topic struct {
 	Name    string // message name, e.g. "vehicle/speed"
 	Channel string // "" when the name has a single stream
-	Type    string // type or schema name, "" when unknown
-	// Encoding is the message encoding when the payload is in a well-known
-	// serialization ("protobuf", "cdr", "ros1", "json", "cbor"); "" means
-	// opaque bytes (RawMessageEncoding).
-	Encoding string
-	// SchemaEncoding and Schema carry the schema when the source provides
-	// one (e.g. "protobuf" and a serialized FileDescriptorSet).
-	SchemaEncoding string
-	Schema         []byte
+	// Type is the topic's message encoding and schema (name, schema
+	// encoding, bytes: a protobuf FileDescriptorSet as is, a JSON Schema,
+	// ROS 2 definitions, a layout); the zero Type is opaque bytes
+	// (RawMessageEncoding), its schema name, if any, still written.
+	Type ingest.Type
 	// Metadata is copied into the Channel's metadata (after the edr.* keys).
 	Metadata map[string]string
 }

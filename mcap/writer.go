@@ -33,6 +33,12 @@ type Options struct {
 	// many bytes (a single larger message makes a larger chunk).
 	// DefaultChunkSize when <= 0.
 	ChunkSize int
+	// KeepPacked makes a PackWriter write packed-struct topics
+	// (x-edr-packed) as they are, with their layout as the schema
+	// (x-edr-layout), instead of transcoding them to json with a JSON
+	// Schema that viewers plot (the default). The low-level Writer
+	// ignores it.
+	KeepPacked bool
 }
 
 type indexEntry struct {
@@ -204,38 +210,36 @@ func (w *Writer) AddChannel(schemaID uint16, topic, messageEncoding string, meta
 // AddTopic registers an edr-lite topic and returns its channel id:
 //
 //   - Channel.topic is TopicName(t.Name, t.Channel) ("name#channel").
-//   - With t.Encoding set (a well-known message encoding), the channel uses
-//     it, and a Schema {t.Type, t.SchemaEncoding, t.Schema} when t.Type is set.
-//   - Otherwise the payload is opaque: message_encoding RawMessageEncoding
-//     ("x-edr-raw"), and when t.Type is known a Schema with that name and an
-//     empty encoding (the specification's "no schema available"), so viewers
-//     list the topic with its type name and counts.
-//   - Channel metadata carries edr.name, edr.channel and edr.type.
+//   - message_encoding is t.Type's (RawMessageEncoding, "x-edr-raw", for
+//     the zero Type: opaque bytes).
+//   - A Schema {name, schema encoding, data} when the type has a schema
+//     name or encoding: protobuf FileDescriptorSet bytes, a JSON Schema,
+//     ROS 2 definitions, a layout, as they are. Opaque bytes with a known
+//     type name get a Schema with that name and an empty encoding (the
+//     specification's "no schema available"), so viewers list the topic
+//     with its type name and counts.
+//   - Channel metadata carries edr.name, edr.channel and edr.type (the
+//     schema name), then t.Metadata.
+//
+// Identical schemas are written once (AddSchema).
 func (w *Writer) AddTopic(t Topic) (uint16, error) {
+	typ := t.Type.OrRaw()
 	var sid uint16
-	var err error
-	enc := t.Encoding
-	switch {
-	case enc != "" && t.Type != "":
-		sid, err = w.AddSchema(t.Type, t.SchemaEncoding, t.Schema)
-	case enc == "":
-		enc = RawMessageEncoding
-		if t.Type != "" {
-			sid, err = w.AddSchema(t.Type, "", nil)
+	if typ.Schema.Name != "" || typ.Schema.Encoding != "" {
+		var err error
+		if sid, err = w.AddSchema(typ.Schema.Name, typ.Schema.Encoding, typ.Schema.Data); err != nil {
+			return 0, err
 		}
-	}
-	if err != nil {
-		return 0, err
 	}
 	md := map[string]string{"edr.name": t.Name}
 	if t.Channel != "" {
 		md["edr.channel"] = t.Channel
 	}
-	if t.Type != "" {
-		md["edr.type"] = t.Type
+	if typ.Schema.Name != "" {
+		md["edr.type"] = typ.Schema.Name
 	}
 	maps.Copy(md, t.Metadata)
-	return w.AddChannel(sid, TopicName(t.Name, t.Channel), enc, md)
+	return w.AddChannel(sid, TopicName(t.Name, t.Channel), typ.MessageEncoding, md)
 }
 
 // WriteMessage appends a Message record to the open chunk, closing the chunk

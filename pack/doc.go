@@ -10,10 +10,13 @@
 // AddMetaWithData (copied) / AddMetaBorrowed (not copied); write frames with
 // a Writer from Create (durable file, Linux; write(2) or mmap) or NewStreamWriter (any io.Writer; same
 // bytes), attach SetDumpInfo / AddMetadata, Flush for durability, Close to
-// write the index and trailer. Read with Open: ReadInto (with data) or
+// write the index and trailer; SetTopicType records a topic's type (message
+// encoding and schema) before the frames it applies to, each distinct type
+// stored once (FORMAT.md, "Type section"). Read with Open: ReadInto (with data) or
 // ReadMetaInto (meta only) into a reused Frame until io.EOF, Tell /
 // SeekFrame / SeekTime to move, Summary and DumpInfo for what the file
-// holds without reading frames. Read from any io.Reader (a pipe, a socket)
+// holds without reading frames, Types for the type sections (TypeIndex
+// answers a frame's message its type). Read from any io.Reader (a pipe, a socket)
 // with NewStreamReader: front to back, frame by frame, no index, memory
 // bounded by the records read; DecodeFrame decodes one frame record held
 // in memory.

@@ -13,7 +13,7 @@ const (
 	FormatMajor = 1
 	// FormatMinor is the minor format version this package writes. Minor
 	// versions only add optional sections; readers accept any minor.
-	FormatMinor = 0
+	FormatMinor = 1
 
 	// HeaderSize is the size of the file header.
 	HeaderSize = 64
@@ -70,6 +70,7 @@ const (
 const (
 	SectionMetadata = 1 // a named metadata blob
 	SectionIndex    = 2 // the frame index, topic table and metadata table
+	SectionType     = 3 // a topic's type from the next frame on (types.go); since 1.1
 )
 
 // Index flags.

@@ -1,4 +1,4 @@
-// mapFile: the read-only mapping of a whole file that readers and Verify
+// MapFile: the read-only mapping of a whole file that readers and Verify
 // use.
 
 package pack
@@ -11,9 +11,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapFile maps path read-only. The returned release unmaps it.
-func mapFile(path string) ([]byte, func() error, error) {
-	f, err := os.Open(path)
+// MapFile maps path read-only (a file of 0 bytes gives nil). The returned
+// release unmaps it. The bytes are not Go memory: writing to them crashes,
+// and they may be handed to C. Anything but a regular file is refused.
+func MapFile(path string) ([]byte, func() error, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -21,6 +23,9 @@ func mapFile(path string) ([]byte, func() error, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("pack: %s is %s, not a regular file", path, fileKind(st.Mode()))
 	}
 	size := st.Size()
 	if size == 0 {
@@ -34,4 +39,19 @@ func mapFile(path string) ([]byte, func() error, error) {
 		return nil, nil, &os.PathError{Op: "mmap", Path: path, Err: err}
 	}
 	return b, func() error { return unix.Munmap(b) }, nil
+}
+
+// fileKind names what a non-regular file is, for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }

@@ -4,8 +4,8 @@ package pack
 
 import "os"
 
-// mapFile reads the whole file into memory where mmap is not used.
-func mapFile(path string) ([]byte, func() error, error) {
+// MapFile reads the whole file into memory where mmap is not used.
+func MapFile(path string) ([]byte, func() error, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
@@ -71,6 +72,22 @@ func pinnedInfo() dumpinfo.Info {
 	}
 }
 
+// pinnedTypes are the type sections written before frame i (key): speed
+// is a packed struct and brake JSON from the start, the camera raw bytes
+// named jpeg; before the last frame speed changes to JSON, whose body the
+// file already holds (brake's), so that section refers to it by ID.
+func pinnedTypes() map[int][]TopicType {
+	const ms = int64(1e6)
+	speed := ingest.Type{MessageEncoding: ingest.EncodingPacked,
+		Schema: ingest.Schema{Name: "vehicle.Speed", Encoding: ingest.SchemaLayout, Data: []byte("f32le speed (m/s)")}}
+	json := ingest.Type{MessageEncoding: ingest.EncodingJSON}
+	return map[int][]TopicType{
+		0: {{Name: "vehicle/speed", Channel: "can0", Type: speed, FromNs: pinnedT0 + ms}, {Name: "vehicle/brake", Type: json, FromNs: pinnedT0 + 6*ms}},
+		1: {{Name: "camera/front", Type: ingest.Raw("jpeg"), FromNs: pinnedT0 + 22*ms}},
+		2: {{Name: "vehicle/speed", Channel: "can0", Type: json, FromNs: pinnedT0 + 41*ms}},
+	}
+}
+
 // writePinned writes the pinned dump in memory.
 func writePinned(t *testing.T) []byte {
 	t.Helper()
@@ -79,7 +96,12 @@ func writePinned(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range pinnedFrames() {
+	for i, f := range pinnedFrames() {
+		for _, tt := range pinnedTypes()[i] {
+			if err := w.SetTopicType(tt.Name, tt.Channel, tt.Type, tt.FromNs); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := w.WriteFrame(f); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +153,7 @@ func TestPinnedFileReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if h := r.Header(); h.Major != 1 || h.Minor != 0 || h.Writer != "edr-lite pinned" || h.CreatedNs != pinnedT0+1e9 {
+	if h := r.Header(); h.Major != 1 || h.Minor != 1 || h.Writer != "edr-lite pinned" || h.CreatedNs != pinnedT0+1e9 {
 		t.Errorf("header %+v", h)
 	}
 	if !r.Indexed() {
@@ -158,7 +180,78 @@ func TestPinnedFileReads(t *testing.T) {
 	if d, ok := r.DumpInfo(); !ok || !reflect.DeepEqual(d, pinnedInfo()) {
 		t.Errorf("dump info %+v (%v), want %+v", d, ok, pinnedInfo())
 	}
-	if rep := VerifyBytes(pinnedPath, b); !rep.OK() || !rep.Complete || rep.Frames != 3 || rep.Messages != 5 {
+	if rep := VerifyBytes(pinnedPath, b); !rep.OK() || !rep.Complete || rep.Frames != 3 || rep.Messages != 5 || rep.Types != 4 {
+		t.Errorf("verify: %+v", rep)
+	}
+	// The type sections, in file order, each before the frame it applies
+	// from; the third speed section refers to brake's body.
+	types, err := r.Types()
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := r.FrameOffsets()
+	var wantTypes []TopicType
+	for i := range want {
+		for _, tt := range pinnedTypes()[i] {
+			tt.ID = tt.Type.ID()
+			wantTypes = append(wantTypes, tt)
+		}
+	}
+	if len(types) != len(wantTypes) {
+		t.Fatalf("%d type sections, want %d", len(types), len(wantTypes))
+	}
+	x := NewTypeIndex(types)
+	for i, tt := range types {
+		w := wantTypes[i]
+		if tt.Name != w.Name || tt.Channel != w.Channel || !tt.Type.Equal(w.Type) || tt.ID != w.ID || tt.FromNs != w.FromNs {
+			t.Errorf("type section %d: %+v, want %+v", i, tt, w)
+		}
+	}
+	if at := x.At("vehicle/speed", "can0", offs[1]); at == nil || at.Type.MessageEncoding != ingest.EncodingPacked {
+		t.Errorf("speed's type at frame 1: %+v, want the packed one", at)
+	}
+	if at := x.At("vehicle/speed", "can0", offs[2]); at == nil || at.Type.MessageEncoding != ingest.EncodingJSON {
+		t.Errorf("speed's type at frame 2: %+v, want JSON", at)
+	}
+	if at := x.At("camera/front", "", offs[0]); at != nil {
+		t.Errorf("camera's type at frame 0: %+v, want none yet", at)
+	}
+	if p := b[types[3].Offset+SectionHeaderSize : types[3].Offset+SectionHeaderSize+int64(le.Uint32(b[types[3].Offset+12:]))]; p[len(p)-1] != typeRef {
+		t.Error("the second JSON type section stores the body again instead of referring to it")
+	}
+}
+
+// TestPinnedOldFormatReads: testdata/pinned-1.0.pack, the pinned file as
+// format 1.0 wrote it (before type sections), still reads: same frames,
+// dump information and index, no types, and it verifies.
+func TestPinnedOldFormatReads(t *testing.T) {
+	const old = "testdata/pinned-1.0.pack"
+	b, err := os.ReadFile(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewBytesReader(old, b, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if h := r.Header(); h.Major != 1 || h.Minor != 0 || !r.Indexed() {
+		t.Errorf("header %+v, indexed %v", h, r.Indexed())
+	}
+	for i, w := range pinnedFrames() {
+		var f Frame
+		if err := r.ReadInto(&f); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		framesEqual(t, &f, w)
+	}
+	if d, ok := r.DumpInfo(); !ok || !reflect.DeepEqual(d, pinnedInfo()) {
+		t.Errorf("dump info %+v (%v)", d, ok)
+	}
+	if ts, err := r.Types(); len(ts) != 0 || err != nil {
+		t.Errorf("types %v, %v; want none", ts, err)
+	}
+	if rep := VerifyBytes(old, b); !rep.OK() || !rep.Complete || rep.Frames != 3 || rep.Types != 0 {
 		t.Errorf("verify: %+v", rep)
 	}
 }

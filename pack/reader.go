@@ -35,6 +35,10 @@ type Reader struct {
 	scanErr error // why a scan for the index stopped early
 	closed  bool
 	meta    Frame // scratch for scans
+
+	types     []TopicType // Types, once walked
+	typesErr  error
+	typesDone bool
 }
 
 var readerIDs atomic.Uint64
@@ -49,7 +53,7 @@ func Open(path string) (*Reader, error) {
 
 // OpenWith is Open with options.
 func OpenWith(path string, opts ReaderOptions) (*Reader, error) {
-	b, release, err := mapFile(path)
+	b, release, err := MapFile(path)
 	if err != nil {
 		return nil, err
 	}

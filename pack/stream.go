@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 
+	"github.com/edr-lite/edr-lite/ingest"
+
 	"github.com/edr-lite/edr-lite/dumpinfo"
 )
 
@@ -39,6 +41,9 @@ type StreamReader struct {
 	md    []namedBlob
 	index int64 // offset of the index section; -1 before it
 	err   error // sticky: a damaged record, an I/O error, io.EOF, ErrClosed
+
+	types  []TopicType
+	bodies map[ingest.ContentID]ingest.Type
 
 	indexed bool // the index and trailer checked out
 	frames  [CompressZstd + 1]int
@@ -165,6 +170,16 @@ func (s *StreamReader) section() error {
 		if name, data, ok := parseMetadataPayload(payload); ok {
 			s.setMetadata(name, data)
 		}
+	case SectionType:
+		if s.bodies == nil {
+			s.bodies = map[ingest.ContentID]ingest.Type{}
+		}
+		// The payload is copied: the record buffer is reused.
+		t, err := parseTypePayload("", s.off, append([]byte(nil), payload...), s.bodies)
+		if err != nil {
+			return err
+		}
+		s.types = append(s.types, t)
 	}
 	s.off += rec
 	return nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // VerifyReport is what Verify found.
@@ -15,6 +17,7 @@ type VerifyReport struct {
 	Frames   int    // intact frames
 	Messages uint64 // messages in intact frames
 	Metadata int    // intact metadata sections
+	Types    int    // intact type sections
 	// Complete: the file has a valid trailer and an index that matches its
 	// frames (it was closed). A file that is not complete but has no
 	// Problems is a valid prefix (still being written, or cut at a record
@@ -34,7 +37,7 @@ func (v *VerifyReport) OK() bool { return len(v.Problems) == 0 }
 // its offset. Past a damaged region it resynchronises on the next intact
 // record, as Recover does. The error is for I/O failures only.
 func Verify(path string) (*VerifyReport, error) {
-	b, release, err := mapFile(path)
+	b, release, err := MapFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -50,9 +53,17 @@ func VerifyBytes(name string, b []byte) *VerifyReport {
 		v.Frames++
 		v.Messages += uint64(f.Len())
 	}
+	bodies := map[ingest.ContentID]ingest.Type{}
 	w.onSection = func(off int64, kind uint32, payload []byte) {
-		if kind == SectionMetadata {
+		switch kind {
+		case SectionMetadata:
 			v.Metadata++
+		case SectionType:
+			if _, err := parseTypePayload(name, off, payload, bodies); err != nil {
+				v.Problems = append(v.Problems, err.(*CorruptError))
+			} else {
+				v.Types++
+			}
 		}
 	}
 	w.onLoss = func(l LostRange, err *CorruptError) { v.Problems = append(v.Problems, err) }
@@ -83,6 +94,7 @@ type RecoverReport struct {
 	Frames        int // frames salvaged
 	Messages      uint64
 	Metadata      int   // metadata sections salvaged
+	Types         int   // type sections salvaged (written again: a body lost with a damaged region is stored again)
 	LostFrames    int   // sum of Lost[i].Frames
 	LostBytes     int64 // sum of Lost[i].Length
 	Lost          []LostRange
@@ -96,7 +108,7 @@ type RecoverReport struct {
 // at any byte recovers up to its last whole frame. Frames are copied byte
 // for byte (same codec, same CRCs).
 func Recover(in, out string) (*RecoverReport, error) {
-	b, release, err := mapFile(in)
+	b, release, err := MapFile(in)
 	if err != nil {
 		return nil, err
 	}
@@ -134,13 +146,21 @@ func recoverBytes(name string, b []byte, mk func(WriterOptions) (*Writer, error)
 		rep.Frames++
 		rep.Messages += uint64(f.Len())
 	}
+	bodies := map[ingest.ContentID]ingest.Type{}
 	wk.onSection = func(off int64, kind uint32, payload []byte) {
-		if kind != SectionMetadata {
-			return
-		}
-		if nm, data, ok := parseMetadataPayload(payload); ok && werr == nil {
-			werr = w.AddMetadata(nm, data)
-			rep.Metadata++
+		switch kind {
+		case SectionMetadata:
+			if nm, data, ok := parseMetadataPayload(payload); ok && werr == nil {
+				werr = w.AddMetadata(nm, data)
+				rep.Metadata++
+			}
+		case SectionType:
+			// A type that does not decode (or whose body was lost) is
+			// left out: its topic reads as untyped from there on.
+			if t, err := parseTypePayload(name, off, payload, bodies); err == nil && werr == nil {
+				werr = w.SetTopicType(t.Name, t.Channel, t.Type, t.FromNs)
+				rep.Types++
+			}
 		}
 	}
 	wk.onLoss = func(l LostRange, err *CorruptError) {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"time"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // WriterOptions configure a Writer. The zero value is valid: no
@@ -109,6 +111,10 @@ type Writer struct {
 	pending  *Frame // Add's frame
 	nextID   uint64
 	closed   bool
+
+	types   map[topicKey]ingest.ContentID // each topic's current type (SetTopicType)
+	bodies  map[ingest.ContentID]bool     // types whose body is in the file
+	typeBuf []byte
 }
 
 func newWriter(s sink, path string, opts WriterOptions) (*Writer, error) {

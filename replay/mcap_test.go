@@ -132,8 +132,8 @@ func TestReplayMCAPLikePack(t *testing.T) {
 	a := richPackDump(t, "a.pack", 0)
 	b := richPackDump(t, "b.pack", 2500e3) // interleaves with a, some equal times
 	want := replayAll(t, []string{a}, Options{})
-	if len(want.topics) != 4 || want.topics[0].String() != "camera#front" || want.topics[0].Type != "gray8" ||
-		want.topics[2].Type != "edr.Imu" || len(want.msgs) != 734 {
+	if len(want.topics) != 4 || want.topics[0].String() != "camera#front" || want.topics[0].Type.Schema.Name != "gray8" ||
+		want.topics[2].Type.Schema.Name != "edr.Imu" || len(want.msgs) != 734 {
 		t.Fatalf("pack replay: %d messages, topics %+v", len(want.msgs), want.topics)
 	}
 	window := Options{Start: 500 * time.Millisecond, Duration: 700 * time.Millisecond}
@@ -167,6 +167,32 @@ func (s *segmentSink) IngestAt(_ ingest.TopicID, _, gen int64, b []byte) bool {
 func (s *segmentSink) Offline(ingest.TopicID)             {}
 func (s *segmentSink) Lost(ingest.TopicID, int64, uint64) {}
 
+// drainingShm is a ShmOutput whose Close first drains every segment, as a
+// consumer would before the output removes them.
+type drainingShm struct {
+	*ShmOutput
+	t      *testing.T
+	dir    string
+	topics []Topic
+	out    map[string]*segmentSink
+}
+
+func (d *drainingShm) Open(topics []Topic) error {
+	d.topics = topics
+	return d.ShmOutput.Open(topics)
+}
+
+func (d *drainingShm) Close() error {
+	for _, tp := range d.topics {
+		s := &segmentSink{}
+		if _, err := shm.DrainFile(filepath.Join(d.dir, shm.SegmentFileName(tp.Name, tp.Channel)), s, shm.ConsumerOptions{}); err != nil {
+			d.t.Error(err)
+		}
+		d.out[tp.String()] = s
+	}
+	return d.ShmOutput.Close()
+}
+
 // replayToShm replays paths into fresh segments and drains every segment.
 func replayToShm(t *testing.T, paths []string) map[string]*segmentSink {
 	t.Helper()
@@ -176,19 +202,13 @@ func replayToShm(t *testing.T, paths []string) map[string]*segmentSink {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	st, err := p.Run(context.Background(), NewShm(ShmOptions{Dir: dir, Capacity: 8 << 20}))
+	out := &drainingShm{ShmOutput: NewShm(ShmOptions{Dir: dir, Capacity: 8 << 20, DrainWait: time.Millisecond}), t: t, dir: dir,
+		out: map[string]*segmentSink{}}
+	st, err := p.Run(context.Background(), out)
 	if err != nil || st.Dropped != 0 {
 		t.Fatalf("replay to shm: %+v, %v", st, err)
 	}
-	out := map[string]*segmentSink{}
-	for _, tp := range p.Topics() {
-		s := &segmentSink{}
-		if _, err := shm.DrainFile(filepath.Join(dir, shm.SegmentFileName(tp.Name, tp.Channel)), s, shm.ConsumerOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		out[tp.String()] = s
-	}
-	return out
+	return out.out
 }
 
 // TestReplayMCAPToShm replays a pack dump and its MCAP export into shm
@@ -197,7 +217,7 @@ func replayToShm(t *testing.T, paths []string) map[string]*segmentSink {
 func TestReplayMCAPToShm(t *testing.T) {
 	a := richPackDump(t, "a.pack", 0)
 	want := replayToShm(t, []string{a})
-	if len(want) != 4 || len(want["vehicle/speed"].msgs) != 400 || want["imu#0"].info.Type != "edr.Imu" {
+	if len(want) != 4 || len(want["vehicle/speed"].msgs) != 400 || want["imu#0"].info.Type.Schema.Name != "edr.Imu" {
 		t.Fatalf("pack to shm: %+v", want)
 	}
 	for _, comp := range []string{mcap.CompressionNone, mcap.CompressionZstd} {
@@ -207,7 +227,7 @@ func TestReplayMCAPToShm(t *testing.T) {
 		}
 		for topic, w := range want {
 			g := got[topic]
-			if g == nil || g.info.Name != w.info.Name || g.info.Channel != w.info.Channel || g.info.Type != w.info.Type {
+			if g == nil || g.info.Name != w.info.Name || g.info.Channel != w.info.Channel || !g.info.Type.Equal(w.info.Type) {
 				t.Fatalf("%q: segment %s: %+v, want %+v", comp, topic, g, w.info)
 			}
 			if !reflect.DeepEqual(g.msgs, w.msgs) {

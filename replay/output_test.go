@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -98,12 +99,16 @@ func TestShmIntoRecorder(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("topics never discovered: %v", want)
 	}
+	// the recorder drained and removed every segment; none is left behind
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("replay left %d files in the segment directory: %v", len(ents), ents)
+	}
 }
 
 func TestShmOutputCarriesTypeAndDropsOversize(t *testing.T) {
 	dir := t.TempDir()
 	o := NewShm(ShmOptions{Dir: dir, Capacity: 4096})
-	topics := []Topic{{Index: 0, Name: "cam", Type: "gray8"}}
+	topics := []Topic{{Index: 0, Name: "cam", Type: ingest.Named("gray8")}}
 	if err := o.Open(topics); err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +119,19 @@ func TestShmOutputCarriesTypeAndDropsOversize(t *testing.T) {
 	if err := o.Write(&Message{Topic: &topics[0], GenNs: 7, Data: []byte("ok")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Close(); err != nil {
-		t.Fatal(err)
-	}
 	var sink typeSink
 	if _, err := shm.DrainFile(dir+"/"+shm.SegmentFileName("cam", ""), &sink, shm.ConsumerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if sink.info.Type != "gray8" || sink.n != 1 {
+	if sink.info.Type.Schema.Name != "gray8" || sink.n != 1 {
 		t.Errorf("segment type %q with %d messages, want gray8 with 1", sink.info.Type, sink.n)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// no consumer removed it: Close did, after DrainWait
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("replay left %d files in the segment directory: %v", len(ents), ents)
 	}
 	if err := NewShm(ShmOptions{}).Open(topics); !errors.Is(err, ErrOptions) {
 		t.Errorf("no dir: %v", err)

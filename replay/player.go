@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/mcap"
@@ -53,9 +54,10 @@ type Options struct {
 type Topic struct {
 	Index         int
 	Name, Channel string
-	// Type is the type or schema name recorded in the dump's topic
-	// accounting ("" when unknown).
-	Type     string
+	// Type is the topic's type as the dump records it: its first (a
+	// message's own is Message.Type), raw bytes named by the accounting in
+	// a dump without types.
+	Type     ingest.Type
 	Messages uint64 // messages of the topic in the dumps (whole files)
 }
 
@@ -72,6 +74,9 @@ type Message struct {
 	DoneNs int64  // capture time as recorded (0 = unknown)
 	Meta   []byte
 	Data   []byte // nil when the message has no data block
+	// Type is the message's type (never nil): the same pointer for the
+	// messages of a topic until its type changes in the dump.
+	Type *ingest.Type
 }
 
 // Output receives replayed messages. Open is called once with every topic
@@ -193,7 +198,11 @@ func Open(paths []string, opts Options) (*Player, error) {
 func New(readers []*pack.Reader, opts Options) (*Player, error) {
 	srcs := make([]*dumpfile.Source, len(readers))
 	for i, r := range readers {
-		srcs[i] = dumpfile.FromPack(r)
+		s, err := dumpfile.FromPack(r)
+		if err != nil {
+			return nil, err
+		}
+		srcs[i] = s
 	}
 	return newPlayer(srcs, opts)
 }
@@ -213,13 +222,13 @@ func newPlayer(sources []*dumpfile.Source, opts Options) (*Player, error) {
 	p := &Player{opts: opts, sources: sources, index: map[topicKey]int{},
 		clk: clock.System{}, wake: make(chan struct{}, 1), spin: opts.Spin}
 	p.sleep, p.nap = p.timerSleep, nap
-	types := map[topicKey]string{}
+	types := map[topicKey]ingest.Type{}
 	counts := map[topicKey]uint64{}
 	for _, s := range sources {
 		for _, t := range s.Topics() {
 			k := topicKey{t.Name, t.Channel}
 			counts[k] += t.Messages
-			if types[k] == "" {
+			if _, ok := types[k]; !ok {
 				types[k] = t.Type
 			}
 		}
@@ -450,7 +459,7 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 				break
 			}
 			m = Message{Topic: &p.topics[ti], Seq: p.seq[ti], TimeNs: ts, GenNs: pm.GenNs, DoneNs: pm.DoneNs,
-				Meta: pm.Meta, Data: pm.Data}
+				Meta: pm.Meta, Data: pm.Data, Type: pm.Type}
 			p.seq[ti]++
 			if err := out.Write(&m); err != nil {
 				if !errors.Is(err, ErrTooLarge) {

@@ -21,7 +21,7 @@ import (
 func liveRecorder(t *testing.T, segDir string) (*engine.Recorder, *dump.Dumper) {
 	t.Helper()
 	rec, err := engine.New(engine.Config{
-		CacheSize: 64 << 20, TopicBytes: 1 << 20, Guard: -1, Pre: 30 * time.Second, Post: time.Millisecond,
+		CacheSize: 64 << 20, TopicBytes: 1 << 20, Guard: new(time.Duration(0)), Pre: new(30 * time.Second), Post: new(time.Millisecond),
 		Topics: []engine.TopicOverride{{Match: demo.TopicCamera, MaxBytes: 32 << 20}},
 	})
 	if err != nil {
@@ -166,7 +166,7 @@ func TestRoundTripDemo(t *testing.T) {
 		want[topic] = uint64(len(ms))
 	}
 	waitWritten(t, recB, want)
-	dumpB := dumpNow(t, dumperB, dump.TriggerParams{Reason: "replayed", Pre: 30 * time.Second})
+	dumpB := dumpNow(t, dumperB, dump.TriggerParams{Reason: "replayed", Pre: new(30 * time.Second)})
 
 	msgsB := perTopic(t, dumpB)
 	if len(msgsA) != len(demo.Topics) || len(msgsB) != len(msgsA) {

@@ -22,12 +22,14 @@ const BuiltinPrefix = "builtin:"
 // rule during a replay, or recorded in a dump's DumpInfo. Its JSON form
 // (field order as declared, params sorted by key) is the same on every run.
 type Trigger struct {
-	Rule     string            `json:"rule"`
-	Reason   string            `json:"reason"`
-	TimeNs   int64             `json:"time_ns"`
-	Time     string            `json:"time"` // TimeNs in RFC 3339, UTC
-	PreNs    int64             `json:"pre_ns"`
-	PostNs   int64             `json:"post_ns"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+	TimeNs int64  `json:"time_ns"`
+	Time   string `json:"time"` // TimeNs in RFC 3339, UTC
+	// PreNs and PostNs are the windows the trigger set, absent when it
+	// set none (the recorder's windows apply).
+	PreNs    *int64            `json:"pre_ns,omitempty"`
+	PostNs   *int64            `json:"post_ns,omitempty"`
 	Tag      string            `json:"tag,omitempty"`
 	Severity int               `json:"severity,omitempty"`
 	Topics   []string          `json:"topics,omitempty"`
@@ -126,7 +128,7 @@ func RunRules(dumps []string, specs []string, opts RulesOptions) (*RulesResult, 
 	}
 	onTrigger := func(t scripts.Trigger) {
 		res.Fired = append(res.Fired, Trigger{Rule: t.Rule, Reason: t.Reason, TimeNs: t.TimeNs, Time: fmtNs(t.TimeNs),
-			PreNs: int64(t.Pre), PostNs: int64(t.Post), Tag: t.Tag, Severity: t.Severity, Topics: t.Topics, Params: t.Params})
+			PreNs: durNs(t.Pre), PostNs: durNs(t.Post), Tag: t.Tag, Severity: t.Severity, Topics: t.Topics, Params: t.Params})
 	}
 	host, err := scripts.NewHost()
 	if err != nil {
@@ -191,8 +193,29 @@ func recordedTrigger(t *dumpinfo.Trigger, path string) Trigger {
 	if src == "" {
 		src = "?"
 	}
-	return Trigger{Rule: t.Rule, Reason: t.Reason, TimeNs: t.TimeNs, Time: fmtNs(t.TimeNs), PreNs: t.PreNs,
-		PostNs: t.PostNs, Tag: t.Tag, Severity: t.Severity, Params: t.Params, Source: src + " in " + path}
+	// a trigger anchored at the last message fired at RequestedNs (rule
+	// time); the recorder moved it to the newest message
+	at := t.TimeNs
+	if t.At == dumpinfo.AtLast && t.RequestedNs != 0 {
+		at = t.RequestedNs
+	}
+	out := Trigger{Rule: t.Rule, Reason: t.Reason, TimeNs: at, Time: fmtNs(at), Tag: t.Tag, Severity: t.Severity,
+		Params: t.Params, Source: src + " in " + path}
+	if v, ok := t.Pre(); ok {
+		out.PreNs = &v
+	}
+	if v, ok := t.Post(); ok {
+		out.PostNs = &v
+	}
+	return out
+}
+
+// durNs is d in ns, nil when unset.
+func durNs(d *time.Duration) *int64 {
+	if d == nil {
+		return nil
+	}
+	return new(int64(*d))
 }
 
 // dedupe sorts recorded triggers by time and drops repeats of one trigger

@@ -69,7 +69,7 @@ func TestRulesHardBrakeRegression(t *testing.T) {
 	if a, b := jsonLines(t, res.Fired), jsonLines(t, run(nil).Fired); a != b {
 		t.Errorf("two runs differ:\n%s\n%s", a, b)
 	}
-	want := `{"rule":"hard_brake","reason":"hard-brake","time_ns":1764670002000000000,"time":"2025-12-02T10:06:42Z","pre_ns":15000000000,"post_ns":5000000000,"tag":"8.0 m/s^2 from 20.0 to 19.9 m/s","severity":2,"params":{"cooldown":"10s","decel":"6","field":"f32le","max_gap":"1","max_per_minute":"6","name":"hard_brake","offset":"0","post":"5s","pre":"15s","scale":"1","topic":"vehicle/speed"}}` + "\n"
+	want := `{"rule":"hard_brake","reason":"hard-brake","time_ns":1764670002000000000,"time":"2025-12-02T10:06:42Z","tag":"8.0 m/s^2 from 20.0 to 19.9 m/s","severity":2,"params":{"cooldown":"10s","decel":"6","field":"f32le","max_gap":"1","max_per_minute":"6","name":"hard_brake","offset":"0","scale":"1","topic":"vehicle/speed"}}` + "\n"
 	if got := jsonLines(t, res.Fired); got != want {
 		t.Errorf("JSON line\n got %s\nwant %s", got, want)
 	}

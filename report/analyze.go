@@ -118,6 +118,9 @@ type TopicSpec struct {
 	SchemaFrom string
 	// Account is the dump's accounting for the topic, when it has one.
 	Account *Accounting
+	// AskedFromNs and AskedToNs are the window the dump says was asked
+	// for the topic; 0: the triggers' windows.
+	AskedFromNs, AskedToNs int64
 }
 
 // Analyzer builds a Report from messages fed topic by topic: each topic's
@@ -592,6 +595,9 @@ func (a *Analyzer) Report() *Report {
 		ts := a.topics[i]
 		t := Topic{Name: ts.spec.Name, Type: ts.spec.Type, Decoded: ts.decoded, Messages: ts.n, Bytes: ts.bytes,
 			AskedFromNs: asked[0], AskedToNs: asked[1], Timing: ts.timing()}
+		if ts.spec.AskedToNs > ts.spec.AskedFromNs {
+			t.AskedFromNs, t.AskedToNs = ts.spec.AskedFromNs, ts.spec.AskedToNs
+		}
 		t.BinNs, t.Bins = mergeBins(ts.binNs, ts.bins, ts.n)
 		if ts.n > 0 {
 			t.FirstNs, t.LastNs = ts.first, ts.last

@@ -166,12 +166,15 @@ func timelineSVG(r *Report, a axis) string {
 			fmt.Fprintf(&b, `<rect class="held" x="%s" y="%d" width="%s" height="%d"/>`, f1(labelW+x0), y+1, f1(math.Max(x1-x0, 1)), laneH-2)
 			if t.AskedToNs > t.AskedFromNs && t.FirstNs > t.AskedFromNs {
 				xa := a.x(t.AskedFromNs)
-				cls := "nodata"
-				if t.Accounting.Overwritten > 0 {
-					cls = "overwritten"
-				}
-				fmt.Fprintf(&b, `<rect class="missing %s" x="%s" y="%d" width="%s" height="%d"><title>%s</title></rect>`, cls,
-					f1(labelW+xa), y+1, f1(math.Max(x0-xa, 0)), laneH-2, svgText(missingTitle(&t, a)))
+				fmt.Fprintf(&b, `<rect class="missing %s" x="%s" y="%d" width="%s" height="%d"><title>%s</title></rect>`,
+					shortClass(t.Accounting.StartShort, t.Accounting.Overwritten), f1(labelW+xa), y+1, f1(math.Max(x0-xa, 0)), laneH-2,
+					svgText(shortTitle("asked from", t.AskedFromNs, "first message at", t.FirstNs, t.Accounting.StartShort, t.Accounting.Overwritten, a)))
+			}
+			if t.AskedToNs > t.AskedFromNs && t.LastNs < t.AskedToNs && t.Accounting.EndShort != "" {
+				xb := a.x(t.AskedToNs)
+				fmt.Fprintf(&b, `<rect class="missing %s" x="%s" y="%d" width="%s" height="%d"><title>%s</title></rect>`,
+					shortClass(t.Accounting.EndShort, 0), f1(labelW+x1), y+1, f1(math.Max(xb-x1, 0)), laneH-2,
+					svgText(shortTitle("asked to", t.AskedToNs, "last message at", t.LastNs, t.Accounting.EndShort, 0, a)))
 			}
 		}
 		// rate area
@@ -235,12 +238,34 @@ func laneTitle(t *Topic) string {
 	return s
 }
 
-func missingTitle(t *Topic, a axis) string {
-	what := "no data held"
-	if t.Accounting.Overwritten > 0 {
-		what = fmt.Sprintf("not held: %d messages overwritten before the dump read them", t.Accounting.Overwritten)
+// shortClass is the hatch of a part of the asked window without data:
+// the overwritten colour when the ring dropped it, grey otherwise.
+func shortClass(short string, overwritten uint64) string {
+	if short == "overwritten" || short == "" && overwritten > 0 {
+		return "overwritten"
 	}
-	return fmt.Sprintf("asked from %s, first message at %s: %s", a.rel(t.AskedFromNs), a.rel(t.FirstNs), what)
+	return "nodata"
+}
+
+// shortWhy says in words why the held window falls short.
+var shortWhy = map[string]string{
+	"not_recorded":     "the topic was not recorded yet (discovered, or the recorder started, later)",
+	"overwritten":      "overwritten (the ring's byte cap) before the dump read it",
+	"producer_offline": "the producer went offline",
+	"recorder_stopped": "the recorder stopped",
+}
+
+func shortTitle(what string, asked int64, held string, at int64, short string, overwritten uint64, a axis) string {
+	why := shortWhy[short]
+	switch {
+	case why == "" && short != "":
+		why = short
+	case why == "" && overwritten > 0:
+		why = fmt.Sprintf("%d messages overwritten before the dump read them", overwritten)
+	case why == "":
+		why = "no data held (no cause recorded)"
+	}
+	return fmt.Sprintf("%s %s, %s %s: %s", what, a.rel(asked), held, a.rel(at), why)
 }
 
 func triggerTimes(r *Report) []int64 {

@@ -30,28 +30,14 @@ type DumpOptions struct {
 }
 
 // DumpTopicType returns the type the dump records for one of its topics,
-// when the dump says: for an MCAP file the channel's message encoding and
-// schema. Pack dumps record a type name only, so they say nothing yet.
-func DumpTopicType(src *dumpfile.Source, t *dumpfile.SourceTopic) (schema.Type, bool) {
-	mp := src.MCAP()
-	if mp == nil {
+// when the dump says: a pack file's type section, an MCAP file's channel
+// message encoding and schema (dumpfile.SourceTopic.Type). Raw bytes and
+// undeclared types say nothing.
+func DumpTopicType(_ *dumpfile.Source, t *dumpfile.SourceTopic) (schema.Type, bool) {
+	if t.Type.IsZero() || t.Type.MessageEncoding == schema.EncodingRaw || t.Type.Validate() != nil {
 		return schema.Type{}, false
 	}
-	for _, pt := range mp.Topics() {
-		if pt.Name != t.Name || pt.Channel != t.Channel || pt.MCAP == nil {
-			continue
-		}
-		ch := pt.MCAP
-		typ := schema.Type{MessageEncoding: ch.MessageEncoding}
-		if ch.Schema != nil {
-			typ.Schema = schema.Schema{Name: ch.Schema.Name, Encoding: ch.Schema.Encoding, Data: ch.Schema.Data}
-		}
-		if typ.MessageEncoding == schema.EncodingRaw || typ.Validate() != nil {
-			return schema.Type{}, false
-		}
-		return typ, true
-	}
-	return schema.Type{}, false
+	return t.Type, true
 }
 
 // FromDumps reads the dump files at paths (pack or MCAP, any mix; several
@@ -92,6 +78,7 @@ type topicKey struct{ name, channel string }
 func FromSources(srcs []*dumpfile.Source, o DumpOptions) (*Report, error) {
 	var triggers []dumpinfo.Trigger
 	accounts := map[string]*Accounting{}
+	windows := map[string][2]int64{} // per topic, the window the dumps asked
 	var lo, hi int64
 	widen := func(a, b int64) {
 		if a == 0 && b == 0 {
@@ -150,6 +137,20 @@ func FromSources(srcs []*dumpfile.Source, o DumpOptions) (*Report, error) {
 					a.Labels = appendOnce(a.Labels, "window start lost")
 				}
 				widen(ta.FirstNs, ta.LastNs)
+				if ta.WindowToNs > ta.WindowFromNs {
+					widen(ta.WindowFromNs, ta.WindowToNs)
+					w, ok := windows[name]
+					if !ok {
+						w = [2]int64{ta.WindowFromNs, ta.WindowToNs}
+					}
+					windows[name] = [2]int64{min(w[0], ta.WindowFromNs), max(w[1], ta.WindowToNs)}
+				}
+				if ta.StartShort != "" {
+					a.StartShort = ta.StartShort
+				}
+				if ta.EndShort != "" {
+					a.EndShort = ta.EndShort
+				}
 			}
 		}
 		if !ok || d.StartNs == 0 {
@@ -197,7 +198,8 @@ func FromSources(srcs []*dumpfile.Source, o DumpOptions) (*Report, error) {
 				ids[k] = -1
 				continue
 			}
-			spec := TopicSpec{Name: name, Type: t.Type, Account: accounts[name]}
+			spec := TopicSpec{Name: name, Type: typeName(t.Type), Account: accounts[name],
+				AskedFromNs: windows[name][0], AskedToNs: windows[name][1]}
 			if typ, ok := DumpTopicType(s, t); ok {
 				spec.Schema, spec.HasSchema, spec.SchemaFrom = typ, true, "the dump"
 			}
@@ -260,6 +262,18 @@ func FromSources(srcs []*dumpfile.Source, o DumpOptions) (*Report, error) {
 	r := a.Report()
 	r.Files = files
 	return r, nil
+}
+
+// typeName is how the page and the JSON name a topic's type: the schema
+// name, else the message encoding ("" when not declared).
+func typeName(t schema.Type) string {
+	if t.IsZero() {
+		return ""
+	}
+	if t.Schema.Name != "" {
+		return t.Schema.Name
+	}
+	return t.MessageEncoding
 }
 
 // maxTopics bounds the topics a report tracks (a hostile file may name

@@ -75,8 +75,10 @@ type Topic struct {
 	Bytes    uint64 `json:"bytes"`
 	FirstNs  int64  `json:"first_ns,omitempty"`
 	LastNs   int64  `json:"last_ns,omitempty"`
-	// AskedFromNs / AskedToNs: the window the triggers asked for (the
-	// union of [time-pre, time+post]); 0 when no trigger.
+	// AskedFromNs / AskedToNs: the window asked for the topic, as the
+	// dump recorded it (its triggers' windows with the topic's own pre and
+	// post), else the union of the triggers' [time-pre, time+post]; 0
+	// when no trigger.
 	AskedFromNs int64  `json:"asked_from_ns,omitempty"`
 	AskedToNs   int64  `json:"asked_to_ns,omitempty"`
 	Timing      Timing `json:"timing"`
@@ -140,6 +142,12 @@ type Accounting struct {
 	LostAtSource uint64 `json:"lost_at_source"`
 	Oversize     uint64 `json:"oversize"`
 	SkippedBusy  uint64 `json:"skipped_busy"`
+	// StartShort and EndShort say why the held window starts after the
+	// asked one / ends before it, when the recorder knew (dumpinfo's
+	// Short* values: "not_recorded", "overwritten", "producer_offline",
+	// "recorder_stopped").
+	StartShort string `json:"start_short,omitempty"`
+	EndShort   string `json:"end_short,omitempty"`
 	// Labels: "drops upper bound", "window start lost" (see dumpinfo).
 	Labels []string `json:"labels,omitempty"`
 }

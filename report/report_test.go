@@ -239,3 +239,26 @@ func TestReportTypesSurviveMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineShortWindows: where a topic's held window falls short of
+// the asked one, the lane says why, as the dump recorded it.
+func TestTimelineShortWindows(t *testing.T) {
+	r := &Report{StartNs: 0, EndNs: 10e9, FocusNs: 5e9, Topics: []Topic{
+		{Name: "late", Messages: 2, FirstNs: 3e9, LastNs: 10e9, AskedFromNs: 0, AskedToNs: 10e9,
+			Accounting: Accounting{StartShort: "not_recorded"}},
+		{Name: "gone", Messages: 2, FirstNs: 0, LastNs: 6e9, AskedFromNs: 0, AskedToNs: 10e9,
+			Accounting: Accounting{EndShort: "producer_offline"}},
+		{Name: "evicted", Messages: 2, FirstNs: 4e9, LastNs: 10e9, AskedFromNs: 1e9, AskedToNs: 10e9,
+			Accounting: Accounting{Overwritten: 7}},
+	}}
+	svg := timelineSVG(r, axis{start: 0, end: 10e9, focus: 5e9})
+	for _, want := range []string{
+		`class="missing nodata"`, "asked from T−5s, first message at T−2s: the topic was not recorded yet",
+		"asked to T+5s, last message at T+1s: the producer went offline",
+		`class="missing overwritten"`, "asked from T−4s, first message at T−1s: 7 messages overwritten before the dump read them",
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("timeline lacks %q", want)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func TestLayoutWalkAllocs(t *testing.T) {
 // TestEventTimeAllocs: the event time of packed and protobuf messages is
 // read without allocating.
 func TestEventTimeAllocs(t *testing.T) {
-	packed := Type{EncodingPacked, Schema{"vehicle.State", SchemaLayout, []byte(example)}}
+	packed := Type{MessageEncoding: EncodingPacked, Schema: Schema{Name: "vehicle.State", Encoding: SchemaLayout, Data: []byte(example)}}
 	pb, md := vehicleType(t, "Vehicle")
 	pmsg := vehicleMessage(t, md)
 	for _, c := range []struct {

@@ -37,7 +37,7 @@ type Decoder interface {
 // wraps ErrNoDecoder. A schema that does not build wraps ErrInvalid, one
 // beyond the bounds for hostile schemas ErrLimit.
 func NewDecoder(t Type) (Decoder, error) {
-	if err := t.Validate(); err != nil {
+	if err := validate(t); err != nil {
 		return nil, err
 	}
 	switch t.MessageEncoding {

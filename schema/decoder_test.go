@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // TestHugeSchemaRefusedUnread: a 100 MiB schema is refused by its size
@@ -12,9 +14,9 @@ import (
 func TestHugeSchemaRefusedUnread(t *testing.T) {
 	huge := make([]byte, 100<<20) // zero pages: never touched
 	for _, typ := range []Type{
-		{EncodingProtobuf, Schema{"a.B", SchemaProtobuf, huge}},
-		{EncodingPacked, Schema{"a", SchemaLayout, huge}},
-		{EncodingJSON, Schema{"a", SchemaJSON, huge}},
+		{MessageEncoding: EncodingProtobuf, Schema: Schema{Name: "a.B", Encoding: SchemaProtobuf, Data: huge}},
+		{MessageEncoding: EncodingPacked, Schema: Schema{Name: "a", Encoding: SchemaLayout, Data: huge}},
+		{MessageEncoding: EncodingJSON, Schema: Schema{Name: "a", Encoding: SchemaJSON, Data: huge}},
 	} {
 		start := time.Now()
 		d, err := NewDecoder(typ)
@@ -33,15 +35,41 @@ func TestHugeSchemaRefusedUnread(t *testing.T) {
 func TestNoDecoder(t *testing.T) {
 	for _, typ := range []Type{
 		Raw("a"),
-		{EncodingCDR, Schema{"std_msgs/msg/String", SchemaROS2Msg, []byte("string data")}},
-		{EncodingFlatbuffer, Schema{"a.B", SchemaFlatbuffer, []byte{1}}},
-		{EncodingROS1, Schema{"std_msgs/String", SchemaROS1Msg, []byte("string data")}},
-		{EncodingCBOR, Schema{}},
-		{"x-acme", Schema{}},
+		{MessageEncoding: EncodingCDR, Schema: Schema{Name: "std_msgs/msg/String", Encoding: SchemaROS2Msg, Data: []byte("string data")}},
+		{MessageEncoding: EncodingFlatbuffer, Schema: Schema{Name: "a.B", Encoding: SchemaFlatbuffer, Data: []byte{1}}},
+		{MessageEncoding: EncodingROS1, Schema: Schema{Name: "std_msgs/String", Encoding: SchemaROS1Msg, Data: []byte("string data")}},
+		{MessageEncoding: EncodingCBOR, Schema: Schema{}},
+		{MessageEncoding: "x-acme", Schema: Schema{}},
 	} {
 		d, err := NewDecoder(typ)
 		if d != nil || !errors.Is(err, ErrNoDecoder) || !strings.Contains(err.Error(), typ.MessageEncoding) {
 			t.Errorf("%s: NewDecoder = %v, %v; want ErrNoDecoder naming the encoding", typ.MessageEncoding, d, err)
 		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		typ  Type
+		want error
+	}{
+		{"raw", Raw("a"), nil},
+		{"cdr passed through", Type{MessageEncoding: EncodingCDR, Schema: Schema{Name: "a/msg/B", Encoding: SchemaROS2Msg, Data: []byte("not parsed")}}, nil},
+		{"layout", Type{MessageEncoding: EncodingPacked, Schema: Schema{Name: "a", Encoding: SchemaLayout, Data: []byte("f32le speed")}}, nil},
+		{"bad layout", Type{MessageEncoding: EncodingPacked, Schema: Schema{Name: "a", Encoding: SchemaLayout, Data: []byte("f33le speed")}}, ErrInvalid},
+		{"bad descriptor", Type{MessageEncoding: EncodingProtobuf, Schema: Schema{Name: "a.B", Encoding: SchemaProtobuf, Data: []byte{0xff, 0xff}}}, ErrInvalid},
+		{"bad pairing", Type{MessageEncoding: EncodingPacked, Schema: Schema{Name: "a", Encoding: SchemaNone, Data: nil}}, ErrInvalid},
+		{"too large", Type{MessageEncoding: EncodingPacked, Schema: Schema{Name: "a", Encoding: SchemaLayout, Data: make([]byte, MaxSchemaSize+1)}}, ErrTooLarge},
+	} {
+		err := Check(c.typ)
+		if c.want == nil && err != nil || !errors.Is(err, c.want) {
+			t.Errorf("%s: Check = %v, want %v", c.name, err, c.want)
+		}
+	}
+	// The error of Validate matches both packages' sentinels.
+	err := Check(Type{})
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, ingest.ErrInvalidType) {
+		t.Errorf("Check(zero) = %v, want ErrInvalid and ingest.ErrInvalidType", err)
 	}
 }

@@ -9,12 +9,16 @@
 //
 // In one paragraph: a Type is a message encoding and a Schema (name,
 // schema encoding, data), with Validate (cheap, the size cap first) and a
-// content ID for de-duplication in files. NewDecoder builds a Decoder
+// content ID for de-duplication in files — ingest's types, aliased here so
+// producers declare them without linking this package. Check is what a
+// recorder runs on a declared type (parse what is decoded, validate the
+// rest). NewDecoder builds a Decoder
 // (AppendJSON, Numeric, Fields) for protobuf (a FileDescriptorSet), json
 // (with or without a JSON Schema) and packed structs (a layout); every
 // other encoding is passed through and says so with ErrNoDecoder.
 // ParseLayout compiles a layout: a *Layout is a Decoder, hands out
 // Accessors that read one field by path at an offset computed once, and
+// reads such JSON back into packed bytes (AppendPacked), and
 // writes a JSON Schema of its JSON so a writer can store the topic as
 // json + jsonschema. NewEventTime reads a message's own timestamp.
 //

@@ -12,13 +12,13 @@ import (
 
 func TestEventTimeHugeSchema(t *testing.T) {
 	huge := make([]byte, 100<<20) // zero pages: never touched
-	if _, err := NewEventTime(Type{EncodingPacked, Schema{"a", SchemaLayout, huge}}, "a", UnitNs); !errors.Is(err, ErrTooLarge) {
+	if _, err := NewEventTime(Type{MessageEncoding: EncodingPacked, Schema: Schema{Name: "a", Encoding: SchemaLayout, Data: huge}}, "a", UnitNs); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("NewEventTime: %v, want ErrTooLarge", err)
 	}
 }
 
 func TestEventTimePacked(t *testing.T) {
-	typ := Type{EncodingPacked, Schema{"vehicle.State", SchemaLayout, []byte(example)}}
+	typ := Type{MessageEncoding: EncodingPacked, Schema: Schema{Name: "vehicle.State", Encoding: SchemaLayout, Data: []byte(example)}}
 	msg := exampleMessage()
 	f := func(path, unit string, want int64, wantOK bool) {
 		t.Helper()
@@ -41,7 +41,7 @@ func TestEventTimePacked(t *testing.T) {
 	f("p.y", UnitS, -2_250_000_000, true)
 	f("p.yaw", UnitS, 0, false) // +Inf
 
-	stamp := Type{EncodingPacked, Schema{"s", SchemaLayout, []byte("struct time { u32le sec; u32le nsec }\nu8 seq; time stamp")}}
+	stamp := Type{MessageEncoding: EncodingPacked, Schema: Schema{Name: "s", Encoding: SchemaLayout, Data: []byte("struct time { u32le sec; u32le nsec }\nu8 seq; time stamp")}}
 	e, err := NewEventTime(stamp, "stamp", UnitStamp)
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,7 @@ func TestJSONSchemaFields(t *testing.T) {
 	    "nothing": {"type": "null"}
 	  }
 	}`
-	d, err := NewDecoder(Type{EncodingJSON, Schema{"foxglove.PoseInFrame", SchemaJSON, []byte(schema)}})
+	d, err := NewDecoder(Type{MessageEncoding: EncodingJSON, Schema: Schema{Name: "foxglove.PoseInFrame", Encoding: SchemaJSON, Data: []byte(schema)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestJSONSchemaFields(t *testing.T) {
 		t.Errorf("Fields:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
 	for _, bad := range []string{`{`, `[]`, `{"a":1} {}`, strings.Repeat("[", 300) + strings.Repeat("]", 300)} {
-		if _, err := NewDecoder(Type{EncodingJSON, Schema{"x", SchemaJSON, []byte(bad)}}); !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrLimit) {
+		if _, err := NewDecoder(Type{MessageEncoding: EncodingJSON, Schema: Schema{Name: "x", Encoding: SchemaJSON, Data: []byte(bad)}}); !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrLimit) {
 			t.Errorf("schema %.20q: %v", bad, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"pgregory.net/rapid"
 )
@@ -463,6 +464,28 @@ func TestLayoutProperties(t *testing.T) {
 			t.Fatalf("json Numeric: %v after %d of %d", err, i, len(finite))
 		}
 
+		// AppendPacked reads the JSON back into a packed message that
+		// AppendJSON writes as the same JSON (when the text was valid
+		// UTF-8: repaired text need not fit a char field again), and
+		// into the same bytes once pads are zero and bools 0 or 1.
+		valid := true
+		for _, lf := range e.leaves {
+			valid = valid && (lf.kind != KindString || utf8.Valid(lf.text))
+		}
+		if valid {
+			packed, err := l.AppendPacked(prefix, js[1:])
+			if err != nil || !bytes.HasPrefix(packed, prefix) {
+				t.Fatalf("AppendPacked(%s): %v", js[1:], err)
+			}
+			js2, err := l.AppendJSON(nil, packed[1:])
+			if err != nil || !bytes.Equal(js2, js[1:]) {
+				t.Fatalf("AppendJSON(AppendPacked(j)) = %s (%v), want j = %s", js2, err, js[1:])
+			}
+			if canon := canonical(l, msg); !bytes.Equal(packed[1:], canon) {
+				t.Fatalf("AppendPacked = %x, want the canonical message %x", packed[1:], canon)
+			}
+		}
+
 		// A cut message is short: an error and dst unchanged, or false.
 		cut := rapid.IntRange(0, len(msg)-1).Draw(t, "cut")
 		short := msg[:cut]
@@ -520,4 +543,57 @@ func fieldsEqual(a, b []Field, withType bool) bool {
 		}
 	}
 	return true
+}
+
+// canonical is msg as AppendPacked gives it back: pads zero, bools 0/1,
+// NaN the quiet NaN, char text after its first NUL zero (found by walking
+// the compiled layout: the model and the layout agree, as checked above).
+func canonical(l *Layout, msg []byte) []byte {
+	out := slices.Clone(msg)
+	var walk func(nd *node, off int) int
+	walkSt := func(st *structType, off int) int {
+		for _, m := range st.members {
+			if m.node.kind == nPad {
+				clear(out[off : off+m.node.size])
+				off += m.node.size
+				continue
+			}
+			off = walk(m.node, off)
+		}
+		return off
+	}
+	walk = func(nd *node, off int) int {
+		switch nd.kind {
+		case nScalar:
+			b := out[off : off+nd.size]
+			bits := scalarBits(nd.prim, nd.big, b)
+			switch {
+			case nd.prim == primBool && bits > 1:
+				b[0] = 1
+			case nd.prim == primF32 && math.IsNaN(float64(math.Float32frombits(uint32(bits)))):
+				copy(b, appendBits(nil, nd.prim, nd.big, uint64(math.Float32bits(float32(math.NaN())))))
+			case nd.prim == primF64 && math.IsNaN(math.Float64frombits(bits)):
+				copy(b, appendBits(nil, nd.prim, nd.big, math.Float64bits(math.NaN())))
+			}
+			return off + nd.size
+		case nChar:
+			if i := bytes.IndexByte(out[off:off+nd.n], 0); i >= 0 {
+				clear(out[off+i : off+nd.n])
+			}
+			return off + nd.n
+		case nStr, nBytes:
+			n, _ := readLen(nd, out, off)
+			return off + nd.size + n
+		case nArray:
+			for range nd.n {
+				off = walk(nd.elem, off)
+			}
+			return off
+		case nStruct:
+			return walkSt(nd.st, off)
+		}
+		panic("unknown node")
+	}
+	end := walkSt(l.root, 0)
+	return out[:end]
 }

@@ -81,7 +81,7 @@ func compileProto(t testing.TB, srcs map[string]string, name string) (protorefle
 
 func vehicleType(t testing.TB, msg string) (Type, protoreflect.MessageDescriptor) {
 	fd, set := compileProto(t, map[string]string{"vehicle.proto": vehicleProto}, "vehicle.proto")
-	return Type{EncodingProtobuf, Schema{"edr.test." + msg, SchemaProtobuf, set}}, fd.Messages().ByName(protoreflect.Name(msg))
+	return Type{MessageEncoding: EncodingProtobuf, Schema: Schema{Name: "edr.test." + msg, Encoding: SchemaProtobuf, Data: set}}, fd.Messages().ByName(protoreflect.Name(msg))
 }
 
 // vehicleMessage encodes a Vehicle with dynamicpb, field by field.
@@ -267,7 +267,7 @@ func TestProtobufBadSchemas(t *testing.T) {
 		{"an enum", good, "edr.test.Gear", `"edr.test.Gear" is not a message`},
 	}
 	for _, c := range cases {
-		d, err := NewDecoder(Type{EncodingProtobuf, Schema{c.msg, SchemaProtobuf, c.data}})
+		d, err := NewDecoder(Type{MessageEncoding: EncodingProtobuf, Schema: Schema{Name: c.msg, Encoding: SchemaProtobuf, Data: c.data}})
 		if d != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want ErrInvalid saying %q", c.name, err, c.want)
 		}
@@ -284,7 +284,7 @@ func TestProtobufWideType(t *testing.T) {
 	}
 	_, set := compileProto(t, map[string]string{"w.proto": b.String()}, "w.proto")
 	start := time.Now()
-	_, err := NewDecoder(Type{EncodingProtobuf, Schema{"w.M40", SchemaProtobuf, set}})
+	_, err := NewDecoder(Type{MessageEncoding: EncodingProtobuf, Schema: Schema{Name: "w.M40", Encoding: SchemaProtobuf, Data: set}})
 	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "more than 65536 fields") {
 		t.Errorf("2^40 fields: %v", err)
 	}

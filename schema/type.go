@@ -1,57 +1,49 @@
 package schema
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"fmt"
-	"unicode/utf8"
+	"errors"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
-// Message encodings: the MCAP Channel.message_encoding of a topic, what its
-// payload bytes are. The first six are MCAP's well-known registry values
-// (https://mcap.dev/spec/registry); the x-edr-* ones are edr-lite's own,
-// in the x- namespace so they never collide with a registry value.
+// The plain data of a topic's type lives in package ingest (the leaf every
+// source and producer links, so a producer can declare a type without
+// linking protobuf); package schema works on those same types. The names
+// below are aliases of ingest's, not copies.
+
+// Message encodings (ingest.Encoding*): see ingest and docs/schemas.md.
 const (
-	EncodingProtobuf   = "protobuf"   // decoded (schema: SchemaProtobuf)
-	EncodingJSON       = "json"       // decoded (schema: SchemaNone or SchemaJSON)
-	EncodingCDR        = "cdr"        // ROS 2; passed through (ErrNoDecoder)
-	EncodingFlatbuffer = "flatbuffer" // passed through (ErrNoDecoder)
-	EncodingROS1       = "ros1"       // passed through (ErrNoDecoder)
-	EncodingCBOR       = "cbor"       // passed through (ErrNoDecoder)
-	// EncodingPacked is a C-style packed struct described by a layout
-	// (SchemaLayout): what ECUs and C producers send. Decoded.
-	EncodingPacked = "x-edr-packed"
-	// EncodingRaw is opaque bytes: no decoder, schema encoding SchemaNone
-	// (a Schema.Name may still name the type). MCAP needs a non-empty
-	// message encoding, so raw topics carry this one (package mcap writes
-	// the same string, mcap.RawMessageEncoding).
-	EncodingRaw = "x-edr-raw"
+	EncodingProtobuf   = ingest.EncodingProtobuf   // decoded (schema: SchemaProtobuf)
+	EncodingJSON       = ingest.EncodingJSON       // decoded (schema: SchemaNone or SchemaJSON)
+	EncodingCDR        = ingest.EncodingCDR        // ROS 2; passed through (ErrNoDecoder)
+	EncodingFlatbuffer = ingest.EncodingFlatbuffer // passed through (ErrNoDecoder)
+	EncodingROS1       = ingest.EncodingROS1       // passed through (ErrNoDecoder)
+	EncodingCBOR       = ingest.EncodingCBOR       // passed through (ErrNoDecoder)
+	EncodingPacked     = ingest.EncodingPacked     // a packed struct described by a layout; decoded
+	EncodingRaw        = ingest.EncodingRaw        // opaque bytes (ErrNoDecoder)
 )
 
-// Schema encodings: the MCAP Schema.encoding, what Schema.Data is.
+// Schema encodings (ingest.Schema*).
 const (
-	SchemaNone       = ""           // no schema; Data must be empty
-	SchemaProtobuf   = "protobuf"   // a serialized google.protobuf.FileDescriptorSet (protoc --include_imports)
-	SchemaJSON       = "jsonschema" // a JSON Schema document
-	SchemaROS2Msg    = "ros2msg"    // concatenated ROS 2 .msg definitions
-	SchemaROS2IDL    = "ros2idl"    // ROS 2 IDL
-	SchemaOMGIDL     = "omgidl"     // OMG IDL
-	SchemaROS1Msg    = "ros1msg"    // concatenated ROS 1 .msg definitions
-	SchemaFlatbuffer = "flatbuffer" // a binary reflection.Schema (flatc -b --schema)
-	// SchemaLayout is edr-lite's layout language for packed structs
-	// (docs/schemas.md); Data is its UTF-8 source.
-	SchemaLayout = "x-edr-layout"
+	SchemaNone       = ingest.SchemaNone
+	SchemaProtobuf   = ingest.SchemaProtobuf
+	SchemaJSON       = ingest.SchemaJSON
+	SchemaROS2Msg    = ingest.SchemaROS2Msg
+	SchemaROS2IDL    = ingest.SchemaROS2IDL
+	SchemaOMGIDL     = ingest.SchemaOMGIDL
+	SchemaROS1Msg    = ingest.SchemaROS1Msg
+	SchemaFlatbuffer = ingest.SchemaFlatbuffer
+	SchemaLayout     = ingest.SchemaLayout
 )
 
 // Bounds for hostile schemas. They are checked before (MaxSchemaSize) or
 // while (the others) a schema is parsed, so a schema costs time and memory
 // linear in its size whatever it says.
 const (
-	// MaxSchemaSize is the largest Schema.Data accepted: 4 MiB, ten times
-	// a large robot stack's whole protobuf descriptor set. The check comes
-	// first; a larger schema is not read at all.
-	MaxSchemaSize = 4 << 20
+	// MaxSchemaSize is ingest.MaxSchemaSize: the largest Schema.Data
+	// accepted (4 MiB). The check comes first; a larger schema is not read
+	// at all.
+	MaxSchemaSize = ingest.MaxSchemaSize
 	// MaxDepth bounds nesting, the outermost level counting as one: of
 	// structs in a layout (the message and 63 nested structs), of message
 	// types expanded by Fields, of messages and JSON values inside a
@@ -63,151 +55,57 @@ const (
 	// MaxLayoutSize bounds the fixed part of a packed message (strings
 	// counted at their length prefix): 16 MiB.
 	MaxLayoutSize = 16 << 20
-	// maxNameLen bounds names and encodings in a Type.
-	maxNameLen = 1024
+	// maxNameLen bounds names in field paths.
+	maxNameLen = ingest.MaxTypeNameLen
 )
 
-// Schema says how to read a topic's messages; the fields are MCAP's Schema
-// record's.
-type Schema struct {
-	Name     string // type name, e.g. "foxglove.Pose" (the message in a protobuf set) or "vehicle.Speed"
-	Encoding string // Schema* constant, SchemaNone when there is no schema
-	Data     []byte // the schema itself; empty when Encoding is SchemaNone
-}
+// Schema is ingest.Schema: name, schema encoding, data (MCAP's Schema
+// record's fields).
+type Schema = ingest.Schema
 
-// Type is what a topic carries: a message encoding and the schema of its
-// messages. The zero Type is invalid; raw bytes are
-// Type{MessageEncoding: EncodingRaw}.
-type Type struct {
-	MessageEncoding string // Encoding* constant or a custom value
-	Schema          Schema
-}
+// Type is ingest.Type: a message encoding and a Schema. Type.Validate
+// (cheap, the size cap first) and Type.ID are ingest's; NewDecoder
+// validates, then parses.
+type Type = ingest.Type
+
+// ID is ingest.ContentID, the content identifier of a Schema or Type.
+type ID = ingest.ContentID
 
 // Raw is the Type of opaque payloads with the given type name ("" when not
 // known).
-func Raw(name string) Type { return Type{MessageEncoding: EncodingRaw, Schema: Schema{Name: name}} }
+func Raw(name string) Type { return ingest.Raw(name) }
 
-// schemaEncodings lists, for each message encoding edr-lite knows, the
-// schema encodings it may be paired with. Other message encodings accept any
-// schema encoding (they are passed through).
-var schemaEncodings = map[string][]string{
-	EncodingProtobuf:   {SchemaProtobuf},
-	EncodingJSON:       {SchemaNone, SchemaJSON},
-	EncodingCDR:        {SchemaROS2Msg, SchemaROS2IDL, SchemaOMGIDL},
-	EncodingFlatbuffer: {SchemaFlatbuffer},
-	EncodingROS1:       {SchemaROS1Msg},
-	EncodingCBOR:       {SchemaNone},
-	EncodingPacked:     {SchemaLayout},
-	EncodingRaw:        {SchemaNone},
+// validate is t.Validate with its error also matching this package's
+// sentinels: ErrTooLarge for the size cap, ErrInvalid for the rest.
+func validate(t Type) error {
+	err := t.Validate()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ingest.ErrSchemaTooLarge):
+		return &validateError{err, ErrTooLarge}
+	}
+	return &validateError{err, ErrInvalid}
 }
 
-// Validate checks a Type cheaply, without parsing its schema: the size cap
-// first (ErrTooLarge), then names and the pairing of encodings (ErrInvalid):
-//
-//   - MessageEncoding is non-empty; encodings are printable ASCII, names
-//     valid UTF-8, at most 1024 bytes each.
-//   - A known message encoding has a schema encoding it is paired with in
-//     the MCAP registry (protobuf+protobuf, json+""/jsonschema,
-//     cdr+ros2msg/ros2idl/omgidl, flatbuffer+flatbuffer, ros1+ros1msg)
-//     or edr-lite's (x-edr-packed+x-edr-layout, x-edr-raw+"").
-//   - SchemaNone has no Data; protobuf, flatbuffer, layout and JSON
-//     schemas have Data, and protobuf and flatbuffer a Name (the message
-//     to decode).
-//
-// NewDecoder calls Validate, then parses the schema.
-func (t Type) Validate() error {
-	s := &t.Schema
-	if len(s.Data) > MaxSchemaSize {
-		return fmt.Errorf("%w: %d bytes of %q schema for %q, limit %d (MaxSchemaSize)",
-			ErrTooLarge, len(s.Data), s.Encoding, s.Name, MaxSchemaSize)
-	}
-	if t.MessageEncoding == "" {
-		return fmt.Errorf("%w: empty message encoding (raw bytes are %q)", ErrInvalid, EncodingRaw)
-	}
-	for _, e := range []struct{ what, v string }{{"message encoding", t.MessageEncoding}, {"schema encoding", s.Encoding}} {
-		if len(e.v) > maxNameLen || !printableASCII(e.v) {
-			return fmt.Errorf("%w: %s %.40q: not printable ASCII of at most %d bytes", ErrInvalid, e.what, e.v, maxNameLen)
-		}
-	}
-	if len(s.Name) > maxNameLen || !utf8.ValidString(s.Name) {
-		return fmt.Errorf("%w: schema name %.40q: not UTF-8 of at most %d bytes", ErrInvalid, s.Name, maxNameLen)
-	}
-	if pairs, known := schemaEncodings[t.MessageEncoding]; known && !contains(pairs, s.Encoding) {
-		return fmt.Errorf("%w: message encoding %q takes schema encoding %q, not %q",
-			ErrInvalid, t.MessageEncoding, pairs, s.Encoding)
-	}
-	switch s.Encoding {
-	case SchemaNone:
-		if len(s.Data) != 0 {
-			return fmt.Errorf("%w: %d bytes of schema data without a schema encoding", ErrInvalid, len(s.Data))
-		}
-	case SchemaProtobuf, SchemaFlatbuffer:
-		if s.Name == "" {
-			return fmt.Errorf("%w: a %s schema needs the name of the message to decode", ErrInvalid, s.Encoding)
-		}
-		fallthrough
-	case SchemaLayout, SchemaJSON:
-		if len(s.Data) == 0 {
-			return fmt.Errorf("%w: empty %s schema for %q", ErrInvalid, s.Encoding, s.Name)
-		}
-	}
-	return nil
-}
+// validateError is an ingest.Type.Validate error that also matches one of
+// this package's sentinels; its text is the ingest error's.
+type validateError struct{ err, sentinel error }
 
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
+func (e *validateError) Error() string   { return e.err.Error() }
+func (e *validateError) Unwrap() []error { return []error{e.err, e.sentinel} }
+
+// Check validates t and parses its schema when edr-lite decodes its
+// encoding (a protobuf descriptor set that must build and hold the named
+// message, a layout that must compile, a JSON Schema that must parse): what
+// a recorder runs once when a topic declares a type, so a hostile schema
+// is refused with its cause before anything is recorded under it. Types of
+// encodings edr-lite passes through (raw, cdr, flatbuffer, ros1, cbor,
+// custom) are only validated.
+func Check(t Type) error {
+	_, err := NewDecoder(t)
+	if errors.Is(err, ErrNoDecoder) {
+		return nil
 	}
-	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// ID is a content identifier: the first 16 bytes (128 bits) of a SHA-256.
-// Equal schemas have equal IDs in every process and on every machine, so a
-// file writer keeps one copy of a schema however many topics, dumps or
-// recorders use it. SHA-256 rather than a faster non-cryptographic hash
-// because schemas come from producers and a collision would make a reader
-// decode a topic with another topic's schema; hashing runs once per schema
-// (about 1 ms for a 1 MiB descriptor set).
-type ID [16]byte
-
-// String returns the 32 lower-case hex digits.
-func (id ID) String() string { return hex.EncodeToString(id[:]) }
-
-// ID returns the content ID of the schema: SHA-256 over the
-// length-prefixed name, encoding and data, truncated to 16 bytes. It is what
-// an MCAP writer de-duplicates Schema records by.
-func (s Schema) ID() ID {
-	return hashParts([]byte("edr-schema"), []byte(s.Name), []byte(s.Encoding), s.Data)
-}
-
-// ID returns the content ID of the Type: like Schema.ID but covering the
-// message encoding too (two topics with the same schema and different
-// message encodings differ).
-func (t Type) ID() ID {
-	return hashParts([]byte("edr-type"), []byte(t.MessageEncoding), []byte(t.Schema.Name),
-		[]byte(t.Schema.Encoding), t.Schema.Data)
-}
-
-func hashParts(parts ...[]byte) ID {
-	h := sha256.New()
-	var n [8]byte
-	for _, p := range parts {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(p)))
-		h.Write(n[:])
-		h.Write(p)
-	}
-	var id ID
-	copy(id[:], h.Sum(nil))
-	return id
+	return err
 }

@@ -21,14 +21,26 @@ func (r *Rule) installAPI() {
 		return 1
 	}))
 
-	// params: a read-only proxy over the configured strings
+	// params: a read-only proxy over the configured strings; a name read
+	// while the file loads counts as declared (params.pre: an optional
+	// param, nil when not configured)
 	raw := L.NewTable()
 	for k, v := range r.opts.Params {
 		raw.RawSetString(k, lua.LString(v))
 	}
 	params := L.NewTable()
 	pmt := L.NewTable()
-	pmt.RawSetString("__index", raw)
+	pmt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		k := L.Get(2)
+		if s, ok := k.(lua.LString); ok && r.loading {
+			r.paramSet[string(s)] = true
+			if v, ok := r.opts.Params[string(s)]; ok {
+				r.decl.Params[string(s)] = v
+			}
+		}
+		L.Push(raw.RawGet(k))
+		return 1
+	}))
 	pmt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("params is read-only")
 		return 0
@@ -40,7 +52,7 @@ func (r *Rule) installAPI() {
 	r.view = r.newView()
 }
 
-var ruleFields = "name, topics, pre, post, cooldown, max_per_minute, tick"
+var ruleFields = "name, topics, pre, post, time, cooldown, max_per_minute, tick"
 
 // declError raises a Lua error that Load reports as ErrDeclaration.
 func (r *Rule) declError(L *lua.LState, format string, args ...any) {
@@ -73,9 +85,15 @@ func (r *Rule) luaRule(L *lua.LState) int {
 		case "topics":
 			d.Topics, err = globsArg(v)
 		case "pre":
-			d.Pre, err = durationArg(v)
+			d.Pre, err = optDurationArg(v)
 		case "post":
-			d.Post, err = durationArg(v)
+			d.Post, err = optDurationArg(v)
+		case "time":
+			s, ok := v.(lua.LString)
+			if !ok || (s != TimeProducer && s != TimeCapture) {
+				err = fmt.Errorf("want %q or %q", TimeProducer, TimeCapture)
+			}
+			d.Time = string(s)
 		case "cooldown":
 			d.Cooldown, err = durationArg(v)
 		case "tick":
@@ -140,7 +158,7 @@ func (r *Rule) luaParam(L *lua.LState) int {
 	return 1
 }
 
-var triggerFields = "reason, pre, post, topics, tag, severity"
+var triggerFields = "reason, pre, post, at, topics, tag, severity"
 
 // luaTrigger is trigger{...}; it returns true when the trigger fired and
 // false when the cooldown or rate limit suppressed it.
@@ -149,7 +167,7 @@ func (r *Rule) luaTrigger(L *lua.LState) int {
 		L.RaiseError("trigger{} may not be called while the file loads")
 	}
 	tr := Trigger{
-		Rule: r.decl.Name, Reason: r.decl.Name, Severity: 1, TimeNs: r.now,
+		Rule: r.decl.Name, Reason: r.decl.Name, Severity: 1, TimeNs: r.now + r.capOff,
 		Pre: r.decl.Pre, Post: r.decl.Post, Params: r.decl.Params,
 	}
 	if L.GetTop() >= 1 {
@@ -169,9 +187,27 @@ func (r *Rule) luaTrigger(L *lua.LState) int {
 					tr.Tag = string(s)
 				}
 			case "pre":
-				tr.Pre, err = durationArg(v)
+				tr.Pre, err = optDurationArg(v)
 			case "post":
-				tr.Post, err = durationArg(v)
+				tr.Post, err = optDurationArg(v)
+			case "at":
+				// "last": the newest message of the selected topics, found
+				// by the recorder; a number: a time in the rule's domain
+				// (e.g. the last message time a heartbeat rule saw)
+				switch x := v.(type) {
+				case lua.LString:
+					if x != "last" {
+						err = fmt.Errorf("want \"last\" or a time in ns, got %q", string(x))
+					}
+					tr.At = string(x)
+				case lua.LNumber:
+					if x != x || x <= 0 || x > 1<<62 {
+						err = fmt.Errorf("time %v out of range", float64(x))
+					}
+					tr.TimeNs = int64(x) + r.capOff
+				default:
+					err = fmt.Errorf("want \"last\" or a time in ns, got a %s", v.Type())
+				}
 			case "topics":
 				tr.Topics, err = globsArg(v)
 			case "severity":

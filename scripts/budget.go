@@ -3,6 +3,7 @@ package scripts
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -33,6 +34,11 @@ type Budget struct {
 	LogPerSecond int
 }
 
+// MaxInstructions is the largest instruction budget (larger ones are
+// lowered to it), so that budget arithmetic (LoadFactor, pattern steps)
+// cannot overflow. At tens of nanoseconds an instruction it is years.
+const MaxInstructions = 1 << 55
+
 // LoadFactor multiplies Budget.Instructions for running the rule file's
 // top level.
 const LoadFactor = 10
@@ -44,6 +50,7 @@ func (b Budget) withDefaults() Budget {
 	if b.Instructions <= 0 {
 		b.Instructions = 100_000
 	}
+	b.Instructions = min(b.Instructions, MaxInstructions)
 	if b.MaxString <= 0 {
 		b.MaxString = 1 << 20
 	}
@@ -65,43 +72,55 @@ func (b Budget) withDefaults() Budget {
 // meter is installed as the Lua state's context. gopher-lua calls Done
 // before every VM instruction; meter uses that as an instruction-counting
 // hook (a nil channel never fires, a closed one makes the VM raise Err()).
-// It also looks at the instruction about to run and refuses a
-// concatenation that would build a string over the limit, before the
-// allocation happens. Instruction counting makes budgets deterministic: a
-// rule blows its budget at the same instruction on every machine.
+// It also looks at the instruction about to run when it is one whose cost
+// is not one instruction: it refuses a concatenation that would build a
+// string over the limit before the allocation happens, charges a table
+// store whose integer key lies past the end of the table's array (gopher-lua
+// fills the gap with nils, so t[1e7] = 1 would allocate 160 MB in one
+// instruction), and charges a length operator that scans trailing nils.
+// Instruction counting makes budgets deterministic: a rule blows its budget
+// at the same instruction on every machine.
 //
 // Not safe for concurrent use: it belongs to one Lua state.
 type meter struct {
 	L         *lua.LState
 	left      int64 // instructions left in this callback
 	used      int64 // instructions since the last memory walk
-	strBytes  int64 // bytes of strings built since the last memory walk
+	strBytes  int64 // bytes built (strings, table slots) since the last memory walk
 	maxString int
+	memory    int64  // Budget.Memory
 	tripped   string // why the budget blew; sticky until start
+	errWhere  string // "file:line:" of the last error() raised with a value that is not a string
+	matchers  []*matcher
+	abort     atomic.Bool // set from another goroutine: stop the running callback
 
-	proto       *lua.FunctionProto // last prototype seen by the hook
-	protoConcat bool               // it contains OP_CONCAT
-	concat      map[*lua.FunctionProto]bool
+	proto      *lua.FunctionProto // last prototype seen by the hook
+	protoWatch bool               // it contains an instruction the hook looks at
+	watch      map[*lua.FunctionProto]bool
 }
 
-// hasConcat reports whether a function prototype contains a concatenation.
-// Called only when the running prototype changes.
-func (m *meter) hasConcat(p *lua.FunctionProto) bool {
-	c, ok := m.concat[p]
+// watched reports whether a function prototype contains an instruction
+// the hook charges (concatenation, table store, length). Called only when
+// the running prototype changes.
+func (m *meter) watched(p *lua.FunctionProto) bool {
+	c, ok := m.watch[p]
 	if !ok {
-		if m.concat == nil {
-			m.concat = map[*lua.FunctionProto]bool{}
+		if m.watch == nil {
+			m.watch = map[*lua.FunctionProto]bool{}
 		}
 		for _, inst := range p.Code {
-			if int(inst>>26) == lua.OP_CONCAT {
+			if op := int(inst >> 26); op == lua.OP_CONCAT || op == lua.OP_SETTABLE || op == lua.OP_LEN {
 				c = true
 				break
 			}
 		}
-		m.concat[p] = c
+		m.watch[p] = c
 	}
 	return c
 }
+
+// abortReason is the error of a callback stopped by Rule.abort.
+const abortReason = "stopped: the recorder is shutting down"
 
 var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
@@ -122,6 +141,9 @@ func (m *meter) Err() error {
 // Done is the per-instruction hook.
 func (m *meter) Done() <-chan struct{} {
 	m.left--
+	if m.left&0xff == 0 && m.abort.Load() {
+		m.tripped, m.left = abortReason, -1
+	}
 	if m.left < 0 {
 		if m.tripped == "" {
 			m.tripped = "instruction budget exhausted (runaway loop?)"
@@ -134,13 +156,15 @@ func (m *meter) Done() <-chan struct{} {
 	}
 	p, pc := currentFrame(m.L)
 	if p != m.proto {
-		m.proto, m.protoConcat = p, p != nil && m.hasConcat(p)
+		m.proto, m.protoWatch = p, p != nil && m.watched(p)
 	}
-	if !m.protoConcat || pc < 1 || pc > len(p.Code) {
+	if !m.protoWatch || pc < 1 || pc > len(p.Code) {
 		return nil
 	}
-	if inst := p.Code[pc-1]; int(inst>>26) == lua.OP_CONCAT {
-		b, c := int(inst&0x1ff), int(inst>>9)&0x1ff
+	inst := p.Code[pc-1]
+	a, b, c := int(inst>>18)&0xff, int(inst&0x1ff), int(inst>>9)&0x1ff
+	switch int(inst >> 26) {
+	case lua.OP_CONCAT:
 		n := 0
 		for i := b; i <= c; i++ {
 			if s, ok := m.L.Get(i + 1).(lua.LString); ok {
@@ -155,8 +179,61 @@ func (m *meter) Done() <-chan struct{} {
 		}
 		m.strBytes += int64(n)
 		m.left -= int64(n >> 6) // copying costs like instructions
+	case lua.OP_SETTABLE:
+		t, ok := m.L.Get(a + 1).(*lua.LTable)
+		if !ok {
+			return nil
+		}
+		var key lua.LValue
+		if b&rkConstant != 0 {
+			if k := b &^ rkConstant; k < len(p.Constants) {
+				key = p.Constants[k]
+			}
+		} else {
+			key = m.L.Get(b + 1)
+		}
+		if k, ok := key.(lua.LNumber); ok && !m.gap(t, float64(k)) {
+			return closedDone
+		}
+	case lua.OP_LEN:
+		if t, ok := m.L.Get(b + 1).(*lua.LTable); ok {
+			m.chargeLen(t)
+		}
 	}
 	return nil
+}
+
+// rkConstant marks an RK operand that names a constant, not a register
+// (BITRK in Lua 5.1's lopcodes.h, with gopher-lua's 9-bit B and C).
+const rkConstant = 1 << 8
+
+// gap charges the store of integer key k into t when it lies past the end
+// of t's array: gopher-lua fills the slots between with nils. A gap larger
+// than the memory budget trips the meter (false).
+func (m *meter) gap(t *lua.LTable, k float64) bool {
+	if k < 1 || k >= float64(lua.MaxArrayIndex) || k != float64(int64(k)) {
+		return true // the hash part, one slot
+	}
+	n, _ := arrayLen(t)
+	slots := int64(k) - 1 - int64(n)
+	if slots <= 0 {
+		return true
+	}
+	if bytes := slots * 16; bytes > m.memory {
+		m.tripped = fmt.Sprintf("table index %d would add %d array slots (%d bytes, memory limit %d)", int64(k), slots, bytes, m.memory)
+		return false
+	}
+	m.strBytes += slots * 16
+	m.left -= slots // gopher-lua appends the nils one by one
+	return true
+}
+
+// chargeLen charges the length of t when gopher-lua computes it by
+// scanning the array back over trailing nils.
+func (m *meter) chargeLen(t *lua.LTable) {
+	if n, lastNil := arrayLen(t); lastNil {
+		m.left -= int64(n >> 3)
+	}
 }
 
 // charge accounts for a string of n bytes built by a Go function and raises

@@ -46,10 +46,20 @@
 // 256 ns.
 //
 // A Go library function cannot be interrupted by the instruction budget
-// while it runs. Copies are charged by size; string.find, match, gmatch and
-// gsub refuse a pattern with q repetition items on a subject of n bytes when
-// n^q exceeds 1e9 backtracking steps, which still allows a slow (about a
-// second) match in the worst case.
+// while it runs, so each one whose cost grows with its input charges it:
+// string.find, match, gmatch and gsub run on this package's Lua 5.1
+// matcher (pattern.go), which counts its steps against the budget and
+// stops mid-match when it runs out, and gmatch and gsub find one match at
+// a time instead of collecting them all first; copies are charged by
+// size; table.insert, remove, sort, maxn, #t over trailing nils and stores
+// far past the end of a table's array are charged by the elements they
+// touch (the hook in budget.go, arrayLen in frame_unsafe.go). Topic globs
+// match in linear time (glob.go).
+//
+// Within one callback allocation is bounded by the instruction budget
+// (each instruction can build at most a bounded amount, or is charged for
+// it); the memory budget is checked by walking the state between
+// callbacks.
 //
 // Rule and Host are not safe for concurrent use: one goroutine feeds them.
 // Status (on both) is safe from any goroutine. Live is safe for concurrent

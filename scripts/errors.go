@@ -1,6 +1,10 @@
 package scripts
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Sentinel errors. Errors returned by Load and Reload wrap one of these and
 // name the rule file and, where there is one, the line.
@@ -19,4 +23,22 @@ var (
 	ErrTooLarge = errors.New("scripts: rule source too large")
 	// ErrNoRule: Reload was asked for a rule the host does not hold.
 	ErrNoRule = errors.New("scripts: no such rule")
+	// ErrBusy: a live rule stayed inside a callback for longer than
+	// LiveOptions.ControlWait, so a reload could not be carried out.
+	ErrBusy = errors.New("scripts: rule busy in a callback")
 )
+
+// UnknownParamsError is returned by Load when the configuration gives a
+// rule params it does not declare (a typo such as "topik"). It matches
+// ErrDeclaration.
+type UnknownParamsError struct {
+	File     string
+	Names    []string // the unknown ones, sorted
+	Declared []string // what the rule declares, sorted
+}
+
+func (e *UnknownParamsError) Error() string {
+	return fmt.Sprintf("%v: %s: unknown params %s", ErrDeclaration, e.File, strings.Join(e.Names, ", "))
+}
+
+func (e *UnknownParamsError) Unwrap() error { return ErrDeclaration }

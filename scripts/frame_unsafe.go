@@ -1,9 +1,11 @@
 // This file and numbox_unsafe.go hold the only unsafe code of the package.
 // currentFrame reads the running function prototype and program counter,
-// so the budget hook can refuse a string concatenation before it allocates.
-// It depends on gopher-lua's internal layout; the layout is checked once at
-// init through reflect and peek is switched off (concatenation then is only
-// bounded after the fact by the memory walk) if it ever changes.
+// so the budget hook can refuse a string concatenation before it allocates;
+// arrayLen reads the length of a table's array part, so a store far past
+// its end or a length scan is charged. Both depend on gopher-lua's internal
+// layout; the layout is checked once at init through reflect and the peek
+// is switched off (concatenation then is only bounded after the fact by the
+// memory walk, table gaps by the instruction budget) if it ever changes.
 
 package scripts
 
@@ -19,9 +21,14 @@ import (
 var (
 	offCurFrame, offFn, offPc uintptr
 	peekOK                    bool
+	offArray                  uintptr // LTable.array
+	arrayOK                   bool
 )
 
 func init() {
+	if f, ok := reflect.TypeOf(lua.LTable{}).FieldByName("array"); ok && f.Type == reflect.TypeOf([]lua.LValue(nil)) {
+		offArray, arrayOK = f.Offset, true
+	}
 	st, ok := reflect.TypeOf(lua.LState{}).FieldByName("currentFrame")
 	if !ok || st.Type.Kind() != reflect.Pointer {
 		return
@@ -52,4 +59,15 @@ func currentFrame(L *lua.LState) (*lua.FunctionProto, int) {
 		return nil, 0
 	}
 	return fn.Proto, *(*int)(unsafe.Add(cf, offPc))
+}
+
+// arrayLen returns the length of t's array part and whether its last slot
+// is nil (then gopher-lua's # scans back over the trailing nils); 0, false
+// when the layout is unknown.
+func arrayLen(t *lua.LTable) (n int, lastNil bool) {
+	if !arrayOK {
+		return 0, false
+	}
+	a := *(*[]lua.LValue)(unsafe.Add(unsafe.Pointer(t), offArray))
+	return len(a), len(a) > 0 && (a[len(a)-1] == lua.LNil || a[len(a)-1] == nil)
 }

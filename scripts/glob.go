@@ -3,36 +3,69 @@ package scripts
 // globMatch reports whether topic matches pattern: "*" matches any run of
 // characters except '/', "**" any run including '/', "?" one character
 // other than '/'; everything else matches itself.
+//
+// It runs in O(len(pattern) * len(topic)): the set of pattern positions
+// reachable after each topic byte is carried forward (a Thompson
+// simulation), so a pattern of many stars cannot backtrack exponentially
+// (string.rep('*', 100) .. 'x' against a long topic).
 func globMatch(pattern, topic string) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '*':
-			deep := len(pattern) > 1 && pattern[1] == '*'
-			rest := pattern[1:]
-			if deep {
-				rest = pattern[2:]
-			}
-			for i := 0; i <= len(topic); i++ {
-				if globMatch(rest, topic[i:]) {
-					return true
-				}
-				if i < len(topic) && topic[i] == '/' && !deep {
-					return false
-				}
-			}
-			return false
-		case '?':
-			if len(topic) == 0 || topic[0] == '/' {
-				return false
-			}
-		default:
-			if len(topic) == 0 || topic[0] != pattern[0] {
-				return false
-			}
-		}
-		pattern, topic = pattern[1:], topic[1:]
+	var bufA, bufB [64]bool
+	cur, next := bufA[:0], bufB[:0]
+	if len(pattern)+1 > len(bufA) {
+		cur, next = make([]bool, 0, len(pattern)+1), make([]bool, 0, len(pattern)+1)
 	}
-	return len(topic) == 0
+	cur, next = cur[:len(pattern)+1], next[:len(pattern)+1]
+	clear(cur)
+	globAdd(pattern, cur, 0)
+	for i := 0; i < len(topic); i++ {
+		c := topic[i]
+		clear(next)
+		any := false
+		for p, on := range cur {
+			if !on || p == len(pattern) {
+				continue
+			}
+			switch pattern[p] {
+			case '*':
+				if p+1 < len(pattern) && pattern[p+1] == '*' {
+					globAdd(pattern, next, p) // ** consumes anything
+				} else if c != '/' {
+					globAdd(pattern, next, p)
+				}
+			case '?':
+				if c != '/' {
+					globAdd(pattern, next, p+1)
+				}
+			default:
+				if pattern[p] == c {
+					globAdd(pattern, next, p+1)
+				}
+			}
+			any = true
+		}
+		if !any {
+			return false
+		}
+		cur, next = next, cur
+	}
+	return cur[len(pattern)]
+}
+
+// globAdd marks pattern position p and every position reachable from it
+// without consuming a byte (a star, or a double star as one item, may
+// match nothing).
+func globAdd(pattern string, set []bool, p int) {
+	for !set[p] {
+		set[p] = true
+		if p == len(pattern) || pattern[p] != '*' {
+			return
+		}
+		if p+1 < len(pattern) && pattern[p+1] == '*' {
+			p += 2
+		} else {
+			p++
+		}
+	}
 }
 
 // matchAny reports whether topic matches one of the globs.

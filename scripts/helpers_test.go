@@ -25,6 +25,16 @@ func (f *fired) times(base int64) []int64 {
 	return out
 }
 
+// roundedTimes is times rounded to the nearest ms (for anchors that went
+// through Lua's float64 numbers).
+func (f *fired) roundedTimes(base int64) []int64 {
+	out := []int64{}
+	for _, t := range f.list {
+		out = append(out, (t.TimeNs-base+5e5)/1e6)
+	}
+	return out
+}
+
 // load loads src as "t.lua" with params, collecting triggers.
 func load(t testing.TB, src string, params map[string]string) (*Rule, *fired) {
 	t.Helper()

@@ -86,9 +86,14 @@ func (h *Host) Reload(name string) error {
 	return h.ReloadSource(name, src)
 }
 
-// readRule reads the file r was loaded from, for a reload.
+// readRule reads the file r was loaded from, for a reload: a shipped
+// rule's from the binary (it has no file on disk).
 func readRule(r *Rule) (string, error) {
-	b, err := os.ReadFile(r.file)
+	read := os.ReadFile
+	if r.shipped {
+		read = Shipped.ReadFile
+	}
+	b, err := read(r.file)
 	if err != nil {
 		err = fmt.Errorf("scripts: reload %s: %w (old version keeps running)", r.decl.Name, err)
 		r.st.setReloadErr(err)
@@ -141,6 +146,7 @@ func reload(old *Rule, src string, others []*Rule) (*Rule, error) {
 		return nil, err
 	}
 	nr.st = old.st
+	nr.shipped = old.shipped
 	nr.st.reloads.Add(1)
 	nr.st.mu.Lock()
 	nr.st.disabled, nr.st.why, nr.st.reloadErr = false, "", ""

@@ -3,6 +3,7 @@ package scripts
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
@@ -24,6 +25,12 @@ type LiveOptions struct {
 	// Batch is how many messages a rule handles between looks at reload
 	// and dump requests. Default 256.
 	Batch int
+	// ControlWait bounds how long Reload and DumpFinished wait for a
+	// rule's goroutine: a rule stuck in a callback does not hold up the
+	// caller (the control socket, the dump hooks); the call then fails
+	// with ErrBusy (a reload) or is skipped and counted in the rule's
+	// Errors (a dump notification). Default 2s.
+	ControlWait time.Duration
 }
 
 func (o LiveOptions) withDefaults() LiveOptions {
@@ -38,6 +45,9 @@ func (o LiveOptions) withDefaults() LiveOptions {
 	}
 	if o.Batch <= 0 {
 		o.Batch = 256
+	}
+	if o.ControlWait <= 0 {
+		o.ControlWait = 2 * time.Second
 	}
 	return o
 }
@@ -67,6 +77,8 @@ type runner struct {
 
 	mu   sync.Mutex // guards rule against Status and Reload
 	rule *Rule
+
+	exited atomic.Bool // run returned (CloseWithin may release the rule)
 
 	readers  []*topicReader
 	known    map[ingest.TopicID]bool
@@ -109,7 +121,8 @@ func StartLive(rec *engine.Recorder, rules []*Rule, opts LiveOptions) (*Live, er
 	return l, nil
 }
 
-// Status returns every rule's counters, including Skipped and LagNs.
+// Status returns every rule's counters, including Skipped, LagNs and, for
+// a rule inside a callback, CallNs and Stuck.
 func (l *Live) Status() []RuleStatus {
 	out := make([]RuleStatus, len(l.runners))
 	for i, ru := range l.runners {
@@ -118,6 +131,15 @@ func (l *Live) Status() []RuleStatus {
 		ru.mu.Unlock()
 	}
 	return out
+}
+
+// Decl returns the declaration of the i-th rule (Status order), as
+// currently loaded (a reload may change it).
+func (l *Live) Decl(i int) Decl {
+	ru := l.runners[i]
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	return ru.rule.Decl()
 }
 
 // Reload reloads the named rule from its file on the rule's goroutine; see
@@ -177,8 +199,11 @@ func (l *Live) ReloadSource(name, src string) error {
 		}
 		ru.lastPoll = time.Time{}
 	})
-	if !ok {
+	switch ok {
+	case doStopped:
 		return fmt.Errorf("scripts: reload %s: %w", name, errLiveClosed)
+	case doTimedOut:
+		return fmt.Errorf("scripts: reload %s: %w (in a callback for over %v; the running version stays)", name, ErrBusy, l.opts.ControlWait)
 	}
 	return err
 }
@@ -186,26 +211,74 @@ func (l *Live) ReloadSource(name, src string) error {
 var errLiveClosed = fmt.Errorf("live runner closed")
 
 // DumpFinished calls on_dump_finished on every rule, each on its goroutine,
-// and returns when all have run.
+// and returns when all have run, or after LiveOptions.ControlWait for a rule stuck in
+// a callback (that rule misses the notification; counted in its Errors
+// and logged).
 func (l *Live) DumpFinished(d DumpResult) {
 	for _, ru := range l.runners {
-		ru.do(func() { ru.rule.DumpFinished(d) })
+		if ru.do(func() { ru.rule.DumpFinished(d) }) == doTimedOut {
+			ru.mu.Lock()
+			r := ru.rule
+			ru.mu.Unlock()
+			r.st.errors.Add(1)
+			r.logger.Error("rule busy: on_dump_finished not delivered", "rule", r.decl.Name, "file", r.file, "path", d.Path)
+		}
 	}
 }
 
-// Close stops the goroutines and closes the readers and the rules.
+// Close stops the goroutines and closes the readers and the rules; it
+// waits for a rule stuck in a callback (see CloseWithin).
 func (l *Live) Close() error {
+	l.CloseWithin(-1)
+	return nil
+}
+
+// CloseWithin stops the goroutines and waits at most d (forever when d < 0)
+// for them, then closes the readers and rules of those that stopped. A
+// callback running Lua is stopped within 256 instructions; a rule still
+// inside a callback after d (stuck in a Go library function) is abandoned: a goroutine cannot be killed,
+// so its Lua state and readers are left to it (released when the process
+// exits) and CloseWithin reports false and logs it. The recorder can then
+// stop within its deadline whatever a rule does.
+func (l *Live) CloseWithin(d time.Duration) bool {
+	all := true
 	l.once.Do(func() {
 		close(l.stop)
-		l.wg.Wait()
 		for _, ru := range l.runners {
+			ru.mu.Lock()
+			ru.rule.abort() // a rule looping in Lua stops at once
+			ru.mu.Unlock()
+		}
+		done := make(chan struct{})
+		go func() { l.wg.Wait(); close(done) }()
+		if d >= 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-done:
+			case <-t.C:
+			}
+		} else {
+			<-done
+		}
+		for _, ru := range l.runners {
+			if !ru.exited.Load() {
+				all = false
+				ru.mu.Lock()
+				r := ru.rule
+				ru.mu.Unlock()
+				st := r.Status()
+				r.logger.Error("rule stuck in a callback at stop; abandoned", "rule", r.decl.Name, "file", r.file,
+					"in_call", time.Duration(st.CallNs).Round(time.Millisecond))
+				continue
+			}
 			for _, tr := range ru.readers {
 				tr.rd.Close()
 			}
 			ru.rule.Close()
 		}
 	})
-	return nil
+	return all
 }
 
 func (l *Live) find(name string) *runner {
@@ -220,21 +293,39 @@ func (l *Live) find(name string) *runner {
 	return nil
 }
 
-// do runs f on the runner's goroutine and waits; false when stopped.
-func (ru *runner) do(f func()) bool {
+// Outcomes of runner.do.
+const (
+	doDone = iota
+	doStopped
+	doTimedOut
+)
+
+// do runs f on the runner's goroutine and waits, at most ControlWait for
+// the goroutine to take it and for f to finish. After a time-out f may
+// still run later.
+func (ru *runner) do(f func()) int {
 	done := make(chan struct{})
+	t := time.NewTimer(ru.live.opts.ControlWait)
+	defer t.Stop()
 	select {
 	case ru.ctl <- func() { f(); close(done) }:
 	case <-ru.live.stop:
-		return false
+		return doStopped
+	case <-t.C:
+		return doTimedOut
 	}
-	<-done
-	return true
+	select {
+	case <-done:
+		return doDone
+	case <-t.C:
+		return doTimedOut
+	}
 }
 
 func (ru *runner) run() {
 	l := ru.live
 	defer l.wg.Done()
+	defer ru.exited.Store(true)
 	idle := time.NewTimer(l.opts.Poll)
 	defer idle.Stop()
 	for {

@@ -21,8 +21,9 @@ import (
 type Message struct {
 	// Topic is the topic name, e.g. "vehicle/speed".
 	Topic string
-	// TS is the capture time in UNIX ns; it is the message time rules see
-	// as m.ts and now().
+	// TS is the capture time in UNIX ns. A rule whose time is TimeCapture
+	// sees it as m.ts and now(); a TimeProducer rule (the default) sees
+	// GenTS instead when the producer gave one.
 	TS int64
 	// GenTS is the generation time the source reported (0 when unknown).
 	GenTS int64
@@ -42,11 +43,18 @@ type Trigger struct {
 	Tag string
 	// Severity defaults to 1.
 	Severity int
-	// TimeNs is the message time the trigger fired at.
+	// TimeNs is the capture time the trigger fired at: the capture time of
+	// the message being handled, or for a tick (and a TimeProducer rule's
+	// at = <time>) the rule's time mapped to capture time through its
+	// latest message.
 	TimeNs int64
+	// At is dumpinfo.AtLast ("last") when the rule asked for the dump to
+	// be anchored at the newest message of its topics; "" otherwise.
+	At string
 	// Pre and Post are the history to keep before and the time to keep
-	// recording after TimeNs; 0 means the recorder's default.
-	Pre, Post time.Duration
+	// recording after TimeNs; nil means the recorder's (the topics')
+	// windows, zero is zero.
+	Pre, Post *time.Duration
 	// Topics restricts the dump to these topic globs; nil means all.
 	Topics []string
 	// Params are the rule's effective parameters; shared between the
@@ -60,10 +68,13 @@ type DumpResult struct {
 	Reason   string
 	Bytes    int64
 	Messages int64
-	// TimeNs is when the dump finished; 0 keeps the rules' current time.
+	// TimeNs is when the dump finished (capture time); 0 keeps the rules'
+	// current time.
 	TimeNs int64
-	// Err is non-nil when the dump failed.
-	Err error
+	// Status is the outcome ("written", "failed", "refused",
+	// "abandoned"); Err is non-nil when the dump was not written.
+	Status string
+	Err    error
 }
 
 // Options configure a rule at load.
@@ -79,13 +90,32 @@ type Options struct {
 	// Logger receives log(...) lines and rule failures; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Time, when set (TimeProducer or TimeCapture), overrides the time
+	// domain the rule declares.
+	Time string
 }
+
+// Time domains a rule can run in (Decl.Time, Options.Time).
+const (
+	// TimeProducer: message time is the producer's time (m.gen_ts) when the
+	// message has one, else its capture time. Replay jitter, batching and
+	// a loaded recorder then cannot change what a rule computes from time
+	// differences. The default.
+	TimeProducer = "producer"
+	// TimeCapture: message time is the recorder's capture time (for rules
+	// about what the recorder sees, such as a heartbeat).
+	TimeCapture = "capture"
+)
 
 // Decl is a rule's declaration: rule{...} plus its parameters.
 type Decl struct {
-	Name         string
-	Topics       []string
-	Pre, Post    time.Duration
+	Name   string
+	Topics []string
+	// Pre and Post are the rule's windows; nil means the recorder's (the
+	// topics' own), zero is zero.
+	Pre, Post *time.Duration
+	// Time is the rule's time domain: TimeProducer or TimeCapture.
+	Time         string
 	Cooldown     time.Duration
 	MaxPerMinute int
 	// Tick is the on_tick period (1s when on_tick is defined and tick is
@@ -115,14 +145,28 @@ type RuleStatus struct {
 	// Skipped counts messages a live reader skipped because the rule fell
 	// behind the ring; LagNs is how far behind the newest message the rule
 	// was at its last read.
-	Skipped  uint64
-	LagNs    int64
+	Skipped uint64
+	LagNs   int64
+	// CallNs is how long the rule has been inside its current callback
+	// (0 when it is not running one); Stuck is set once that passes
+	// StuckAfter: a callback within the default budget takes milliseconds.
+	CallNs   int64
+	Stuck    bool
 	Disabled bool
 	// Why says why the rule is disabled, naming file and line.
 	Why         string
 	Reloads     uint64
 	ReloadError string
 }
+
+// StuckAfter is how long a callback may run before Status calls the rule
+// stuck. The instruction budget bounds a callback to milliseconds with the
+// defaults; a rule given a much larger budget (or a bug in a library
+// function) can stay inside one call for longer.
+const StuckAfter = time.Second
+
+// monoStart anchors callStart: time.Since reads the monotonic clock.
+var monoStart = time.Now()
 
 // MaxCatchUpTicks bounds how many due ticks one Feed or Tick delivers when
 // message time jumps; older ones are counted as skipped.
@@ -138,6 +182,7 @@ type stats struct {
 	fired, suppressed, logsDropped, instrs atomic.Uint64
 	skipped, reloads                       atomic.Uint64
 	lag                                    atomic.Int64
+	callStart                              atomic.Int64 // monotonic ns since monoStart when a callback began; 0 outside one
 
 	mu        sync.Mutex
 	disabled  bool
@@ -168,8 +213,12 @@ type Rule struct {
 	onTick     *lua.LFunction
 	onDump     *lua.LFunction
 
-	cur      *Message
+	cur *Message
+	// now is the rule's time (its time domain); capOff maps it to capture
+	// time: capture time of the latest message minus its rule time.
 	now      int64
+	capOff   int64
+	shipped  bool // loaded by LoadShipped: reloads read the embedded file
 	topicStr string
 	topicVal lua.LValue
 	topicSet bool // topicVal is stored in the view's methods table
@@ -221,7 +270,7 @@ func LoadSource(name, src string, opts Options) (*Rule, error) {
 	if r.logger == nil {
 		r.logger = slog.Default()
 	}
-	r.meter = &meter{maxString: r.budget.MaxString}
+	r.meter = &meter{maxString: r.budget.MaxString, memory: r.budget.Memory}
 	r.L = newSandbox(r.budget, r.meter)
 	r.meter.L = r.L
 	r.L.SetContext(r.meter)
@@ -266,8 +315,11 @@ func (r *Rule) load() error {
 	if !r.declared {
 		return fmt.Errorf("%w: %s: no rule{ name = ..., ... } declaration", ErrDeclaration, r.file)
 	}
+	// Raw lookups: a metatable on _G (strict-mode globals, or a hostile
+	// __index that never returns) must not run code outside a protected,
+	// budgeted call.
 	handler := func(name string) (*lua.LFunction, error) {
-		switch v := L.GetGlobal(name).(type) {
+		switch v := L.G.Global.RawGetString(name).(type) {
 		case *lua.LNilType:
 			return nil, nil
 		case *lua.LFunction:
@@ -305,11 +357,26 @@ func (r *Rule) load() error {
 		}
 		if len(unknown) > 0 {
 			sort.Strings(unknown)
-			return fmt.Errorf("%w: %s: unknown params %s", ErrDeclaration, r.file, strings.Join(unknown, ", "))
+			declared := make([]string, 0, len(r.paramSet))
+			for k := range r.paramSet {
+				declared = append(declared, k)
+			}
+			sort.Strings(declared)
+			return &UnknownParamsError{File: r.file, Names: unknown, Declared: declared}
 		}
 	}
 	for k, v := range r.opts.Params {
 		d.Params[k] = v
+	}
+	if r.opts.Time != "" {
+		d.Time = r.opts.Time
+	}
+	switch d.Time {
+	case "":
+		d.Time = TimeProducer
+	case TimeProducer, TimeCapture:
+	default:
+		return fmt.Errorf("%w: %s: time %q: want %q or %q", ErrDeclaration, r.file, d.Time, TimeProducer, TimeCapture)
 	}
 	if d.MaxPerMinute > 0 {
 		r.window = make([]int64, 0, d.MaxPerMinute)
@@ -349,17 +416,27 @@ func (r *Rule) Matches(topic string) bool {
 // Disabled reports whether the rule has been disabled by an error.
 func (r *Rule) Disabled() bool { return r.dead }
 
-// Feed delivers the ticks due up to m.TS, then m to on_message when the
-// topic matches. m and m.Data are not kept.
+// msgTime is m's time in the rule's time domain.
+func (r *Rule) msgTime(m *Message) int64 {
+	if r.decl.Time == TimeProducer && m.GenTS != 0 {
+		return m.GenTS
+	}
+	return m.TS
+}
+
+// Feed delivers the ticks due up to m's time, then m to on_message when
+// the topic matches. m and m.Data are not kept.
 func (r *Rule) Feed(m *Message) {
 	if r.dead {
 		return
 	}
-	r.advance(m.TS)
+	t := r.msgTime(m)
+	r.capOff = m.TS - t
+	r.advance(t)
 	if r.dead || !r.Matches(m.Topic) {
 		return
 	}
-	r.cur, r.now = m, m.TS
+	r.cur, r.now = m, t
 	r.storeFields(m)
 	err := r.call(r.onMessage, r.budget.Instructions, r.view)
 	r.cur = nil
@@ -369,11 +446,13 @@ func (r *Rule) Feed(m *Message) {
 	}
 }
 
-// Tick delivers the ticks due up to now (message time), for when no
-// message arrives to carry time forward.
-func (r *Rule) Tick(now int64) {
+// Tick delivers the ticks due up to captureNs, for when no message
+// arrives to carry time forward. captureNs is capture time (the
+// recorder's clock, or the last capture time replayed); a TimeProducer
+// rule maps it to its own time through its latest message.
+func (r *Rule) Tick(captureNs int64) {
 	if !r.dead {
-		r.advance(now)
+		r.advance(captureNs - r.capOff)
 	}
 }
 
@@ -384,13 +463,16 @@ func (r *Rule) DumpFinished(d DumpResult) {
 		return
 	}
 	if d.TimeNs != 0 {
-		r.now = d.TimeNs
+		r.now = d.TimeNs - r.capOff
 	}
 	t := r.L.NewTable()
 	t.RawSetString("path", lua.LString(d.Path))
 	t.RawSetString("reason", lua.LString(d.Reason))
 	t.RawSetString("bytes", lua.LNumber(d.Bytes))
 	t.RawSetString("messages", lua.LNumber(d.Messages))
+	if d.Status != "" {
+		t.RawSetString("status", lua.LString(d.Status))
+	}
 	if d.Err != nil {
 		t.RawSetString("error", lua.LString(d.Err.Error()))
 	}
@@ -435,7 +517,9 @@ func (r *Rule) call(fn *lua.LFunction, n int64, arg lua.LValue) error {
 		L.Push(arg)
 		nargs = 1
 	}
+	r.st.callStart.Store(int64(time.Since(monoStart)) | 1) // | 1: never 0 inside a call
 	err := L.PCall(nargs, 0, nil)
+	r.st.callStart.Store(0)
 	spent := m.spent(n)
 	m.used += spent
 	r.st.instrs.Add(uint64(spent))
@@ -445,7 +529,7 @@ func (r *Rule) call(fn *lua.LFunction, n int64, arg lua.LValue) error {
 	case m.tripped != "":
 		return fmt.Errorf("%w: %s: %s (the script caught the error)", ErrBudget, r.file, m.tripped)
 	case err != nil:
-		return fmt.Errorf("%w: %s", ErrRuntime, luaMessage(err))
+		return fmt.Errorf("%w: %s", ErrRuntime, r.errorText(err))
 	}
 	if m.used >= walkEvery || m.strBytes >= r.budget.Memory/4 {
 		return r.checkMemory()
@@ -462,8 +546,17 @@ func (r *Rule) checkMemory() error {
 	return nil
 }
 
+// abort makes the callback running now (and every later one) stop within
+// 256 instructions. Safe from any goroutine. A callback inside a Go
+// library function stops when that function returns.
+func (r *Rule) abort() { r.meter.abort.Store(true) }
+
 // fail disables the rule.
 func (r *Rule) fail(err error) {
+	if r.meter.abort.Load() {
+		r.dead = true // stopping: not a fault of the rule
+		return
+	}
 	r.dead = true
 	r.st.errors.Add(1)
 	r.st.mu.Lock()
@@ -482,6 +575,10 @@ func (r *Rule) Status() RuleStatus {
 		Errors: s.errors.Load(), TriggersFired: s.fired.Load(), TriggersSuppressed: s.suppressed.Load(),
 		LogsDropped: s.logsDropped.Load(), Instructions: s.instrs.Load(),
 		Skipped: s.skipped.Load(), LagNs: s.lag.Load(), Reloads: s.reloads.Load(),
+	}
+	if cs := s.callStart.Load(); cs != 0 {
+		out.CallNs = max(int64(time.Since(monoStart))-cs, 0)
+		out.Stuck = out.CallNs > int64(StuckAfter)
 	}
 	s.mu.Lock()
 	out.Disabled, out.Why, out.ReloadError = s.disabled, s.why, s.reloadErr
@@ -533,6 +630,22 @@ func (r *Rule) allowLog() bool {
 	return false
 }
 
+// errorText is luaMessage, with the position error() was called at and the
+// value's type when the rule raised something other than a string.
+func (r *Rule) errorText(err error) string {
+	var ae *lua.ApiError
+	if errors.As(err, &ae) && ae.Object != nil {
+		if _, ok := ae.Object.(lua.LString); !ok {
+			where := r.meter.errWhere
+			if where == "" {
+				where = r.file + ":"
+			}
+			return fmt.Sprintf("%s error raised with a %s value, not a message", where, ae.Object.Type())
+		}
+	}
+	return luaMessage(err)
+}
+
 // luaMessage is the Lua error text ("file:line: message") without the
 // stack trace.
 func luaMessage(err error) string {
@@ -546,6 +659,16 @@ func luaMessage(err error) string {
 		}
 	}
 	return err.Error()
+}
+
+// optDurationArg is durationArg for a window that may be left unset:
+// the result points to the value.
+func optDurationArg(v lua.LValue) (*time.Duration, error) {
+	d, err := durationArg(v)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
 }
 
 // durationArg converts a Lua duration: a string ("15s", "500ms") or a

@@ -1,7 +1,7 @@
 package scripts
 
 import (
-	"math"
+	"math/bits"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -16,8 +16,10 @@ var removedGlobals = []string{
 }
 
 // newSandbox returns a Lua state with only base (minus removedGlobals),
-// string, table and math, with size-producing string functions bounded by
-// the meter and math.random made deterministic.
+// string, table and math, with every library function whose cost grows
+// with its input charged to the meter (patterns step by step, copies by
+// size, table shifts by elements moved), the size-producing ones bounded
+// by MaxString, and math.random made deterministic.
 func newSandbox(b Budget, m *meter) *lua.LState {
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:     true,
@@ -27,13 +29,17 @@ func newSandbox(b Budget, m *meter) *lua.LState {
 		RegistryGrowStep: max(1024, b.Registry/8), // few copies on the way to the cap
 	})
 	openLibs(L)
+	locateErrors(L, m)
+	chargedBase(L, m)
 	str := L.GetGlobal("string").(*lua.LTable)
 	str.RawSetString("dump", lua.LNil)
 	meterRep(L, str, m)
 	meterFormat(L, str, m)
-	meterGsub(L, str, m)
-	guardPatterns(L, str, m) // after meterGsub: the guarded gsub is the metered one
-	meterConcat(L, L.GetGlobal("table").(*lua.LTable), m)
+	patternFuncs(L, str, m)
+	chargedCopies(L, str, m)
+	tab := L.GetGlobal("table").(*lua.LTable)
+	meterConcat(L, tab, m)
+	chargedTables(L, tab, m)
 	deterministicRandom(L, L.GetGlobal("math").(*lua.LTable))
 	return L
 }
@@ -61,6 +67,20 @@ func openLibs(L *lua.LState) {
 	if loaded, ok := L.GetField(L.Get(lua.RegistryIndex), "_LOADED").(*lua.LTable); ok {
 		loaded.RawSetString(lua.BaseLibName, lua.LNil)
 	}
+}
+
+// locateErrors wraps error so that an error value that is not a string
+// (error({}), error(nil)) still names the file and line it was raised at:
+// Lua only prefixes strings with the position. The value itself is
+// raised unchanged, so pcall sees what the rule threw.
+func locateErrors(L *lua.LState, m *meter) {
+	wrap(L, L.G.Global, "error", func(L *lua.LState, orig lua.LGFunction) int {
+		m.errWhere = ""
+		if _, ok := L.Get(1).(lua.LString); !ok {
+			m.errWhere = L.Where(L.OptInt(2, 1))
+		}
+		return orig(L)
+	})
 }
 
 // meterRep charges string.rep's result to the meter before it is built.
@@ -111,88 +131,6 @@ func meterFormat(L *lua.LState, str *lua.LTable, m *meter) {
 	})
 }
 
-// meterGsub charges string.gsub's result: estimated up front for a string
-// or number replacement, counted as it grows for a table or function one.
-func meterGsub(L *lua.LState, str *lua.LTable, m *meter) {
-	wrap(L, str, "gsub", func(L *lua.LState, orig lua.LGFunction) int {
-		s := L.CheckString(1)
-		L.CheckString(2)
-		matches := len(s) + 1
-		if L.GetTop() >= 4 {
-			if k := L.CheckInt(4); k >= 0 && k < matches {
-				matches = k
-			}
-		}
-		switch repl := L.Get(3).(type) {
-		case lua.LString, lua.LNumber:
-			r := lua.LVAsString(repl)
-			// each %n expands to at most the whole subject
-			est := len(s) + matches*len(r) + strings.Count(r, "%")*len(s)
-			if matches > 0 && len(r) > 0 && matches > m.maxString/len(r) {
-				est = m.maxString + 1
-			}
-			m.charge(L, "string.gsub", est)
-		case *lua.LTable, *lua.LFunction:
-			L.Replace(3, meteredRepl(L, repl, len(s), m))
-		}
-		return orig(L)
-	})
-}
-
-// meteredRepl wraps a gsub replacement table or function so that the
-// result's length (from subjectLen, the subject's, up) is counted as each
-// replacement string is produced, and charged once it exceeds the limit.
-func meteredRepl(L *lua.LState, repl lua.LValue, subjectLen int, m *meter) *lua.LFunction {
-	total := subjectLen
-	return L.NewFunction(func(L *lua.LState) int {
-		key := L.Get(1)
-		var v lua.LValue
-		if fn, ok := repl.(*lua.LFunction); ok {
-			n := L.GetTop()
-			L.Push(fn)
-			for i := 1; i <= n; i++ {
-				L.Push(L.Get(i))
-			}
-			L.Call(n, 1)
-			v = L.Get(-1)
-			L.Pop(1)
-		} else {
-			v = L.GetTable(repl, key)
-		}
-		if s, ok := v.(lua.LString); ok {
-			total += len(s)
-			if total > m.maxString {
-				m.charge(L, "string.gsub", total)
-			}
-		}
-		L.Push(v)
-		return 1
-	})
-}
-
-// guardPatterns wraps the pattern functions (find, match, gmatch, gsub).
-// Lua patterns backtrack: with q repetition items a match can take
-// len(s)^q steps inside one Go call that no instruction budget can
-// interrupt. So a pattern with q > 1 is refused when len(s)^q exceeds
-// maxPatternSteps (a plain find excepted), and every call takes len(s)/64
-// from the callback's instructions.
-func guardPatterns(L *lua.LState, str *lua.LTable, m *meter) {
-	for _, name := range []string{"find", "match", "gmatch", "gsub"} {
-		inner := str.RawGetString(name).(*lua.LFunction).GFunction
-		str.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
-			subject, pat := L.CheckString(1), L.CheckString(2)
-			plain := name == "find" && lua.LVAsBool(L.Get(4))
-			if !plain {
-				if q := patternRepeats(pat); q > 1 && math.Pow(float64(len(subject)), float64(q)) > maxPatternSteps {
-					L.RaiseError("string.%s: pattern %q has %d repetitions: too costly on %d bytes", name, pat, q, len(subject))
-				}
-			}
-			m.left -= int64(len(subject) >> 6)
-			return inner(L)
-		}))
-	}
-}
-
 // meterConcat charges table.concat's result to the meter before it is
 // built.
 func meterConcat(L *lua.LState, tab *lua.LTable, m *meter) {
@@ -213,6 +151,66 @@ func meterConcat(L *lua.LState, tab *lua.LTable, m *meter) {
 			}
 		}
 		m.charge(L, "table.concat", n)
+		m.chargeLen(t)
+		return orig(L)
+	})
+}
+
+// chargedTables charges the table functions by the elements they move or
+// scan: insert and remove shift the array, sort compares n log n times,
+// maxn and getn scan it; an insert far past the end is a gap (see
+// meter.gap).
+func chargedTables(L *lua.LState, tab *lua.LTable, m *meter) {
+	wrap(L, tab, "insert", func(L *lua.LState, orig lua.LGFunction) int {
+		t := L.CheckTable(1)
+		m.chargeLen(t)
+		if L.GetTop() >= 3 {
+			n, _ := arrayLen(t)
+			if pos := L.CheckInt(2); pos >= 1 && pos <= n {
+				m.left -= int64(n-pos) >> 5
+			} else if !m.gap(t, float64(pos)) {
+				L.RaiseError("%s", m.tripped)
+			}
+		}
+		return orig(L)
+	})
+	wrap(L, tab, "remove", func(L *lua.LState, orig lua.LGFunction) int {
+		t := L.CheckTable(1)
+		if L.GetTop() >= 2 {
+			n, _ := arrayLen(t)
+			if pos := L.CheckInt(2); pos >= 1 && pos < n {
+				m.left -= int64(n-pos) >> 5
+			}
+		}
+		return orig(L)
+	})
+	wrap(L, tab, "sort", func(L *lua.LState, orig lua.LGFunction) int {
+		n, _ := arrayLen(L.CheckTable(1))
+		m.left -= int64(n*bits.Len(uint(n))) >> 3
+		return orig(L)
+	})
+	for _, name := range []string{"maxn", "getn"} {
+		wrap(L, tab, name, func(L *lua.LState, orig lua.LGFunction) int {
+			n, _ := arrayLen(L.CheckTable(1))
+			m.left -= int64(n >> 6)
+			return orig(L)
+		})
+	}
+}
+
+// chargedBase charges unpack by the values it pushes and checks rawset
+// like a table store (see meter.gap).
+func chargedBase(L *lua.LState, m *meter) {
+	wrap(L, L.G.Global, "unpack", func(L *lua.LState, orig lua.LGFunction) int {
+		n := orig(L)
+		m.left -= int64(n)
+		return n
+	})
+	wrap(L, L.G.Global, "rawset", func(L *lua.LState, orig lua.LGFunction) int {
+		t := L.CheckTable(1)
+		if k, ok := L.Get(2).(lua.LNumber); ok && !m.gap(t, float64(k)) {
+			L.RaiseError("%s", m.tripped)
+		}
 		return orig(L)
 	})
 }
@@ -289,28 +287,4 @@ func longFormatWidth(f string) string {
 		i = j - 1
 	}
 	return ""
-}
-
-// maxPatternSteps bounds len(subject)^repetitions for pattern functions.
-const maxPatternSteps = 1e9
-
-// patternRepeats counts the repetition items (*, +, -, ?) of a Lua
-// pattern outside sets and escapes.
-func patternRepeats(p string) int {
-	n := 0
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '%':
-			i++
-		case '[':
-			for i++; i < len(p) && p[i] != ']'; i++ {
-				if p[i] == '%' {
-					i++
-				}
-			}
-		case '*', '+', '-', '?':
-			n++
-		}
-	}
-	return n
 }

@@ -32,5 +32,10 @@ func LoadShipped(name string, opts Options) (*Rule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: no shipped rule %q (have %s)", ErrNoRule, name, strings.Join(ShippedNames(), ", "))
 	}
-	return LoadSource(p, string(b), opts)
+	r, err := LoadSource(p, string(b), opts)
+	if err != nil {
+		return nil, err
+	}
+	r.shipped = true
+	return r, nil
 }

@@ -126,7 +126,7 @@ func (r *Rule) storeFields(m *Message) {
 		t.RawSetString("topic", r.topicVal)
 	}
 	if u&2 != 0 {
-		t.RawSetString("ts", r.nums.box(float64(m.TS)))
+		t.RawSetString("ts", r.nums.box(float64(r.now))) // the message time in the rule's domain
 	}
 	if u&4 != 0 {
 		t.RawSetString("gen_ts", r.nums.box(float64(m.GenTS)))
@@ -159,7 +159,7 @@ func (r *Rule) viewField(L *lua.LState) int {
 		}
 		L.Push(r.topicVal)
 	case "ts":
-		L.Push(r.nums.box(float64(m.TS)))
+		L.Push(r.nums.box(float64(r.now)))
 	case "gen_ts":
 		L.Push(r.nums.box(float64(m.GenTS)))
 	case "seq":

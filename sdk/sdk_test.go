@@ -157,7 +157,7 @@ func recorderDump(dir string) (string, error) {
 	const t0, ms = int64(1_700_000_000_000_000_000), int64(time.Millisecond)
 	vc := clock.NewVirtual(t0)
 	rec, err := engine.New(engine.Config{Clock: vc, CacheSize: 16 << 20, TopicBytes: 2 << 20,
-		Pre: 2 * time.Second, Post: 500 * time.Millisecond, Guard: 100 * time.Millisecond})
+		Pre: new(2 * time.Second), Post: new(500 * time.Millisecond), Guard: new(100 * time.Millisecond)})
 	if err != nil {
 		return "", err
 	}
@@ -171,8 +171,8 @@ func recorderDump(dir string) (string, error) {
 	}
 	defer d.Stop()
 	var ids []ingest.TopicID
-	for _, ti := range []ingest.TopicInfo{{Name: "lidar", Channel: "top", Type: "points"}, {Name: "lidar", Channel: "front", Type: "points"},
-		{Name: "can/frame", Type: "can"}} {
+	for _, ti := range []ingest.TopicInfo{{Name: "lidar", Channel: "top", Type: ingest.Raw("points")}, {Name: "lidar", Channel: "front", Type: ingest.Raw("points")},
+		{Name: "can/frame", Type: ingest.Raw("can")}} {
 		id, err := rec.Discover(ti)
 		if err != nil {
 			return "", err

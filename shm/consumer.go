@@ -73,7 +73,9 @@ type ConsumerOptions struct {
 	NoPIDCheck bool
 
 	// OnError is called (from consumer goroutines) for every segment that
-	// is quarantined or not recorded. It must not block.
+	// is quarantined or not recorded, and for a declared type that is not
+	// used (a *TypeError: the topic is recorded as raw bytes). It must not
+	// block.
 	OnError func(error)
 
 	// Clock judges heartbeat age; the system clock when nil.
@@ -135,7 +137,8 @@ type Consumer struct {
 }
 
 // NewConsumer returns a consumer of the segments in dir (created with mode
-// 0755 when missing). Call Start (or Run) to begin.
+// 0700 when missing: producers of other users need a directory the
+// operator made writable for them, e.g. 0770 with a shared group). Call Start (or Run) to begin.
 func NewConsumer(dir string, sink ingest.Sink, opts ConsumerOptions) (*Consumer, error) {
 	if err := platformSupported(); err != nil {
 		return nil, err
@@ -144,7 +147,7 @@ func NewConsumer(dir string, sink ingest.Sink, opts ConsumerOptions) (*Consumer,
 		return nil, fmt.Errorf("%w: nil sink", ErrBadOption)
 	}
 	opts.setDefaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("shm: segment directory: %w", err)
 	}
 	return &Consumer{dir: dir, sink: sink, opts: opts, followers: map[string]*follower{}, finished: map[string]fileID{}, stopCh: make(chan struct{})}, nil
@@ -226,6 +229,9 @@ type SegmentStats struct {
 	Rejected  uint64
 	Err       error // quarantine reason, nil when healthy
 	Recording bool  // false when the sink refused the topic
+	// TypeErr is why the type the segment declares is not used (the topic
+	// is recorded as raw bytes); nil when it was handed to the sink.
+	TypeErr error
 }
 
 // Stats returns the totals.

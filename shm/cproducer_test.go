@@ -52,6 +52,12 @@ func TestCHeaderMatchesLayout(t *testing.T) {
 		"OFF_OVERSIZE": offOversize, "OFF_HEARTBEAT_NS": offHeartbeatNs, "OFF_STATE": offState,
 		"OFF_WAITERS": offWaiters, "KIND_MESSAGE": KindMessage, "KIND_PADDING": KindPadding,
 		"STATE_LIVE": StateLive, "STATE_CLOSED": StateClosed, "MAX_ESCAPED_NAME": maxEscapedName, "TAIL_SLACK": tailSlack,
+		"VERSION_UNTYPED": VersionUntyped, "MAX_ENCODING_LEN": MaxEncodingLen, "OFF_ENCODING_LEN": offEncodingLen,
+		"OFF_SCHEMA_ENCODING_LEN": offSchemaEncLen, "OFF_SCHEMA_LEN": offSchemaLen, "OFF_ENCODING": offEncoding,
+		"OFF_SCHEMA_ENCODING": offSchemaEncoding,
+	}
+	if defs["EDR_SHM_MAX_SCHEMA_SIZE"] != "(4u << 20)" || MaxSchemaSize != 4<<20 {
+		t.Errorf("EDR_SHM_MAX_SCHEMA_SIZE = %s, Go has %d", defs["EDR_SHM_MAX_SCHEMA_SIZE"], MaxSchemaSize)
 	}
 	for k, v := range want {
 		got, err := strconv.Atoi(defs["EDR_SHM_"+k])
@@ -132,7 +138,7 @@ func TestCProducerEveryMessageBitExactInOrder(t *testing.T) {
 			t.Fatalf("message %d: index %d gen %d: %v", i, got, m.gen, err)
 		}
 	}
-	if typ := sink.topics[id].Type; typ != "test/Checkable" {
+	if typ := sink.topics[id].Type.Schema.Name; typ != "test/Checkable" {
 		t.Errorf("type %q", typ)
 	}
 }

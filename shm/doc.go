@@ -3,7 +3,10 @@
 // slowed down by it.
 //
 // One segment file per topic lives in a directory (default /dev/shm/edr):
-// a header and a ring of records, laid out in FORMAT.md. A Producer
+// a header, the topic's declared type when there is one (a schema area,
+// version 2: ProducerOptions.Type, read once by the consumer and handed to
+// Discover; a schema over MaxSchemaSize is not read and the topic is raw,
+// with a TypeError), and a ring of records, laid out in FORMAT.md. A Producer
 // (NewProducer, Publish, Heartbeat, Close) or the header-only C99 producer
 // include/edr_shm.h appends records; Publish never blocks, never waits for
 // the recorder and never allocates — when the recorder lags, the oldest

@@ -26,6 +26,9 @@ func DrainFile(path string, sink ingest.Sink, opts ConsumerOptions) (st SegmentS
 	}
 	defer s.close()
 	st.Topic = s.info
+	if s.typeErr != nil {
+		st.TypeErr = s.typeErr // recorded all the same, as raw bytes
+	}
 	defer func() {
 		st.Messages, st.Bytes = s.received.Load(), s.bytes.Load()
 		st.Lost, st.Rejected = s.lost.Load(), s.rejected.Load()

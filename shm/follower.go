@@ -75,6 +75,9 @@ func (f *follower) publishState(err error) {
 	s := &SegmentStats{Online: f.online, Recording: f.recording, Err: err}
 	if f.seg != nil {
 		s.Topic = f.seg.info
+		if f.seg.typeErr != nil {
+			s.TypeErr = f.seg.typeErr
+		}
 	}
 	f.state.Store(s)
 }
@@ -161,6 +164,9 @@ func (f *follower) open() (exists bool) {
 	f.lastID = s.id
 	f.seg = s
 	f.cur.Store(s)
+	if s.typeErr != nil {
+		f.c.report(s.typeErr) // recorded all the same, as raw bytes
+	}
 	id, err := f.c.sink.Discover(s.info)
 	f.recording, f.online = err == nil, err == nil
 	if err != nil {

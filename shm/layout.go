@@ -6,14 +6,21 @@ import (
 	"hash/fnv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
-// Segment layout, version 1. See FORMAT.md; the C header include/edr_shm.h
-// repeats these numbers and a test checks that both agree.
+// Segment layout, versions 1 and 2. See FORMAT.md; the C header
+// include/edr_shm.h repeats these numbers and a test checks that both agree.
 const (
-	Version = 1
+	// Version is the newest segment version: 2, a segment that declares
+	// its topic's type (message encoding and schema). A producer that
+	// declares none writes version 1, which every consumer reads.
+	Version = 2
+	// VersionUntyped is the version of a segment that declares no type.
+	VersionUntyped = 1
 
-	HeaderSize       = 4096 // bytes before the ring; the ring starts page-aligned
+	HeaderSize       = 4096 // bytes of the fixed header; the schema area (v2) or the ring (v1) starts here, page-aligned
 	RecordHeaderSize = 24   // length u32, kind u32, seq u64, gen_ns i64
 	RecordAlign      = 8
 
@@ -21,8 +28,18 @@ const (
 	MaxCapacity = 1 << 30 // largest ring
 
 	MaxNameLen    = 256
-	MaxTypeLen    = 128
+	MaxTypeLen    = 128 // the schema (type) name
 	MaxChannelLen = 64
+	// MaxEncodingLen bounds the message encoding and the schema
+	// encoding of a version 2 segment.
+	MaxEncodingLen = 64
+	// MaxSchemaSize is the largest schema a segment carries
+	// (ingest.MaxSchemaSize, 4 MiB). A consumer does not read a larger
+	// one: the topic is recorded as raw bytes and the error reported.
+	MaxSchemaSize = ingest.MaxSchemaSize
+	// maxSchemaArea bounds header_size - HeaderSize in a hostile segment:
+	// schema_len is a u32, its area rounded up to a page.
+	maxSchemaArea = 1<<32 + HeaderSize
 
 	// Header field offsets.
 	offMagic           = 0
@@ -39,9 +56,15 @@ const (
 	offNameLen         = 64
 	offTypeLen         = 66
 	offChannelLen      = 68
+	offEncodingLen     = 70 // v2
+	offSchemaEncLen    = 72 // v2
+	offSchemaLen       = 76 // v2: u32 bytes of schema at HeaderSize
 	offName            = 96
-	offType            = offName + MaxNameLen // 352
-	offChannel         = offType + MaxTypeLen // 480
+	offType            = offName + MaxNameLen               // 352
+	offChannel         = offType + MaxTypeLen               // 480
+	offEncoding        = offChannel + MaxChannelLen         // 544, v2
+	offSchemaEncoding  = offEncoding + MaxEncodingLen       // 608, v2
+	offImmutableEnd    = offSchemaEncoding + MaxEncodingLen // 672
 
 	// CursorLine is the producer's hot line (written on every publish).
 	CursorLine     = 1024
@@ -92,6 +115,8 @@ func maxPayloadFor(c uint64) int {
 
 // header is the immutable part of a segment header, decoded.
 type header struct {
+	version         uint32
+	headerSize      uint64 // the ring's file offset: HeaderSize + the schema area
 	totalSize       uint64
 	capacity        uint64
 	maxPayload      uint32
@@ -100,15 +125,23 @@ type header struct {
 	startNs         int64
 	heartbeatPeriod int64
 	name, typ, chn  string
+	// v2: the message and schema encodings, and the schema's length
+	// (the schema itself is at HeaderSize, read by the consumer apart).
+	enc, schemaEnc string
+	schemaLen      uint32
 }
+
+// schemaArea is the bytes a v2 segment's schema takes between the fixed
+// header and the ring: its length rounded up to a page.
+func schemaArea(n uint64) uint64 { return (n + HeaderSize - 1) &^ (HeaderSize - 1) }
 
 // encodeHeader writes h into b (at least HeaderSize bytes, zeroed) with
 // state live and zero cursors.
 func encodeHeader(b []byte, h *header) {
 	le := binary.LittleEndian
 	copy(b[offMagic:], Magic[:])
-	le.PutUint32(b[offVersion:], Version)
-	le.PutUint32(b[offHeaderSize:], HeaderSize)
+	le.PutUint32(b[offVersion:], h.version)
+	le.PutUint32(b[offHeaderSize:], uint32(h.headerSize))
 	le.PutUint64(b[offTotalSize:], h.totalSize)
 	le.PutUint64(b[offCapacity:], h.capacity)
 	le.PutUint32(b[offMaxPayload:], h.maxPayload)
@@ -122,6 +155,13 @@ func encodeHeader(b []byte, h *header) {
 	copy(b[offName:offName+MaxNameLen], h.name)
 	copy(b[offType:offType+MaxTypeLen], h.typ)
 	copy(b[offChannel:offChannel+MaxChannelLen], h.chn)
+	if h.version >= Version {
+		le.PutUint16(b[offEncodingLen:], uint16(len(h.enc)))
+		le.PutUint16(b[offSchemaEncLen:], uint16(len(h.schemaEnc)))
+		le.PutUint32(b[offSchemaLen:], h.schemaLen)
+		copy(b[offEncoding:offEncoding+MaxEncodingLen], h.enc)
+		copy(b[offSchemaEncoding:offSchemaEncoding+MaxEncodingLen], h.schemaEnc)
+	}
 	le.PutUint64(b[offHeartbeatNs:], uint64(h.startNs))
 	le.PutUint32(b[offState:], StateLive)
 }
@@ -147,19 +187,25 @@ func decodeHeader(b []byte, fileSize int64, maxPayloadLimit uint32) (header, *fi
 	if [8]byte(b[offMagic:offMagic+8]) != Magic {
 		return bad("magic", offMagic, ErrBadMagic, "%q", b[offMagic:offMagic+8])
 	}
-	if v := le.Uint32(b[offVersion:]); v != Version {
-		return bad("version", offVersion, ErrBadVersion, "%d, want %d", v, Version)
+	h.version = le.Uint32(b[offVersion:])
+	if h.version != VersionUntyped && h.version != Version {
+		return bad("version", offVersion, ErrBadVersion, "%d, want %d or %d", h.version, VersionUntyped, Version)
 	}
-	if v := le.Uint32(b[offHeaderSize:]); v != HeaderSize {
-		return bad("header_size", offHeaderSize, nil, "%d, want %d", v, HeaderSize)
+	h.headerSize = HeaderSize
+	if h.version >= Version {
+		h.schemaLen = le.Uint32(b[offSchemaLen:])
+		h.headerSize += schemaArea(uint64(h.schemaLen))
+	}
+	if v := le.Uint32(b[offHeaderSize:]); uint64(v) != h.headerSize {
+		return bad("header_size", offHeaderSize, nil, "%d, want %d (version %d, schema_len %d)", v, h.headerSize, h.version, h.schemaLen)
 	}
 	h.capacity = le.Uint64(b[offCapacity:])
 	if h.capacity < MinCapacity || h.capacity > MaxCapacity || h.capacity&(h.capacity-1) != 0 {
 		return bad("capacity", offCapacity, nil, "%d is not a power of two in [%d, %d]", h.capacity, MinCapacity, MaxCapacity)
 	}
 	h.totalSize = le.Uint64(b[offTotalSize:])
-	if h.totalSize != HeaderSize+h.capacity {
-		return bad("total_size", offTotalSize, nil, "%d, want header_size+capacity = %d", h.totalSize, HeaderSize+h.capacity)
+	if h.totalSize != h.headerSize+h.capacity {
+		return bad("total_size", offTotalSize, nil, "%d, want header_size+capacity = %d", h.totalSize, h.headerSize+h.capacity)
 	}
 	if uint64(fileSize) != h.totalSize {
 		return bad("total_size", offTotalSize, ErrTruncated, "header says %d bytes, file has %d", h.totalSize, fileSize)
@@ -188,6 +234,18 @@ func decodeHeader(b []byte, fileSize int64, maxPayloadLimit uint32) (header, *fi
 	}
 	if h.chn, fe = decodeString(b, "channel", offChannelLen, offChannel, MaxChannelLen, 0); fe != nil {
 		return header{}, fe
+	}
+	if h.version >= Version {
+		// A v2 segment declares a message encoding; what the encodings
+		// and the schema say is checked by the recorder (ingest.Type
+		// Validate, then parsing), which records the topic as raw bytes
+		// when they do not check out.
+		if h.enc, fe = decodeString(b, "encoding", offEncodingLen, offEncoding, MaxEncodingLen, 1); fe != nil {
+			return header{}, fe
+		}
+		if h.schemaEnc, fe = decodeString(b, "schema_encoding", offSchemaEncLen, offSchemaEncoding, MaxEncodingLen, 0); fe != nil {
+			return header{}, fe
+		}
 	}
 	return h, nil
 }
@@ -220,6 +278,27 @@ func checkText[T string | []byte](s T) error {
 		}
 	}
 	return nil
+}
+
+// checkType validates a declared type the way the consumer will, and
+// returns the segment version it needs: VersionUntyped for none (or a bare
+// type name), Version for a message encoding and schema.
+func checkType(t ingest.Type) (uint32, error) {
+	if t.MessageEncoding == "" {
+		if t.Schema.Encoding != "" || len(t.Schema.Data) > 0 {
+			return 0, fmt.Errorf("%w: a schema (%q, %d bytes) without a message encoding", ErrBadOption, t.Schema.Encoding, len(t.Schema.Data))
+		}
+		return VersionUntyped, nil
+	}
+	if err := t.Validate(); err != nil {
+		return 0, fmt.Errorf("%w: type: %w", ErrBadOption, err)
+	}
+	for _, e := range []struct{ what, v string }{{"message encoding", t.MessageEncoding}, {"schema encoding", t.Schema.Encoding}} {
+		if len(e.v) > MaxEncodingLen {
+			return 0, fmt.Errorf("%w: %s %q is %d bytes, at most %d", ErrBadName, e.what, e.v, len(e.v), MaxEncodingLen)
+		}
+	}
+	return Version, nil
 }
 
 // checkTopic validates a topic's strings the way the consumer will.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 )
 
@@ -27,10 +28,18 @@ const tailSlack = 16
 
 // ProducerOptions configure a segment. Name is required.
 type ProducerOptions struct {
-	// Name, Type and Channel identify the topic (see ingest.TopicInfo).
-	// Name is 1..256 bytes, Type 0..128, Channel 0..64; UTF-8 without
-	// control characters.
-	Name, Type, Channel string
+	// Name and Channel identify the topic (see ingest.TopicInfo). Name is
+	// 1..256 bytes, Channel 0..64; UTF-8 without control characters.
+	Name, Channel string
+
+	// Type says what the payloads are, once for the segment: a message
+	// encoding and a schema (ingest.Type; ingest.Packed for a packed
+	// struct), written into the segment's schema area (a version 2
+	// segment; FORMAT.md). The schema name is 0..128 bytes, the encodings
+	// at most 64, the schema at most MaxSchemaSize. The zero Type declares
+	// nothing, and a Type with only Schema.Name a type name: both write a
+	// version 1 segment, which recorders older than types read too.
+	Type ingest.Type
 
 	// Capacity is the ring size in bytes, rounded up to a power of two in
 	// [MinCapacity, MaxCapacity]; DefaultCapacity when 0.
@@ -91,15 +100,24 @@ type Producer struct {
 }
 
 // NewProducer creates the segment for opts.Name/opts.Channel in dir
-// (created with mode 0755 when missing). An existing segment for the same
+// (created when missing with the segment mode plus search permission for
+// whoever may read: 0700 for 0600 segments, 0750 for 0640, 0770 for 0660). An existing segment for the same
 // topic is replaced when its producer closed it or is gone; ErrInUse is
 // returned when its producer is alive.
 func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
 	if err := platformSupported(); err != nil {
 		return nil, err
 	}
-	if err := checkTopic(opts.Name, opts.Type, opts.Channel); err != nil {
+	if err := checkTopic(opts.Name, opts.Type.Schema.Name, opts.Channel); err != nil {
 		return nil, err
+	}
+	version, err := checkType(opts.Type)
+	if err != nil {
+		return nil, err
+	}
+	hdrSize := uint64(HeaderSize)
+	if version >= Version {
+		hdrSize += schemaArea(uint64(len(opts.Type.Schema.Data)))
 	}
 	capa, err := roundCapacity(opts.Capacity)
 	if err != nil {
@@ -120,7 +138,7 @@ func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, dirMode(mode)); err != nil {
 		return nil, fmt.Errorf("shm: segment directory: %w", err)
 	}
 	base := SegmentFileName(opts.Name, opts.Channel)
@@ -141,15 +159,21 @@ func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
 	fail := func(err error) (*Producer, error) {
 		return nil, errors.Join(err, p.release(), os.Remove(tmp))
 	}
-	total := int64(HeaderSize + capa)
+	total := int64(hdrSize + capa)
 	if err := truncateFile(fd, total); err != nil {
 		return fail(fmt.Errorf("shm: size %s: %w", tmp, err))
 	}
 	if p.mem, err = mapFile(fd, 0, int(total), true); err != nil {
 		return fail(fmt.Errorf("shm: map %s: %w", tmp, err))
 	}
-	p.hdr, p.ring = p.mem[:HeaderSize], p.mem[HeaderSize:]
+	p.hdr, p.ring = p.mem[:HeaderSize], p.mem[hdrSize:]
+	copy(p.mem[HeaderSize:hdrSize], opts.Type.Schema.Data) // v2: the schema area
 	encodeHeader(p.hdr, &header{
+		version:         version,
+		headerSize:      hdrSize,
+		enc:             opts.Type.MessageEncoding,
+		schemaEnc:       opts.Type.Schema.Encoding,
+		schemaLen:       uint32(len(opts.Type.Schema.Data)),
 		totalSize:       uint64(total),
 		capacity:        capa,
 		maxPayload:      uint32(maxPay),
@@ -158,7 +182,7 @@ func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
 		startNs:         clk.Now(),
 		heartbeatPeriod: int64(opts.HeartbeatPeriod),
 		name:            opts.Name,
-		typ:             opts.Type,
+		typ:             opts.Type.Schema.Name,
 		chn:             opts.Channel,
 	})
 	p.c = mapCursors(p.hdr, true)
@@ -336,4 +360,11 @@ func (p *Producer) release() error {
 		p.fd = -1
 	}
 	return err
+}
+
+// dirMode is the mode of a directory holding files of mode m: m plus the
+// search bit of every class that may read.
+func dirMode(m os.FileMode) os.FileMode {
+	m = m.Perm()
+	return m | (m&0o444)>>2
 }

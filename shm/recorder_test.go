@@ -22,7 +22,7 @@ func (o *offlineSignal) Offline(id ingest.TopicID) {
 
 func newTestRecorder(t testing.TB, cache int64) *offlineSignal {
 	t.Helper()
-	rec, err := engine.New(engine.Config{CacheSize: cache, TopicBytes: cache, Pre: time.Hour})
+	rec, err := engine.New(engine.Config{CacheSize: cache, TopicBytes: cache, Pre: new(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,8 @@ type segment struct {
 	id       fileID
 	mask     uint64
 	info     ingest.TopicInfo
-	owner    owner // the producer process, for liveness
+	typeErr  *TypeError // the declared type was not used (schema.go)
+	owner    owner      // the producer process, for liveness
 
 	rpos    uint64 // next record position to read
 	nextSeq uint64 // sequence number expected next
@@ -40,8 +41,9 @@ type segment struct {
 	received, bytes, lost, rejected atomic.Uint64
 }
 
-// frozenLen covers every immutable header field (through the channel).
-const frozenLen = offChannel + MaxChannelLen
+// frozenLen covers every immutable header field (through the schema
+// encoding; the schema itself is copied once, at open).
+const frozenLen = offImmutableEnd
 
 // openSegment opens, checks and maps the segment file at path.
 func openSegment(path string, opts *ConsumerOptions, big *bigBuffer) (*segment, error) {
@@ -73,8 +75,8 @@ func (s *segment) init(opts *ConsumerOptions) error {
 	if !opts.ownerAllowed(fi.uid) {
 		return s.fail("owner", 0, fmt.Errorf("%w: uid %d", ErrOwner, fi.uid))
 	}
-	if fi.size < HeaderSize || fi.size > HeaderSize+MaxCapacity {
-		return s.fail("total_size", offTotalSize, corruptf(ErrTruncated, "file is %d bytes, want %d..%d", fi.size, HeaderSize+MinCapacity, HeaderSize+MaxCapacity))
+	if fi.size < HeaderSize || fi.size > HeaderSize+maxSchemaArea+MaxCapacity {
+		return s.fail("total_size", offTotalSize, corruptf(ErrTruncated, "file is %d bytes, want %d..%d", fi.size, HeaderSize+MinCapacity, int64(HeaderSize+maxSchemaArea+MaxCapacity)))
 	}
 	if s.hdrMem, err = mapFile(s.fd, 0, HeaderSize, s.writable); err != nil {
 		return err
@@ -89,7 +91,7 @@ func (s *segment) init(opts *ConsumerOptions) error {
 	if want := SegmentFileName(h.name, h.chn); want != baseName(s.path) {
 		return s.fail("name", offName, corruptf(ErrBadName, "topic %q channel %q belongs in file %q", h.name, h.chn, want))
 	}
-	if s.ring, err = mapFile(s.fd, HeaderSize, int(h.capacity), false); err != nil {
+	if s.ring, err = mapFile(s.fd, int64(h.headerSize), int(h.capacity), false); err != nil {
 		return err
 	}
 	s.mask = h.capacity - 1
@@ -100,7 +102,8 @@ func (s *segment) init(opts *ConsumerOptions) error {
 	if s.batch > int(h.capacity) {
 		s.batch = int(h.capacity)
 	}
-	s.info = ingest.TopicInfo{Name: h.name, Channel: h.chn, Type: h.typ, Source: "shm:" + s.path}
+	s.info = ingest.TopicInfo{Name: h.name, Channel: h.chn, Source: "shm:" + s.path}
+	s.info.Type, s.typeErr = s.readType()
 	w, t, err := s.cursors()
 	if err != nil {
 		return err
@@ -194,7 +197,7 @@ func (s *segment) drain(sink ingest.Sink, id ingest.TopicID, budget int) (n int,
 			// One record larger than the private buffer: read it alone
 			// through the consumer's shared buffer.
 			if need > s.h.capacity-start || need > w-s.rpos {
-				return n, false, s.fail("record.length", int64(HeaderSize+start), corruptf(nil,
+				return n, false, s.fail("record.length", int64(s.h.headerSize+start), corruptf(nil,
 					"record of %d bytes at %d passes the ring end or write_cursor %d", need, s.rpos, w))
 			}
 			buf := s.big.lock(int(need))
@@ -264,7 +267,7 @@ walk:
 			return n, 0, nil
 		}
 		rest := uint64(len(chunk)) - off
-		fileOff := int64(HeaderSize + (pos & s.mask))
+		fileOff := int64(s.h.headerSize + (pos & s.mask))
 		if rest < 8 {
 			return n, 0, s.fail("record.kind", fileOff+4, corruptf(nil, "record header cut by the ring end or write cursor %d", w))
 		}
@@ -349,8 +352,10 @@ func fieldAt(off int) (string, int) {
 		{offTotalSize, "total_size"}, {offCapacity, "capacity"}, {offMaxPayload, "max_payload"},
 		{offFlags, "flags"}, {offPID, "producer_pid"}, {offUID, "producer_uid"},
 		{offStartNs, "start_ns"}, {offHeartbeatPeriod, "heartbeat_period_ns"}, {offNameLen, "name_len"},
-		{offTypeLen, "type_len"}, {offChannelLen, "channel_len"}, {offChannelLen + 2, "reserved"},
-		{offName, "name"}, {offType, "type"}, {offChannel, "channel"},
+		{offTypeLen, "type_len"}, {offChannelLen, "channel_len"}, {offEncodingLen, "encoding_len"},
+		{offSchemaEncLen, "schema_encoding_len"}, {offSchemaEncLen + 2, "reserved"}, {offSchemaLen, "schema_len"},
+		{offSchemaLen + 4, "reserved"}, {offName, "name"}, {offType, "type"}, {offChannel, "channel"},
+		{offEncoding, "encoding"}, {offSchemaEncoding, "schema_encoding"},
 	}
 	for i := len(fields) - 1; i >= 0; i-- {
 		if off >= fields[i].start {

@@ -87,7 +87,7 @@ func BenchmarkThroughput(b *testing.B) {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
 			const capa = benchRing
 			dir := tmpfsDir(b)
-			rec, err := engine.New(engine.Config{CacheSize: benchRing, TopicBytes: benchRing, Pre: time.Hour})
+			rec, err := engine.New(engine.Config{CacheSize: benchRing, TopicBytes: benchRing, Pre: new(time.Hour)})
 			if err != nil {
 				b.Fatal(err)
 			}

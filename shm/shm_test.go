@@ -13,7 +13,7 @@ func TestRoundTripInOrder(t *testing.T) {
 	dir := t.TempDir()
 	sink := newRecSink()
 	startConsumer(t, dir, sink, ConsumerOptions{})
-	p := newProducer(t, dir, ProducerOptions{Name: "vehicle/speed", Type: "f32", Channel: "front"})
+	p := newProducer(t, dir, ProducerOptions{Name: "vehicle/speed", Type: ingest.Named("f32"), Channel: "front"})
 	const n, maxLen = 2000, 300
 	buf := make([]byte, maxLen)
 	for i := range uint64(n) {
@@ -33,7 +33,7 @@ func TestRoundTripInOrder(t *testing.T) {
 		}
 	}
 	info := sink.topics[id]
-	if info.Type != "f32" || info.Source != "shm:"+p.Path() {
+	if info.Type.Schema.Name != "f32" || info.Source != "shm:"+p.Path() {
 		t.Errorf("topic info %+v", info)
 	}
 }

@@ -20,8 +20,10 @@ type recSink struct {
 	offline map[ingest.TopicID]time.Time
 	lost    map[ingest.TopicID]uint64
 	refuse  func(ingest.TopicInfo) error
-	now     atomic.Int64
-	changed chan struct{}
+	// discovered is every Discover call's info, in order.
+	discovered []ingest.TopicInfo
+	now        atomic.Int64
+	changed    chan struct{}
 }
 
 type recMsg struct {
@@ -53,6 +55,7 @@ func (r *recSink) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
 			return 0, err
 		}
 	}
+	r.discovered = append(r.discovered, info)
 	key := info.Name + "#" + info.Channel
 	id, ok := r.byKey[key]
 	if !ok {

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"errors"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -132,3 +133,22 @@ func platformSupported() error {
 var errBigEndian = errors.New("shm: big-endian host not supported")
 
 const oNoFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK // and never block on a FIFO
+
+// preadFull reads len(b) bytes of fd at off; a file shorter than that is
+// io.ErrUnexpectedEOF.
+func preadFull(fd int, b []byte, off int64) error {
+	for len(b) > 0 {
+		n, err := unix.Pread(fd, b, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return os.NewSyscallError("pread", err)
+		}
+		if n == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		b, off = b[n:], off+int64(n)
+	}
+	return nil
+}

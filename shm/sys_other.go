@@ -36,6 +36,7 @@ func createSegmentFile(path string, mode os.FileMode, gid int) (int, error) {
 	return -1, ErrNotSupported
 }
 func truncateFile(fd int, size int64) error               { return ErrNotSupported }
+func preadFull(fd int, b []byte, off int64) error         { return ErrNotSupported }
 func closeFD(fd int) error                                { return nil }
 func getpid() uint32                                      { return uint32(os.Getpid()) }
 func geteuid() uint32                                     { return uint32(os.Geteuid()) }

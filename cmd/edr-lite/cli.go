@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/edr-lite/edr-lite/internal/config"
 )
 
 // exit codes
@@ -181,6 +183,25 @@ func (c *command) parse() (args []string, code int, ok bool) {
 // fail prints an error for the verb and returns exitFail.
 func (c *command) fail(err error) int {
 	fmt.Fprintf(c.e.stderr, "edr-lite %s: %v\n", c.fs.Name(), err)
+	return exitFail
+}
+
+// failConfig prints a configuration's problems, one per line as
+// FILE:LINE: key: what (compiler style, so editors jump to them), then a
+// count, and returns exitFail. Other errors go through fail.
+func (c *command) failConfig(path string, err error) int {
+	var ps config.Errors
+	if !errors.As(err, &ps) {
+		return c.fail(err)
+	}
+	for _, p := range ps {
+		fmt.Fprintln(c.e.stderr, p.Error())
+	}
+	n := "problem"
+	if len(ps) != 1 {
+		n += "s"
+	}
+	fmt.Fprintf(c.e.stderr, "edr-lite %s: %s: %d %s\n", c.fs.Name(), path, len(ps), n)
 	return exitFail
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/edr-lite/edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/daemon"
+	"github.com/edr-lite/edr-lite/internal/units"
 )
 
 func init() {
@@ -12,9 +14,15 @@ func init() {
 
 func runConfig(e *env) int {
 	c := newCommand(e, "config", "edr-lite config init | edr-lite config check FILE",
-		`"config init" prints a fully commented default configuration to stdout.
-"config check FILE" parses FILE strictly (unknown keys, bad sizes and durations
-are errors naming the key and line) and exits 0 when it is valid, 1 when not.`,
+		`"config init" prints a fully commented default configuration to stdout; its
+values are edr-lite's defaults (an unset key takes the value shown).
+"config check FILE" runs exactly the checks "run" makes before it starts:
+the file strictly (unknown keys, bad sizes and durations), then everything
+that can fail without acquiring anything (built-in and file rules and their
+params, addresses, interfaces and ports, directories, the cache against the
+topics' rings, topics two sources would both feed). It prints every problem
+as FILE:LINE: key: what, and exits 0 when there is none, 1 when there are.
+On success it shows the window each rule's dumps will use.`,
 		"edr-lite config init > edr-lite.toml\nedr-lite config check edr-lite.toml", 1, 2)
 	args, code, ok := c.parse()
 	if !ok {
@@ -31,12 +39,21 @@ are errors naming the key and line) and exits 0 when it is valid, 1 when not.`,
 		if len(args) != 2 {
 			return c.usageErr("check needs exactly one FILE")
 		}
-		f, err := config.Load(args[1])
+		f, err := daemon.Load(args[1])
 		if err != nil {
-			return c.fail(err)
+			return c.failConfig(args[1], err)
 		}
 		fmt.Fprintf(e.stdout, "%s: ok (%d topic overrides, %d shm, %d udp, %d raw sources, %d rules)\n", args[1],
 			len(f.Topics), len(f.Sources.SHM), len(f.Sources.UDP), len(f.Sources.Raw), len(f.Rules))
+		fmt.Fprintf(e.stdout, "recorder windows: pre %s, post %s\n", units.FormatDuration(f.Recorder.Pre.D()), units.FormatDuration(f.Recorder.Post.D()))
+		ws, err := daemon.RuleWindows(f)
+		if err != nil {
+			return c.fail(err)
+		}
+		for _, w := range ws {
+			fmt.Fprintf(e.stdout, "rule %s: pre %s (%s), post %s (%s)\n", w.Rule, units.FormatDuration(w.Pre), w.PreFrom,
+				units.FormatDuration(w.Post), w.PostFrom)
+		}
 		return exitOK
 	}
 	return c.usageErr("unknown config action %q (want init or check)", args[0])

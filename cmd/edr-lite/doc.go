@@ -1,7 +1,8 @@
 // Command edr-lite is the event data recorder: it records every live topic
 // into rolling in-memory rings, lets Lua trigger rules decide when to keep a
 // window of history, writes that window to a dump file, and inspects,
-// verifies, recovers, merges, exports and replays dumps.
+// verifies, recovers, merges, exports (JSON lines, MCAP, Parquet tables) and
+// replays dumps, and uploads them to S3-compatible object storage.
 //
 // Usage:
 //

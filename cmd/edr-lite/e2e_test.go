@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
@@ -188,7 +189,7 @@ socket = %q
 	defer cmd.Process.Kill()
 	waitFor(t, func() bool { _, err := os.Stat(sock); return err == nil }, "control socket")
 
-	p, err := shm.NewProducer(shmDir, shm.ProducerOptions{Name: "sensor/a", Type: "u32"})
+	p, err := shm.NewProducer(shmDir, shm.ProducerOptions{Name: "sensor/a", Type: ingest.Named("u32")})
 	if err != nil {
 		t.Fatal(err)
 	}

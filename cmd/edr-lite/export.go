@@ -7,9 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/dumptable"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/pack"
+	"github.com/edr-lite/edr-lite/table"
 )
 
 func init() {
@@ -19,7 +22,8 @@ func init() {
 
 func runExport(e *env) int {
 	names := formatNames(func(f dumpfile.Format) bool { return f.Export })
-	c := newCommand(e, "export", "edr-lite export --format "+strings.Join(names, "|")+" IN -o OUT|- [--compression none|lz4|zstd]",
+	c := newCommand(e, "export", "edr-lite export --format "+strings.Join(names, "|")+" IN -o OUT|- [--compression none|lz4|zstd]\n"+
+		"  edr-lite export --format parquet DUMP... -o DIR [--vehicle ID] [--schema TOPIC=LAYOUTFILE]...",
 		`Export a dump, pack or MCAP, as JSON lines, readable with head and jq,
 streamable and appendable. The first line is a header: {"format":"edr-lite-jsonl","version":1,
 "writer","created_ns","topics":[{"topic","name","channel","type","messages"}],
@@ -33,19 +37,41 @@ into a pack dump with the same messages, times, channels, dump info and
 metadata. -o - writes to stdout.
 
 --format mcap writes an MCAP file (Foxglove, ros2 bag tooling): one channel
-per topic with its type, the dump information and metadata as MCAP metadata
-records; --compression picks the chunk compression.
+per topic and type with its message encoding and Schema record (protobuf
+descriptor sets as they are), the dump information and metadata as MCAP
+metadata records; --compression picks the chunk compression. Packed-struct
+topics (x-edr-packed) are transcoded to json with a generated JSON Schema so
+viewers plot them, their layout kept in the channel metadata so reading the
+file back gives the packed bytes again; --keep-packed writes them as they are.
+JSON lines carry each topic's type in the header ("types", base64 schemas).
 
 An MCAP input (an MCAP dump, an MCAP export, a file of another tool) is read
 as pack messages: a channel's topic and type, log_time as the capture time,
 publish_time as the producer time, the payload as recorded, and the dump
 information from its edr.* metadata. The JSON lines of an MCAP export equal
 those of the pack dump it came from. To MCAP it is rewritten (recompressed);
-to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`,
-		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.mcap -o - | head -3\nedr-lite export --format mcap dump.pack -o dump.mcap --compression zstd", 1, 1)
+to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".
+
+--format parquet writes tables for query engines (DuckDB, Spark, Trino; see
+docs/fleet.md) under DIR, partitioned as DIR/TABLE/vehicle=ID/date=YYYY-MM-DD/DUMP.parquet:
+"messages" (one row per message: dump, topic, channel, type, capture_ns,
+capture_time, producer_ns, size, trigger_reason, trigger_ns), "dumps" (one row
+per dump: triggers, windows, per-topic accounting) and, per schema of the typed
+topics, a table named after the schema whose rows also hold the decoded fields
+as columns. A topic whose dump carries no type is typed with --schema
+TOPIC=LAYOUTFILE (a packed-struct layout, docs/schemas.md; the table is named
+after the file: edr.demo.Speed.layout -> edr.demo.Speed). Several dumps may be
+given; existing files are not overwritten.`,
+		"edr-lite export --format jsonl dump.pack -o dump.jsonl\nedr-lite export --format jsonl dump.mcap -o - | head -3\n"+
+			"edr-lite export --format mcap dump.pack -o dump.mcap --compression zstd\n"+
+			"edr-lite export --format parquet dumps/*.pack -o tables --vehicle car-17 --schema vehicle/speed=edr.demo.Speed.layout", 1, -1)
 	format := c.fs.String("format", "jsonl", "output format: "+orList(names))
 	comp := c.fs.String("compression", "none", "mcap: chunk compression, none, lz4 or zstd")
-	out := c.fs.String("o", "", "output file, or - for stdout (required)")
+	keepPacked := c.fs.Bool("keep-packed", false, "mcap: write packed-struct topics as they are, not transcoded to json")
+	out := c.fs.String("o", "", "output file, or - for stdout; a directory for parquet (required)")
+	vehicle := c.fs.String("vehicle", "", "parquet: the vehicle= partition (default: the dump's host, else "+table.DefaultVehicle+")")
+	var schemas multiFlag
+	c.fs.Var(&schemas, "schema", "parquet: TOPIC=LAYOUTFILE decodes TOPIC with a packed-struct layout (repeatable)")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -53,6 +79,15 @@ to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`
 	f, known := dumpfile.LookupFormat(*format)
 	if !known || !f.Export {
 		return c.usageErr("--format %q: want %s", *format, orList(names))
+	}
+	if f.Dir {
+		return exportDir(c, e, f, args, *out, *vehicle, schemas)
+	}
+	if len(args) != 1 {
+		return c.usageErr("--format %s takes one IN", *format)
+	}
+	if len(schemas) > 0 || *vehicle != "" {
+		return c.usageErr("--schema and --vehicle are for --format parquet")
 	}
 	if f.Compressions != nil && !slices.Contains(f.Compressions, *comp) {
 		return c.usageErr("--compression %q: want %s", *comp, orList(f.Compressions))
@@ -68,7 +103,7 @@ to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`
 	var rep *dumpfile.ConvertReport
 	err = writeOutput(*out, e.stdout, func(w io.Writer) error {
 		var err error
-		rep, err = dumpfile.Export(src, *format, w, dumpfile.ExportOptions{Compression: *comp})
+		rep, err = dumpfile.Export(src, *format, w, dumpfile.ExportOptions{Compression: *comp, KeepPacked: *keepPacked})
 		return err
 	})
 	if err != nil {
@@ -76,6 +111,55 @@ to turn an MCAP file into a pack dump use "edr-lite merge IN.mcap -o OUT.pack".`
 	}
 	if *out != "-" {
 		fmt.Fprintf(e.stdout, "%s: %s\n", *out, convertSummary(rep))
+	}
+	return exitOK
+}
+
+// exportDir writes each dump to a directory format (parquet).
+func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicle string, specs multiFlag) int {
+	if dir == "" || dir == "-" {
+		return c.usageErr("-o DIR is required (a directory) for --format %s", f.Name)
+	}
+	files := map[string]string{}
+	for _, s := range specs {
+		topic, file, ok := strings.Cut(s, "=")
+		if !ok || topic == "" || file == "" {
+			return c.usageErr("--schema %q: want TOPIC=LAYOUTFILE", s)
+		}
+		files[topic] = file
+	}
+	schemas, err := config.LayoutSchemas(files, nil)
+	if err != nil {
+		return c.usageErr("--schema: %v", err)
+	}
+	for _, in := range args {
+		src, err := dumpfile.Open(in)
+		if err != nil {
+			return c.fail(err)
+		}
+		v := vehicle
+		if v == "" {
+			di, _ := src.DumpInfo()
+			v = di.Host
+		}
+		var rep *dumpfile.ConvertReport
+		if f.Name == dumpfile.FormatParquet {
+			rep, err = dumptable.Export(src, dir, dumptable.Options{Vehicle: v, Schemas: schemas})
+		} else {
+			rep, err = dumpfile.ExportDir(src, f.Name, dir, dumpfile.ExportOptions{Vehicle: v})
+		}
+		src.Close()
+		if err != nil {
+			return c.fail(err)
+		}
+		var tables []string
+		for _, t := range rep.Files {
+			tables = append(tables, fmt.Sprintf("%s (%d rows)", t.Table, t.Rows))
+		}
+		fmt.Fprintf(e.stdout, "%s: %s; tables %s\n", in, convertSummary(rep), strings.Join(tables, ", "))
+		for _, n := range rep.Notes {
+			fmt.Fprintf(e.stdout, "  note: %s\n", n)
+		}
 	}
 	return exitOK
 }
@@ -170,7 +254,7 @@ left behind. IN - reads stdin.`,
 	}
 	var in io.Reader = os.Stdin
 	if args[0] != "-" {
-		f, err := os.Open(args[0])
+		f, err := dumpfile.OpenRegular(args[0])
 		if err != nil {
 			return c.fail(err)
 		}

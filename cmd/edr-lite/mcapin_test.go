@@ -161,7 +161,8 @@ func TestOtherWriterMCAPVerbs(t *testing.T) {
 	}
 	js := mustCLI(t, "export", "--format", "jsonl", in, "-o", "-")
 	if strings.Count(js, "\n") != 61 || !strings.Contains(js, `"writer":"mcap-ts"`) ||
-		!strings.Contains(js, `{"topic":"/a","name":"/a","type":"S","messages":30}`) ||
+		!strings.Contains(js, `{"topic":"/a","name":"/a","type":"S","type_id":"567f84fd28a1709c0b5c98ee6f88bb89","messages":30}`) ||
+		!strings.Contains(js, `"types":[{"id":"567f84fd28a1709c0b5c98ee6f88bb89","encoding":"json","schema_name":"S","schema_encoding":"jsonschema","schema":"e30="}`) ||
 		!strings.Contains(js, `{"seq":0,"topic":"/a","ts":1000,"gen_ts":500,"data":""}`) {
 		t.Errorf("export jsonl:\n%s", firstLines(js, 3))
 	}

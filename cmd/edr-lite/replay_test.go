@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,10 +38,60 @@ func (s *countSink) IngestAt(_ ingest.TopicID, _, gen int64, p []byte) bool {
 	return true
 }
 
+// topicSink counts what a shm consumer delivers, per topic. Safe for the
+// consumer's goroutines.
+type topicSink struct {
+	mu     sync.Mutex
+	ids    map[string]ingest.TopicID
+	topics []*countSink
+}
+
+func (s *topicSink) Discover(info ingest.TopicInfo) (ingest.TopicID, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.ids[info.Name]; ok {
+		return id, nil
+	}
+	s.ids[info.Name] = ingest.TopicID(len(s.topics))
+	s.topics = append(s.topics, &countSink{info: info})
+	return ingest.TopicID(len(s.topics) - 1), nil
+}
+func (s *topicSink) Now() int64                         { return time.Now().UnixNano() }
+func (s *topicSink) Offline(ingest.TopicID)             {}
+func (s *topicSink) Lost(ingest.TopicID, int64, uint64) {}
+func (s *topicSink) IngestAt(id ingest.TopicID, c, gen int64, p []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.topics[id].IngestAt(0, c, gen, p)
+}
+
+// topic returns a copy of what topic received.
+func (s *topicSink) topic(name string) countSink {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id, ok := s.ids[name]; ok {
+		c := s.topics[id]
+		return countSink{info: c.info, n: c.n, first: c.first}
+	}
+	return countSink{}
+}
+
+// TestReplayToShm replays into segments a real shm consumer reads, then
+// finds no segment left behind (#15.14).
 func TestReplayToShm(t *testing.T) {
 	dir := t.TempDir()
 	dump := writeTestDump(t, dir, "a.pack")
 	seg := filepath.Join(dir, "segs")
+	os.MkdirAll(seg, 0o700)
+	sink := &topicSink{ids: map[string]ingest.TopicID{}}
+	cons, err := shm.NewConsumer(seg, sink, shm.ConsumerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
 	code, out, errs := runCLI(t, "replay", dump, "--to", "shm:"+seg, "--asfast")
 	if code != exitOK || !strings.Contains(out, "replayed 110 messages") {
 		t.Fatalf("code %d, stdout %q, stderr %q", code, out, errs)
@@ -50,22 +101,30 @@ func TestReplayToShm(t *testing.T) {
 	}
 	f := func(topic string, n int, typ string, first byte) {
 		t.Helper()
-		var s countSink
-		if _, err := shm.DrainFile(filepath.Join(seg, shm.SegmentFileName(topic, "")), &s, shm.ConsumerOptions{}); err != nil {
-			t.Fatal(err)
+		deadline := time.Now().Add(10 * time.Second)
+		s := sink.topic(topic)
+		for s.n < n && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+			s = sink.topic(topic)
 		}
-		if s.n != n || s.info.Type != typ || s.first[0] != first {
-			t.Errorf("%s: %d messages, type %q, first byte %d; want %d, %q, %d", topic, s.n, s.info.Type, s.first[0], n, typ, first)
+		if s.n != n || s.info.Type.Schema.Name != typ || len(s.first) == 0 || s.first[0] != first {
+			t.Errorf("%s: %d messages, type %q, first %v; want %d, %q, %d", topic, s.n, s.info.Type, s.first, n, typ, first)
 		}
 	}
 	f("vehicle/speed", 100, "f32", 0)
 	f("camera/front", 10, "", 0)
+	if ents, _ := os.ReadDir(seg); len(ents) != 0 {
+		t.Errorf("replay left %d files in %s", len(ents), seg)
+	}
 
-	// a window of topics and time
+	// a window of topics and time, with no consumer: no segment is left
 	seg2 := filepath.Join(dir, "segs2")
 	code, out, errs = runCLI(t, "replay", dump, "--to", "shm:"+seg2, "--asfast", "--topics", "vehicle/*", "--start", "100ms", "--duration", "195ms")
 	if code != exitOK || !strings.Contains(out, "replayed 20 messages") {
 		t.Fatalf("window: code %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if ents, _ := os.ReadDir(seg2); len(ents) != 0 {
+		t.Errorf("replay without a consumer left %d files in %s", len(ents), seg2)
 	}
 }
 

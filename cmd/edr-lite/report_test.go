@@ -320,7 +320,7 @@ http = %q
 		cmd.Wait()
 	}()
 	waitFor(t, func() bool { _, err := os.Stat(sock); return err == nil }, "control socket")
-	p, err := shm.NewProducer(shmDir, shm.ProducerOptions{Name: "sensor/a", Type: "u32"})
+	p, err := shm.NewProducer(shmDir, shm.ProducerOptions{Name: "sensor/a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,13 +13,13 @@ import (
 
 	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/dumpinfo"
-	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
 	"github.com/edr-lite/edr-lite/internal/daemon"
+	"github.com/edr-lite/edr-lite/internal/defaults"
 	"github.com/edr-lite/edr-lite/internal/units"
 )
 
-const defaultSocket = "/run/edr-lite.sock"
+const defaultSocket = defaults.ControlSocket
 
 func init() {
 	register(&verb{name: "run", summary: "run the recorder daemon from a configuration file", run: runRun})
@@ -46,9 +47,9 @@ finishing a pending dump within recorder.stop_deadline.`,
 	if *cfgPath == "" {
 		return c.usageErr("--config FILE is required (start from \"edr-lite config init\")")
 	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := daemon.Load(*cfgPath) // the same checks as "config check"
 	if err != nil {
-		return c.fail(err)
+		return c.failConfig(*cfgPath, err)
 	}
 	log := c.logger()
 	d, err := daemon.New(daemon.Options{Config: cfg, Logger: log, Version: "edr-lite"})
@@ -73,7 +74,7 @@ finishing a pending dump within recorder.stop_deadline.`,
 		case syscall.SIGUSR1:
 			id, _, err := d.Trigger(context.Background(), dump.TriggerParams{Reason: "manual", Source: dumpinfo.SourceSignal}, false)
 			if err != nil {
-				log.Warn("SIGUSR1 trigger not accepted", "err", err)
+				log.Warn("SIGUSR1 trigger refused (counted in status)", "err", err)
 			} else {
 				log.Info("SIGUSR1 trigger accepted", "id", id)
 			}
@@ -93,17 +94,28 @@ finishing a pending dump within recorder.stop_deadline.`,
 }
 
 func runTrigger(e *env) int {
-	c := newCommand(e, "trigger", "edr-lite trigger [--socket S] [--reason R] [--pre D] [--post D] [--topics G,...] [--tag T]",
-		`Ask the recorder listening on the control socket for a dump around now. By
-default it waits until the dump file is finalized (the post window plus the
-write) and prints its path; the trigger is recorded in the dump with source
-"command". Exit 1 when the recorder refused the trigger (rate limit, low disk,
-stopped) or the dump failed.`,
-		"edr-lite trigger --socket /run/edr-lite.sock --reason lane-departure --pre 20s --post 5s", 0, 0)
-	sock := c.fs.String("socket", defaultSocket, "control socket of the running recorder")
+	c := newCommand(e, "trigger", "edr-lite trigger [--socket S] [--reason R] [--pre D] [--post D] [--at now|last] [--topics G,...] [--tag T]",
+		`Ask the recorder listening on the control socket for a dump around now (or,
+with --at last, around the newest message of the selected topics: a dump asked
+for after the producers went silent holds their last window). By default it
+waits until the dump file is finalized (the post window plus the write) and
+prints its path on stdout; on stderr it says what happened: the size, every
+trigger the dump holds with its reason, source and window (when this trigger
+was merged into a dump another trigger started, that dump's path and both
+reasons), the window covered and the losses in it. The trigger is recorded in
+the dump with source "command".
+
+--pre and --post default to the configured windows ([recorder] pre and post,
+and [[topic]] overrides); "0s" is a zero window. Operators' triggers have their
+own rate limit (max_manual_dumps_per_minute), apart from the rules'. Exit 1
+when the recorder refused the trigger (the reason is printed, and counted in
+status) or the dump failed.`,
+		"edr-lite trigger --socket /run/edr-lite.sock --reason lane-departure --pre 20s --post 5s\nedr-lite trigger --reason camera-only --topics 'camera/*' --post 0s\nedr-lite trigger --reason after-crash --at last", 0, 0)
+	sock := c.fs.String("socket", defaults.ControlSocket, "control socket of the running recorder")
 	reason := c.fs.String("reason", "manual", "reason recorded in the dump and its file name")
-	pre := c.fs.String("pre", "", "history before now to keep (default: the configured windows)")
-	post := c.fs.String("post", "", "time after now to keep recording (default: the configured windows)")
+	pre := c.fs.String("pre", "", "history before the trigger to keep (default: the configured windows)")
+	post := c.fs.String("post", "", "time after the trigger to keep (default: the configured windows; 0s: none)")
+	at := c.fs.String("at", "now", "when the trigger is: now, or last (the newest message of the selected topics)")
 	topics := c.fs.String("topics", "", "comma-separated topic globs to dump (default: all)")
 	tag := c.fs.String("tag", "", "free-text tag recorded with the trigger")
 	noWait := c.fs.Bool("no-wait", false, "return once the trigger is accepted, without waiting for the file")
@@ -114,16 +126,27 @@ stopped) or the dump failed.`,
 	}
 	for _, d := range []struct{ n, v string }{{"pre", *pre}, {"post", *post}} {
 		if d.v != "" {
-			if _, err := units.ParseDuration(d.v); err != nil {
-				return c.usageErr("--%s %q: want a duration like 10s", d.n, d.v)
+			if v, err := units.ParseDuration(d.v); err != nil || v < 0 {
+				return c.usageErr("--%s %q: want a duration like 10s (0s for none)", d.n, d.v)
 			}
 		}
 	}
+	switch *at {
+	case "now":
+		*at = dumpinfo.AtNow
+	case "last":
+		*at = dumpinfo.AtLast
+	default:
+		return c.usageErr("--at %q: want now or last", *at)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	resp, err := control.Do(ctx, *sock, &control.Request{Op: "trigger", Reason: *reason, Pre: *pre, Post: *post,
+	resp, err := control.Do(ctx, *sock, &control.Request{Op: "trigger", Reason: *reason, Pre: *pre, Post: *post, At: *at,
 		Topics: splitList(*topics), Tag: *tag, NoWait: *noWait, Timeout: timeout.String()})
 	if err != nil {
+		if resp != nil && resp.Dump != nil {
+			printTriggerDump(e.stderr, resp)
+		}
 		return c.fail(err)
 	}
 	if *noWait {
@@ -131,8 +154,44 @@ stopped) or the dump failed.`,
 		return exitOK
 	}
 	fmt.Fprintf(e.stdout, "%s\n", resp.Path)
-	fmt.Fprintf(e.stderr, "trigger %d: %s written\n", resp.ID, units.FormatSize(resp.Bytes))
+	if resp.Dump == nil {
+		fmt.Fprintf(e.stderr, "trigger %d: %s written\n", resp.ID, units.FormatSize(resp.Bytes))
+		return exitOK
+	}
+	printTriggerDump(e.stderr, resp)
 	return exitOK
+}
+
+// printTriggerDump says what became of a trigger: the dump it ended in
+// (merged or not), every trigger that dump holds with its window, the
+// window covered and the losses in it.
+func printTriggerDump(w io.Writer, resp *control.Response) {
+	d := resp.Dump
+	if d.Merged && len(d.Triggers) > 0 {
+		first := d.Triggers[0]
+		fmt.Fprintf(w, "trigger %d merged into the dump of trigger %d (%s, %s):\n", resp.ID, first.ID, first.Reason, first.Source)
+	} else {
+		fmt.Fprintf(w, "trigger %d:\n", resp.ID)
+	}
+	if resp.Path != "" {
+		fmt.Fprintf(w, "  dump     %s, %s, %d messages (%s)\n", resp.Path, units.FormatSize(resp.Bytes), d.Messages, d.Status)
+	} else {
+		fmt.Fprintf(w, "  dump     not written (%s)\n", d.Status)
+	}
+	fmt.Fprintf(w, "  window   %s to %s (%s)\n", fmtTime(d.StartNs), fmtTime(d.EndNs), fmtDur(d.EndNs-d.StartNs))
+	for _, t := range d.Triggers {
+		src := t.Source
+		if t.Rule != "" {
+			src += ":" + t.Rule
+		}
+		mark := " "
+		if t.ID == resp.ID {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "  %s reason %-16s source=%s at %s window %s\n", mark, t.Reason, src, fmtTime(t.TimeNs), triggerWindow(&t))
+	}
+	fmt.Fprintf(w, "  lost     overwritten %d, lost at source %d, oversize %d, skipped busy %d\n",
+		d.Overwritten, d.LostAtSource, d.Oversize, d.SkippedBusy)
 }
 
 func runReload(e *env) int {
@@ -156,9 +215,10 @@ version; the error is printed and the exit status is 1.`,
 func runStatus(e *env) int {
 	c := newCommand(e, "status", "edr-lite status [--socket S] [--json]",
 		`Show the running recorder's state: cache use, dumps (written, failed,
-refused, coalesced, rate-limited, pending), and per topic the rate, the
-window actually held, and drops by cause; per rule, messages, triggers,
-lag and errors.`,
+refused, pending), triggers (coalesced; rate-limited and refused, the rules'
+and the operators' apart), and per topic the rate, the window actually held,
+and drops by cause; per rule, the window its dumps use (its own or the
+recorder's), messages, triggers, lag and errors.`,
 		"edr-lite status --socket /run/edr-lite.sock\nedr-lite status --json | jq '.topics[] | {name, held_seconds}'", 0, 0)
 	sock := c.fs.String("socket", defaultSocket, "control socket of the running recorder")
 	asJSON := c.fs.Bool("json", false, "print the status document as JSON")
@@ -185,38 +245,60 @@ lag and errors.`,
 	fmt.Fprintf(w, "cache:   %s used of %s (largest free block %s)\n", units.FormatSize(st.Arena.Used),
 		units.FormatSize(st.Arena.Total), units.FormatSize(st.Arena.LargestFree))
 	dm := st.Dumps
-	fmt.Fprintf(w, "dumps:   %d written, %d failed, %d refused (low disk), %d pending, dumping=%v; triggers coalesced %d, rate-limited %d; rotated %d\n",
-		dm.Written, dm.Failed, dm.RefusedDisk, dm.Pending, dm.Dumping, dm.Coalesced, dm.RateLimited, dm.Rotated)
+	fmt.Fprintf(w, "dumps:   %d written, %d failed, %d refused (low disk), %d pending, dumping=%v; rotated %d\n",
+		dm.Written, dm.Failed, dm.RefusedDisk, dm.Pending, dm.Dumping, dm.Rotated)
+	fmt.Fprintf(w, "triggers: coalesced %d; rules: rate-limited %d, refused %d; manual: rate-limited %d, refused %d\n",
+		dm.Coalesced, dm.RateLimited, dm.RuleRefused, dm.ManualRateLimited, dm.ManualRefused)
 	if dm.LastError != "" {
 		fmt.Fprintf(w, "last dump error: %s\n", dm.LastError)
 	}
 	for _, t := range dm.LeftoverTmp {
 		fmt.Fprintf(w, "leftover incomplete dump: %s (salvage with edr-lite recover)\n", t)
 	}
+	if st.Upload != nil {
+		printUploadStatus(w, st.Upload)
+	}
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nTOPIC\tONLINE\tRATE\tHELD\tWINDOW\tOVERSIZE\tLOST\tSRC-LOST\tEVICTED(size)\tSOURCE\n")
+	fmt.Fprintf(tw, "\nTOPIC\tONLINE\tRATE\tHELD\tWINDOW\tOVERSIZE\tLOST\tSRC-LOST\tEVICTED(size)\tTYPE\tSOURCE\n")
+	var typeErrs []string
 	for _, t := range st.Topics {
 		name := t.Name
 		if t.Channel != "" {
 			name += "#" + t.Channel
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%.1f Hz\t%s\t%.1fs of %.1fs\t%d\t%d\t%d\t%d\t%s\n", name, t.Online, t.RateHz,
+		typ := t.Encoding
+		if t.Type != "" {
+			typ += " " + t.Type
+		}
+		if t.TypeError != "" {
+			typ += " (!)"
+			typeErrs = append(typeErrs, fmt.Sprintf("%s: %s", name, t.TypeError))
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%.1f Hz\t%s\t%.1fs of %.1fs\t%d\t%d\t%d\t%d\t%s\t%s\n", name, t.Online, t.RateHz,
 			units.FormatSize(int64(t.HeldBytes)), t.HeldSeconds, t.RetentionSeconds, t.RejectedOversize,
-			t.LostToReaders, t.LostAtSource, t.EvictedSize, t.Source)
+			t.LostToReaders, t.LostAtSource, t.EvictedSize, typ, t.Source)
 	}
 	tw.Flush()
+	for _, e := range typeErrs {
+		fmt.Fprintf(w, "type refused, recorded as raw bytes: %s\n", e)
+	}
 	if len(st.Rules) > 0 {
 		tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-		fmt.Fprintf(tw, "\nRULE\tMESSAGES\tTRIGGERS\tSUPPRESSED\tSKIPPED\tLAG\tSTATE\n")
+		fmt.Fprintf(tw, "\nRULE\tWINDOW\tMESSAGES\tTRIGGERS\tSUPPRESSED\tSKIPPED\tLAG\tSTATE\n")
 		for _, r := range st.Rules {
 			state := "ok"
+			if r.Stuck {
+				state = fmt.Sprintf("STUCK in a callback for %s", time.Duration(r.CallNs).Round(time.Millisecond))
+			}
 			if r.Disabled {
 				state = "DISABLED: " + r.Why
 			}
 			if r.ReloadError != "" {
 				state += " (last reload failed: " + r.ReloadError + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.Messages, r.TriggersFired, r.TriggersSuppressed,
+			win := fmt.Sprintf("pre %s (%s) post %s (%s)", units.FormatDuration(time.Duration(r.PreS*1e9)), r.PreFrom,
+				units.FormatDuration(time.Duration(r.PostS*1e9)), r.PostFrom)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Name, win, r.Messages, r.TriggersFired, r.TriggersSuppressed,
 				r.Skipped, time.Duration(r.LagNs).Round(time.Millisecond), state)
 		}
 		tw.Flush()

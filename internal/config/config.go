@@ -2,40 +2,94 @@ package config
 
 import (
 	"bytes"
-	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"path"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/edr-lite/edr-lite/internal/defaults"
 	"github.com/edr-lite/edr-lite/internal/units"
 )
 
 // ErrInvalid is wrapped by every error about the content of a configuration.
 var ErrInvalid = errors.New("config: invalid configuration")
 
-// invalidError is an error about a configuration's content, printed as
-// "FILE:LINE: what" (compiler style) and matching ErrInvalid.
-type invalidError struct{ msg string }
-
-func (e *invalidError) Error() string { return e.msg }
-func (e *invalidError) Unwrap() error { return ErrInvalid }
-
-func invalidf(format string, args ...any) error {
-	return &invalidError{msg: fmt.Sprintf(format, args...)}
+// Problem is one thing wrong in a configuration file, printed as
+// "FILE:LINE: key: what" (compiler style; "FILE: key: what" when the key
+// has no line, e.g. a default the file does not set).
+type Problem struct {
+	File string
+	Line int
+	Key  string // "recorder.cache_size", "rule[1].params.topik"; "" for the file
+	Msg  string
 }
 
-//go:embed default.toml
-var defaultTOML string
+func (p *Problem) Error() string {
+	loc := p.File
+	if p.Line > 0 {
+		loc += ":" + strconv.Itoa(p.Line)
+	}
+	if p.Key == "" {
+		return loc + ": " + p.Msg
+	}
+	return loc + ": " + p.Key + ": " + p.Msg
+}
 
-// Default returns the fully commented default configuration.
-func Default() string { return defaultTOML }
+func (p *Problem) Unwrap() error { return ErrInvalid }
+
+// Errors is every problem found in one file, in line order; its Error is
+// one problem per line. It matches ErrInvalid.
+type Errors []*Problem
+
+func (e Errors) Error() string {
+	lines := make([]string, len(e))
+	for i, p := range e {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e Errors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, p := range e {
+		out[i] = p
+	}
+	return out
+}
+
+// Sorted returns e ordered by line (problems without a line last, in the
+// order found).
+func (e Errors) Sorted() Errors {
+	out := append(Errors(nil), e...)
+	sort.SliceStable(out, func(i, j int) bool {
+		li, lj := out[i].Line, out[j].Line
+		if li == 0 || lj == 0 {
+			return li != 0 && lj == 0
+		}
+		return li < lj
+	})
+	return out
+}
+
+// Problem returns a problem at key (see Problem.Key), located at the line
+// that sets key in the file, or the nearest enclosing table that the file
+// has.
+func (f *File) Problem(key, format string, args ...any) *Problem {
+	return &Problem{File: f.name, Line: f.lines.find(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Name returns the name the file was parsed under (its path).
+func (f *File) Name() string { return f.name }
 
 // Size is a byte count written as "256MiB", "1GB" or a bare integer.
 type Size int64
@@ -98,30 +152,53 @@ type File struct {
 	Rules    []Rule   `toml:"rule"`
 	Control  Control  `toml:"control"`
 	Hooks    Hooks    `toml:"hooks"`
+	Upload   Upload   `toml:"upload"`
+
+	name  string // as given to Parse, for problems
+	lines lineIndex
 }
 
 // Recorder holds the recorder-wide settings.
 type Recorder struct {
-	DumpDir           string   `toml:"dump_dir"`
-	CacheSize         Size     `toml:"cache_size"`
-	Mlock             bool     `toml:"mlock"`
-	Pre               Duration `toml:"pre"`
-	Post              Duration `toml:"post"`
-	Guard             Duration `toml:"guard"`
-	MaxPacket         Size     `toml:"max_packet"`
-	TopicBytes        Size     `toml:"topic_bytes"`
-	Include           []string `toml:"include"`
-	Exclude           []string `toml:"exclude"`
-	BusySkipData      bool     `toml:"busy_skip_data"`
-	DestroyOnOffline  bool     `toml:"destroy_on_offline"`
-	Format            string   `toml:"format"`
-	Compression       string   `toml:"compression"`
-	FrameTargetSize   Size     `toml:"frame_target_size"`
-	Coalesce          string   `toml:"coalesce"`
-	MaxDumpsPerMinute int      `toml:"max_dumps_per_minute"`
-	Reorder           bool     `toml:"reorder"`
-	ReorderWindow     Duration `toml:"reorder_window"`
-	StopDeadline      Duration `toml:"stop_deadline"`
+	DumpDir          string   `toml:"dump_dir"`
+	CacheSize        Size     `toml:"cache_size"`
+	Mlock            bool     `toml:"mlock"`
+	Pre              Duration `toml:"pre"`
+	Post             Duration `toml:"post"`
+	Guard            Duration `toml:"guard"`
+	MaxPacket        Size     `toml:"max_packet"`
+	TopicBytes       Size     `toml:"topic_bytes"`
+	Include          []string `toml:"include"`
+	Exclude          []string `toml:"exclude"`
+	BusySkipData     bool     `toml:"busy_skip_data"`
+	DestroyOnOffline bool     `toml:"destroy_on_offline"`
+	Format           string   `toml:"format"`
+	MCAPKeepPacked   bool     `toml:"mcap_keep_packed"`
+	Compression      string   `toml:"compression"`
+	FrameTargetSize  Size     `toml:"frame_target_size"`
+	Coalesce         string   `toml:"coalesce"`
+	// MaxDumpsPerMinute caps the dumps rules start; MaxManualPerMinute,
+	// apart, those operators start (socket, SIGUSR1). 0 = unlimited.
+	MaxDumpsPerMinute  int      `toml:"max_dumps_per_minute"`
+	MaxManualPerMinute int      `toml:"max_manual_dumps_per_minute"`
+	Reorder            bool     `toml:"reorder"`
+	ReorderWindow      Duration `toml:"reorder_window"`
+	StopDeadline       Duration `toml:"stop_deadline"`
+	// DumpMode is the dump files' permission bits, in octal ("0640").
+	DumpMode string `toml:"dump_mode"`
+	// DumpGroup is the dump files' group, a name or gid ("" = the
+	// recorder's).
+	DumpGroup string `toml:"dump_group"`
+}
+
+// FileMode parses DumpMode: octal permission bits that let the owner
+// read and write.
+func (r *Recorder) FileMode() (os.FileMode, error) {
+	m, err := strconv.ParseUint(r.DumpMode, 8, 32)
+	if err != nil || m > 0o777 || m&0o600 != 0o600 {
+		return 0, fmt.Errorf("recorder.dump_mode = %q: want octal permission bits the owner can read and write, e.g. \"0640\"", r.DumpMode)
+	}
+	return os.FileMode(m), nil
 }
 
 // Rotation bounds the dump directory.
@@ -131,16 +208,20 @@ type Rotation struct {
 	MinFreeDisk   Size `toml:"min_free_disk"`
 }
 
-// Topic is a per-topic override; Match is a glob over topic names.
+// Topic is a per-topic override; Match is a glob over topic names. A nil
+// field keeps the recorder's setting; zero windows are zero.
 type Topic struct {
-	Match     string   `toml:"match"`
-	Pre       Duration `toml:"pre"`
-	Post      Duration `toml:"post"`
-	MaxPacket Size     `toml:"max_packet"`
-	MaxBytes  Size     `toml:"max_bytes"`
-	OnlyFront bool     `toml:"only_front"`
-	OnlyBack  bool     `toml:"only_back"`
-	KeepLast  int      `toml:"keep_last"`
+	Match     string    `toml:"match"`
+	Pre       *Duration `toml:"pre"`
+	Post      *Duration `toml:"post"`
+	MaxPacket *Size     `toml:"max_packet"`
+	MaxBytes  *Size     `toml:"max_bytes"`
+	OnlyFront bool      `toml:"only_front"`
+	OnlyBack  bool      `toml:"only_back"`
+	KeepLast  int       `toml:"keep_last"`
+	// The type matching topics are recorded under, whatever their
+	// source declared (types.go).
+	TypeKeys
 }
 
 // Sources lists where messages come from.
@@ -163,10 +244,14 @@ type UDPSource struct {
 	Group     string `toml:"group"`
 	Interface string `toml:"interface"` // the interface that joins Group ("" = the kernel's choice)
 	Topic     string `toml:"topic"`
-	Type      string `toml:"type"` // type name given to every topic of the listener
-	RcvBuf    Size   `toml:"rcvbuf"`
+	// Channel is given to every topic of the listener ("" = none): two
+	// listeners that name the same topic need different channels.
+	Channel   string `toml:"channel"`
+	RcvBuf    *Size  `toml:"rcvbuf"`     // nil = defaults.UDPRcvBuf
 	MaxPacket Size   `toml:"max_packet"` // largest datagram kept (0 = capture.DefaultMaxPacket)
 	GRO       bool   `toml:"gro"`        // UDP_GRO: take coalesced datagrams from GRO/GSO traffic
+	// The type of every topic of the listener (types.go).
+	TypeKeys
 }
 
 // RawSource is an AF_PACKET capture on one interface.
@@ -174,8 +259,11 @@ type RawSource struct {
 	Interface   string    `toml:"interface"`
 	Promiscuous bool      `toml:"promiscuous"`
 	Topic       string    `toml:"topic"`
+	Channel     string    `toml:"channel"`
 	Payload     string    `toml:"payload"`
 	Filter      RawFilter `toml:"filter"`
+	// The type of every topic of the capture (types.go).
+	TypeKeys
 }
 
 // RawFilter is the structured eBPF socket filter of a raw source.
@@ -193,49 +281,123 @@ type Rule struct {
 	File   string            `toml:"file"`
 	Name   string            `toml:"builtin"`
 	Params map[string]string `toml:"params"`
+	// Instructions is the rule's Lua instruction budget per callback
+	// (0 = the default, scripts.Budget).
+	Instructions int64 `toml:"instructions"`
+	// Time overrides the rule's time domain: "producer" or "capture"
+	// ("" = as the rule declares; producer time by default).
+	Time string `toml:"time"`
 }
 
 // Control is how operators reach a running recorder.
 type Control struct {
 	Socket string `toml:"socket"`
 	HTTP   string `toml:"http"`
+	// HTTPToken, when set, is required as "Authorization: Bearer TOKEN"
+	// on every HTTP request.
+	HTTPToken string `toml:"http_token"`
+	// PProf serves /debug/pprof on the HTTP listener (off by default).
+	PProf bool `toml:"pprof"`
 }
 
-// Hooks run after each finalized dump.
+// Hooks run after each dump.
 type Hooks struct {
 	Exec    []string `toml:"exec"`
 	Timeout Duration `toml:"timeout"`
 }
 
-// Load reads and parses the configuration file at path.
+// MaxFileBytes is the largest configuration file Load reads.
+const MaxFileBytes = 1 << 20
+
+// Load reads and parses the configuration file at path: a regular file of
+// at most MaxFileBytes (a named pipe or /dev/zero is refused, not read
+// until memory runs out).
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(path, data)
 }
 
+// readFile reads the configuration file at path, refusing anything but a
+// regular file of at most MaxFileBytes.
+func readFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &Problem{File: path, Msg: "is " + fileKind(st.Mode()) + ", not a regular file"}
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, &Problem{File: path, Msg: fmt.Sprintf("%d bytes, more than a configuration holds (limit %d)", st.Size(), MaxFileBytes)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, &Problem{File: path, Msg: fmt.Sprintf("more than %d bytes", MaxFileBytes)}
+	}
+	return data, nil
+}
+
 // Parse decodes data (named name in errors) over the defaults and checks
-// it. Unknown keys are errors.
+// what can be checked from the file alone. On any problem it returns nil
+// and Errors, every problem found, each with its line (a syntax error
+// stops the parse: then it is the only one). The checks that need the
+// packages (rules, sources, the recorder's limits) are
+// internal/daemon.Check's.
 func Parse(name string, data []byte) (*File, error) {
-	f := defaults()
+	f, ps := parse(name, data)
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	return f, nil
+}
+
+// LoadForCheck is Load for a checker that goes on past the file's own
+// problems: it returns the decoded file with them (nil file only when the
+// file cannot be read or has a syntax error, err then says why), so that
+// the checks that need the packages report theirs too.
+func LoadForCheck(path string) (*File, Errors, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, ps := parse(path, data)
+	if f == nil {
+		return nil, nil, ps
+	}
+	return f, ps, nil
+}
+
+// parse decodes and checks data; a nil File means a syntax error.
+func parse(name string, data []byte) (*File, Errors) {
+	f := defaultFile()
+	f.name = name
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(f)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, invalidf("%s:%d: %s", name, pe.Position.Line, pe.Message)
+			return nil, Errors{{File: name, Line: pe.Position.Line, Msg: pe.Message}}
 		}
-		return nil, invalidf("%s: %v", name, err)
+		return nil, Errors{{File: name, Msg: err.Error()}}
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		k := und[0]
-		return nil, invalidf("%s:%d: unknown key %q", name, lineOfKey(data, k), k.String())
+	f.lines = indexLines(data)
+	var ps Errors
+	for _, k := range md.Undecoded() {
+		ps = append(ps, &Problem{File: name, Line: lineOfKey(data, k), Msg: fmt.Sprintf("unknown key %q", k.String())})
 	}
-	if err := f.check(); err != nil {
-		return nil, invalidf("%s: %v", name, err)
-	}
-	return f, nil
+	ps = append(ps, f.check()...)
+	ps = append(ps, f.resolveTypes(name, data)...)
+	return f, ps.Sorted()
 }
 
 // lineOfKey finds the line where the last component of key is assigned, at
@@ -248,10 +410,6 @@ func lineOfKey(data []byte, key toml.Key) int {
 	re := regexp.MustCompile(`^\s*("?)` + last + `("?)\s*=`)
 	hdr := regexp.MustCompile(`^\s*\[+\s*([^\]]+?)\s*\]+`)
 	table := strings.Join(key[:len(key)-1], ".")
-	if table == "" {
-		// a top-level key, or a table header that is itself unknown
-		table = ""
-	}
 	cur := ""
 	for i, line := range strings.Split(string(data), "\n") {
 		if m := hdr.FindStringSubmatch(line); m != nil {
@@ -268,127 +426,245 @@ func lineOfKey(data []byte, key toml.Key) int {
 	return 0
 }
 
-func defaults() *File {
+// defaults is the configuration a file is decoded over: every value from
+// the one table of defaults (internal/defaults/defaults.go).
+func defaultFile() *File {
 	return &File{
 		Recorder: Recorder{
-			DumpDir:           "/var/lib/edr-lite/dumps",
-			CacheSize:         256 << 20,
-			Pre:               Duration(15 * time.Second),
-			Post:              Duration(5 * time.Second),
-			Guard:             Duration(500 * time.Millisecond),
-			MaxPacket:         4 << 20,
-			TopicBytes:        4 << 20,
-			Include:           []string{},
-			Exclude:           []string{},
-			Format:            "pack",
-			Compression:       "none",
-			FrameTargetSize:   1 << 20,
-			Coalesce:          "merge",
-			MaxDumpsPerMinute: 6,
-			ReorderWindow:     Duration(100 * time.Millisecond),
-			StopDeadline:      Duration(30 * time.Second),
+			DumpDir:            defaults.DumpDir,
+			CacheSize:          Size(defaults.CacheSize),
+			Pre:                Duration(defaults.Pre),
+			Post:               Duration(defaults.Post),
+			Guard:              Duration(defaults.Guard),
+			MaxPacket:          Size(defaults.MaxPacket),
+			TopicBytes:         Size(defaults.TopicBytes),
+			Include:            []string{},
+			Exclude:            []string{},
+			Format:             defaults.Format,
+			Compression:        defaults.Compression,
+			FrameTargetSize:    defaults.FrameSize,
+			Coalesce:           defaults.Coalesce,
+			MaxDumpsPerMinute:  defaults.DumpsPerMinute,
+			MaxManualPerMinute: defaults.ManualPerMinute,
+			ReorderWindow:      Duration(defaults.ReorderWindow),
+			StopDeadline:       Duration(defaults.StopDeadline),
+			DumpMode:           "0640",
 		},
-		Rotation: Rotation{MaxFiles: 100, MaxTotalBytes: 10 << 30, MinFreeDisk: 512 << 20},
-		Hooks:    Hooks{Timeout: Duration(5 * time.Minute)},
+		Rotation: Rotation{MaxFiles: defaults.MaxFiles, MaxTotalBytes: Size(defaults.MaxTotalBytes),
+			MinFreeDisk: Size(defaults.MinFreeDisk)},
+		Control: Control{Socket: defaults.ControlSocket},
+		Hooks:   Hooks{Timeout: Duration(defaults.HookTimeout)},
+		Upload:  uploadDefaults(),
 	}
 }
 
-func oneOf(field, v string, allowed ...string) error {
+func oneOf(v string, allowed ...string) error {
 	for _, a := range allowed {
 		if v == a {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s = %q: want one of %s", field, v, strings.Join(allowed, ", "))
+	return fmt.Errorf("%q: want one of %s", v, strings.Join(allowed, ", "))
 }
 
-func (f *File) check() error {
+// check finds every problem the file shows on its own.
+func (f *File) check() Errors {
+	var ps Errors
+	add := func(key, format string, args ...any) { ps = append(ps, f.Problem(key, format, args...)) }
 	r := &f.Recorder
 	if r.DumpDir == "" {
-		return errors.New("recorder.dump_dir is empty")
+		add("recorder.dump_dir", "is empty")
 	}
-	if r.CacheSize < 1<<20 {
-		return fmt.Errorf("recorder.cache_size = %s: want at least 1MiB", units.FormatSize(int64(r.CacheSize)))
+	if r.CacheSize < Size(defaults.MinCacheSize) {
+		add("recorder.cache_size", "%s: want at least %s", units.FormatSize(int64(r.CacheSize)), units.FormatSize(defaults.MinCacheSize))
 	}
-	if r.MaxPacket <= 0 || r.MaxPacket > r.CacheSize {
-		return fmt.Errorf("recorder.max_packet = %s: want > 0 and <= cache_size", units.FormatSize(int64(r.MaxPacket)))
+	if r.MaxPacket <= 0 {
+		add("recorder.max_packet", "%d: want > 0 (omit it for the default %s)", r.MaxPacket, units.FormatSize(defaults.MaxPacket))
 	}
-	if err := oneOf("recorder.format", r.Format, "pack", "mcap"); err != nil {
-		return err
+	if r.TopicBytes < defaults.MinRingBytes {
+		add("recorder.topic_bytes", "%s: want at least %s (omit it for the default %s)", units.FormatSize(int64(r.TopicBytes)),
+			units.FormatSize(defaults.MinRingBytes), units.FormatSize(defaults.TopicBytes))
+	} else if r.TopicBytes > r.CacheSize && r.CacheSize >= Size(defaults.MinCacheSize) {
+		cache, ring := units.FormatSize(int64(r.CacheSize)), units.FormatSize(int64(r.TopicBytes))
+		if k := f.setKey("recorder.cache_size", "recorder.topic_bytes"); k == "recorder.cache_size" {
+			add(k, "%s cannot hold one topic's ring: recorder.topic_bytes is %s%s; raise cache_size or lower topic_bytes",
+				cache, ring, f.defaultNote("recorder.topic_bytes"))
+		} else {
+			add(k, "%s: one topic's ring does not fit in recorder.cache_size %s%s; raise cache_size or lower topic_bytes",
+				ring, cache, f.defaultNote("recorder.cache_size"))
+		}
 	}
-	if err := oneOf("recorder.compression", r.Compression, "none", "lz4", "zstd"); err != nil {
-		return err
+	if r.FrameTargetSize <= 0 {
+		add("recorder.frame_target_size", "%d: want > 0 (omit it for the default %s)", r.FrameTargetSize, units.FormatSize(defaults.FrameSize))
 	}
-	if err := oneOf("recorder.coalesce", r.Coalesce, "merge", "separate"); err != nil {
-		return err
+	for key, globs := range map[string][]string{"recorder.include": r.Include, "recorder.exclude": r.Exclude} {
+		for _, g := range globs {
+			if _, err := path.Match(g, ""); err != nil {
+				add(key, "bad glob %q: %v", g, err)
+			}
+		}
+	}
+	if err := oneOf(r.Format, "pack", "mcap"); err != nil {
+		add("recorder.format", "%v", err)
+	}
+	if err := oneOf(r.Compression, "none", "lz4", "zstd"); err != nil {
+		add("recorder.compression", "%v", err)
+	}
+	if err := oneOf(r.Coalesce, "merge", "separate"); err != nil {
+		add("recorder.coalesce", "%v", err)
+	}
+	if _, err := r.FileMode(); err != nil {
+		add("recorder.dump_mode", "%q: want octal permission bits the owner can read and write, e.g. \"0640\"", r.DumpMode)
 	}
 	if r.MaxDumpsPerMinute < 0 {
-		return fmt.Errorf("recorder.max_dumps_per_minute = %d: want >= 0 (0 = unlimited)", r.MaxDumpsPerMinute)
+		add("recorder.max_dumps_per_minute", "%d: want >= 0 (0 = unlimited)", r.MaxDumpsPerMinute)
+	}
+	if r.MaxManualPerMinute < 0 {
+		add("recorder.max_manual_dumps_per_minute", "%d: want >= 0 (0 = unlimited)", r.MaxManualPerMinute)
+	}
+	if r.Reorder && r.ReorderWindow <= 0 {
+		add("recorder.reorder_window", "must be > 0 when reorder = true")
+	}
+	if r.StopDeadline <= 0 {
+		add("recorder.stop_deadline", "%v: want > 0 (omit it for the default %v)", r.StopDeadline.D(), defaults.StopDeadline)
 	}
 	if f.Rotation.MaxFiles < 0 {
-		return fmt.Errorf("rotation.max_files = %d: want >= 0 (0 = unlimited)", f.Rotation.MaxFiles)
+		add("rotation.max_files", "%d: want >= 0 (0 = unlimited)", f.Rotation.MaxFiles)
 	}
 	for i, t := range f.Topics {
+		k := func(name string) string { return fmt.Sprintf("topic[%d].%s", i, name) }
 		if t.Match == "" {
-			return fmt.Errorf("topic[%d].match is empty", i)
+			add(k("match"), "is empty")
+		} else if _, err := path.Match(t.Match, ""); err != nil {
+			add(k("match"), "bad glob %q: %v", t.Match, err)
 		}
 		if t.OnlyFront && t.OnlyBack {
-			return fmt.Errorf("topic[%d] (%s): only_front and only_back are exclusive", i, t.Match)
+			add(k("only_back"), "only_front and only_back are exclusive (topic %q)", t.Match)
 		}
 		if t.KeepLast < 0 {
-			return fmt.Errorf("topic[%d] (%s): keep_last = %d: want >= 0", i, t.Match, t.KeepLast)
+			add(k("keep_last"), "%d: want >= 0", t.KeepLast)
+		}
+		if t.MaxPacket != nil && *t.MaxPacket <= 0 {
+			add(k("max_packet"), "%d: want > 0 (omit it to keep recorder.max_packet)", *t.MaxPacket)
+		}
+		if t.MaxBytes != nil {
+			switch mb := *t.MaxBytes; {
+			case mb < defaults.MinRingBytes:
+				add(k("max_bytes"), "%s: want at least %s (omit it to keep recorder.topic_bytes)", units.FormatSize(int64(mb)), units.FormatSize(defaults.MinRingBytes))
+			case mb > r.CacheSize:
+				add(k("max_bytes"), "%s is more than recorder.cache_size %s%s can hold: raise cache_size or lower max_bytes",
+					units.FormatSize(int64(mb)), units.FormatSize(int64(r.CacheSize)), f.defaultNote("recorder.cache_size"))
+			}
 		}
 	}
 	for i, s := range f.Sources.SHM {
 		if s.Dir == "" {
-			return fmt.Errorf("source.shm[%d].dir is empty", i)
+			add(fmt.Sprintf("source.shm[%d].dir", i), "is empty")
 		}
 	}
 	for i, s := range f.Sources.UDP {
+		k := func(name string) string { return fmt.Sprintf("source.udp[%d].%s", i, name) }
 		if s.Listen == "" {
-			return fmt.Errorf("source.udp[%d].listen is empty", i)
+			add(k("listen"), "is empty")
 		}
 		if s.Interface != "" && s.Group == "" {
-			return fmt.Errorf("source.udp[%d].interface %q: only used to join a multicast group; set group", i, s.Interface)
+			add(k("interface"), "%q: only used to join a multicast group; set group", s.Interface)
+		}
+		if s.RcvBuf != nil && *s.RcvBuf <= 0 {
+			add(k("rcvbuf"), "%d: want > 0 (omit it for the default %s)", *s.RcvBuf, units.FormatSize(defaults.UDPRcvBuf))
 		}
 	}
 	for i, s := range f.Sources.Raw {
 		if s.Interface == "" {
-			return fmt.Errorf("source.raw[%d].interface is empty", i)
+			add(fmt.Sprintf("source.raw[%d].interface", i), "is empty")
 		}
 		if s.Payload != "" {
-			if err := oneOf(fmt.Sprintf("source.raw[%d].payload", i), s.Payload, "frame", "udp"); err != nil {
-				return err
+			if err := oneOf(s.Payload, "frame", "udp"); err != nil {
+				add(fmt.Sprintf("source.raw[%d].payload", i), "%v", err)
 			}
 		}
 	}
 	for i, r := range f.Rules {
 		if (r.File == "") == (r.Name == "") {
-			return fmt.Errorf("rule[%d]: set exactly one of file or builtin", i)
+			add(fmt.Sprintf("rule[%d]", i), "set exactly one of file or builtin")
+		}
+		if r.Time != "" {
+			if err := oneOf(r.Time, "producer", "capture"); err != nil {
+				add(fmt.Sprintf("rule[%d].time", i), "%v", err)
+			}
+		}
+		if r.Instructions < 0 {
+			add(fmt.Sprintf("rule[%d].instructions", i), "%d: want >= 0 (0 = the default budget)", r.Instructions)
 		}
 	}
-	return f.checkIntSizes()
+	if f.Hooks.Timeout <= 0 {
+		add("hooks.timeout", "%v: want > 0 (omit it for the default %v)", f.Hooks.Timeout.D(), defaults.HookTimeout)
+	}
+	if _, _, _, err := f.UploadOptions(); err != nil {
+		add(f.setKey("upload.endpoint", "upload"), "%v", err)
+	}
+	return append(ps, f.checkIntSizes()...)
+}
+
+// setKey returns the first of keys the file sets (keys[0] when none).
+func (f *File) setKey(keys ...string) string {
+	for _, k := range keys {
+		if _, ok := f.lines.at[k]; ok {
+			return k
+		}
+	}
+	return keys[0]
+}
+
+// defaultNote is " (the default)" when the file does not set key: the
+// user reads that the value came from the defaults, not from them.
+func (f *File) defaultNote(key string) string {
+	if _, ok := f.lines.at[key]; ok {
+		return ""
+	}
+	return " (the default)"
 }
 
 // checkIntSizes refuses the sizes that the recorder takes as an int when
 // this platform's int cannot hold them (2GiB and more on 32-bit), instead
 // of letting them wrap (4GiB+100 would become 100).
-func (f *File) checkIntSizes() error {
+func (f *File) checkIntSizes() Errors {
 	type size struct {
 		field string
 		v     Size
 	}
 	sizes := []size{{"recorder.max_packet", f.Recorder.MaxPacket}, {"recorder.frame_target_size", f.Recorder.FrameTargetSize}}
 	for i, t := range f.Topics {
-		sizes = append(sizes, size{fmt.Sprintf("topic[%d].max_packet", i), t.MaxPacket})
-	}
-	for i, s := range f.Sources.UDP {
-		sizes = append(sizes, size{fmt.Sprintf("source.udp[%d].rcvbuf", i), s.RcvBuf}, size{fmt.Sprintf("source.udp[%d].max_packet", i), s.MaxPacket})
-	}
-	for _, s := range sizes {
-		if int64(s.v) > math.MaxInt {
-			return fmt.Errorf("%s = %s: more than a %d-bit int holds", s.field, units.FormatSize(int64(s.v)), strconv.IntSize)
+		if t.MaxPacket != nil {
+			sizes = append(sizes, size{fmt.Sprintf("topic[%d].max_packet", i), *t.MaxPacket})
 		}
 	}
-	return nil
+	for i, s := range f.Sources.UDP {
+		if s.RcvBuf != nil {
+			sizes = append(sizes, size{fmt.Sprintf("source.udp[%d].rcvbuf", i), *s.RcvBuf})
+		}
+		sizes = append(sizes, size{fmt.Sprintf("source.udp[%d].max_packet", i), s.MaxPacket})
+	}
+	var ps Errors
+	for _, s := range sizes {
+		if int64(s.v) > math.MaxInt {
+			ps = append(ps, f.Problem(s.field, "%s: more than a %d-bit int holds", units.FormatSize(int64(s.v)), strconv.IntSize))
+		}
+	}
+	return ps
+}
+
+// fileKind names what a non-regular file is, for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }

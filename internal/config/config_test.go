@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/defaults"
 )
 
 func TestDefaultParsesToDefaults(t *testing.T) {
@@ -16,7 +19,7 @@ func TestDefaultParsesToDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := defaults()
+	want := defaultFile()
 	if !reflect.DeepEqual(f.Recorder, want.Recorder) || !reflect.DeepEqual(f.Rotation, want.Rotation) {
 		t.Fatalf("default.toml differs from defaults():\n got %+v\nwant %+v", f.Recorder, want.Recorder)
 	}
@@ -42,7 +45,7 @@ listen = "127.0.0.1:9000"
 listen = ":30490"
 group = "ff15::1"
 interface = "eth1"
-type = "someip"
+schema_name = "someip"
 max_packet = "1KiB"
 gro = true
 
@@ -57,10 +60,11 @@ params = { decel = "7" }
 	if f.Recorder.CacheSize != 64<<20 || f.Recorder.Pre.D() != 3*time.Second || f.Recorder.Post != 0 {
 		t.Errorf("recorder = %+v", f.Recorder)
 	}
-	if len(f.Topics) != 1 || f.Topics[0].MaxBytes != 1<<20 || f.Topics[0].KeepLast != 2 {
+	if len(f.Topics) != 1 || *f.Topics[0].MaxBytes != 1<<20 || f.Topics[0].KeepLast != 2 {
 		t.Errorf("topics = %+v", f.Topics)
 	}
-	if u := f.Sources.UDP; len(u) != 2 || u[1] != (UDPSource{Listen: ":30490", Group: "ff15::1", Interface: "eth1", Type: "someip", MaxPacket: 1024, GRO: true}) {
+	if u := f.Sources.UDP; len(u) != 2 || !reflect.DeepEqual(u[1], UDPSource{Listen: ":30490", Group: "ff15::1", Interface: "eth1",
+		MaxPacket: 1024, GRO: true, TypeKeys: TypeKeys{SchemaName: "someip", Type: ingest.Named("someip")}}) {
 		t.Errorf("source.udp = %+v", u)
 	}
 	if len(f.Rules) != 1 || f.Rules[0].Params["decel"] != "7" {
@@ -93,7 +97,7 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 	f("[recorder\n", "bad.toml:")
 	f("[[rule]]\nfile = \"a.lua\"\nbuiltin = \"b\"\n", "exactly one")
 	f("[recorder]\ncache_size = \"10KiB\"\n", "at least 1MiB")
-	f("[[source.udp]]\nlisten = \":1\"\ninterface = \"eth0\"\n", "source.udp[0].interface \"eth0\": only used to join a multicast group")
+	f("[[source.udp]]\nlisten = \":1\"\ninterface = \"eth0\"\n", "bad.toml:3: source.udp[0].interface: \"eth0\": only used to join a multicast group")
 }
 
 // TestSizesFitInt: a size the recorder takes as an int is refused on a
@@ -135,5 +139,40 @@ func TestREADMEConfigurationParses(t *testing.T) {
 		if _, err := Parse(fmt.Sprintf("README.md toml block %d", i), []byte(src)); err != nil {
 			t.Errorf("%v", err)
 		}
+	}
+}
+
+// TestDefaultFileShowsTheTable: "config init" is rendered from the one
+// table of defaults: the commented examples, uncommented, carry the
+// defaults too (the UDP receive buffer sized for bursts, not the kernel's).
+func TestDefaultFileShowsTheTable(t *testing.T) {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(Default(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "# [[source.udp]]"):
+			in = true
+		case in && !strings.HasPrefix(l, "# ") || in && l == "#":
+			in = false
+		}
+		if in {
+			l = strings.TrimPrefix(l, "# ")
+		}
+		b.WriteString(l + "\n")
+	}
+	f, err := Parse("default.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatalf("the default file with its UDP example uncommented: %v", err)
+	}
+	if len(f.Sources.UDP) != 1 || f.Sources.UDP[0].RcvBuf == nil || int64(*f.Sources.UDP[0].RcvBuf) != defaults.UDPRcvBuf {
+		t.Errorf("the UDP example shows rcvbuf %v, want the default %d", f.Sources.UDP, defaults.UDPRcvBuf)
+	}
+	for _, want := range []string{`pre = "15s"`, `post = "5s"`, `guard = "500ms"`, `max_manual_dumps_per_minute = 6`, `stop_deadline = "30s"`} {
+		if !strings.Contains(Default(), "\n"+want+"\n") {
+			t.Errorf("the default file lacks %q", want)
+		}
+	}
+	if Duration(defaults.Pre) != defaultFile().Recorder.Pre || defaultFile().Recorder.MaxManualPerMinute != defaults.ManualPerMinute {
+		t.Error("defaultFile() is not the table")
 	}
 }

@@ -10,15 +10,23 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
 )
 
 // Request is one operation.
 type Request struct {
-	Op      string   `json:"op"` // "trigger", "status" or "reload"
-	Reason  string   `json:"reason,omitempty"`
-	Pre     string   `json:"pre,omitempty"`  // duration, "" = configured default
-	Post    string   `json:"post,omitempty"` // duration, "" = configured default
+	Op     string `json:"op"` // "trigger", "status" or "reload"
+	Reason string `json:"reason,omitempty"`
+	// Pre and Post are durations ("20s", "0s"); "" (absent) means the
+	// configured windows, "0s" a zero window.
+	Pre  string `json:"pre,omitempty"`
+	Post string `json:"post,omitempty"`
+	// At is "" (now) or "last": anchor the dump at the newest message of
+	// the selected topics.
+	At      string   `json:"at,omitempty"`
 	Topics  []string `json:"topics,omitempty"`
 	Tag     string   `json:"tag,omitempty"`
 	NoWait  bool     `json:"no_wait,omitempty"` // trigger: answer once accepted, not once written
@@ -33,6 +41,28 @@ type Response struct {
 	Path   string          `json:"path,omitempty"`   // finalized dump
 	Bytes  int64           `json:"bytes,omitempty"`  // dump size
 	Status json.RawMessage `json:"status,omitempty"` // status document
+	// Dump describes the dump a waited-for trigger ended in (written or
+	// not), which may be one another trigger started.
+	Dump *Dump `json:"dump,omitempty"`
+}
+
+// Dump is the outcome of the dump a trigger ended in.
+type Dump struct {
+	Status   string `json:"status"` // written, failed, refused, abandoned
+	Messages uint64 `json:"messages"`
+	// StartNs and EndNs bound the window the dump covers.
+	StartNs int64 `json:"start_ns"`
+	EndNs   int64 `json:"end_ns"`
+	// Merged is set when the trigger joined a dump another trigger
+	// started (the first of Triggers); Triggers are every trigger the
+	// dump holds, each with its reason, source and window.
+	Merged   bool               `json:"merged,omitempty"`
+	Triggers []dumpinfo.Trigger `json:"triggers"`
+	// Losses inside the window, by cause (see dumpinfo.TopicAccount).
+	Overwritten  uint64 `json:"overwritten"`
+	LostAtSource uint64 `json:"lost_at_source"`
+	Oversize     uint64 `json:"oversize"`
+	SkippedBusy  uint64 `json:"skipped_busy"`
 }
 
 // Handler carries out requests.
@@ -46,17 +76,29 @@ type HandlerFunc func(ctx context.Context, req *Request) *Response
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, req *Request) *Response { return f(ctx, req) }
 
-// maxRequest bounds a request line.
-const maxRequest = 64 << 10
+// Limits of the control socket. A client has RequestTimeout to send its
+// request line (at most MaxRequest bytes) and WriteTimeout to take the
+// answer; at most MaxConns connections are served at once, the rest wait
+// in the listen backlog (not accepted) until one ends.
+const (
+	MaxRequest     = 64 << 10
+	MaxConns       = 32
+	RequestTimeout = 5 * time.Second
+	WriteTimeout   = 10 * time.Second
+)
 
 // Server serves a Handler on a unix socket.
 type Server struct {
-	path string
-	ln   net.Listener
-	h    Handler
-	ctx  context.Context
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	path  string
+	ln    net.Listener
+	h     Handler
+	ctx   context.Context
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	slots chan struct{} // one per connection being served
+
+	// AcceptErrors counts Accept failures retried (EMFILE and the like).
+	acceptErrors atomic.Uint64
 }
 
 // Listen creates the socket at path with mode 0600 (replacing a stale socket
@@ -84,7 +126,7 @@ func Listen(path string, h Handler) (*Server, error) {
 		return nil, fmt.Errorf("control: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Server{path: path, ln: ln, h: h, ctx: ctx, stop: stop}
+	s := &Server{path: path, ln: ln, h: h, ctx: ctx, stop: stop, slots: make(chan struct{}, MaxConns)}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
@@ -93,16 +135,48 @@ func Listen(path string, h Handler) (*Server, error) {
 // Path returns the socket path.
 func (s *Server) Path() string { return s.path }
 
+// AcceptErrors returns how many Accept failures (out of descriptors, say)
+// the server has retried.
+func (s *Server) AcceptErrors() uint64 { return s.acceptErrors.Load() }
+
+// serve accepts connections until Close. A failed Accept (EMFILE when the
+// process is out of descriptors, ENFILE, ENOBUFS...) is retried after a
+// back-off from 5 ms doubling to 1 s, as net/http does: the socket keeps
+// serving once descriptors are free again. At most MaxConns connections
+// are served at once; further ones wait in the backlog.
 func (s *Server) serve() {
 	defer s.wg.Done()
+	var delay time.Duration
 	for {
-		c, err := s.ln.Accept()
-		if err != nil {
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.ctx.Done():
 			return
 		}
+		c, err := s.ln.Accept()
+		if err != nil {
+			<-s.slots
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.acceptErrors.Add(1)
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else {
+				delay = min(2*delay, time.Second)
+			}
+			select {
+			case <-time.After(delay):
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+		delay = 0
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer func() { <-s.slots }()
 			defer c.Close()
 			s.handle(c)
 		}()
@@ -110,8 +184,8 @@ func (s *Server) serve() {
 }
 
 func (s *Server) handle(c net.Conn) {
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReaderSize(io.LimitReader(c, maxRequest), 4096)
+	c.SetReadDeadline(time.Now().Add(RequestTimeout))
+	br := bufio.NewReaderSize(io.LimitReader(c, MaxRequest+1), 4096)
 	line, err := br.ReadBytes('\n')
 	if err != nil && len(line) == 0 {
 		return
@@ -119,7 +193,9 @@ func (s *Server) handle(c net.Conn) {
 	c.SetReadDeadline(time.Time{})
 	var req Request
 	var resp *Response
-	if err := json.Unmarshal(line, &req); err != nil {
+	if len(line) > MaxRequest || (err != nil && len(line) == MaxRequest+1) {
+		resp = &Response{Error: fmt.Sprintf("bad request: longer than %d bytes", MaxRequest)}
+	} else if err := json.Unmarshal(line, &req); err != nil {
 		resp = &Response{Error: fmt.Sprintf("bad request: %v", err)}
 	} else {
 		resp = s.h.Handle(s.ctx, &req)
@@ -128,6 +204,7 @@ func (s *Server) handle(c net.Conn) {
 		}
 	}
 	b, _ := json.Marshal(resp)
+	c.SetWriteDeadline(time.Now().Add(WriteTimeout))
 	c.Write(append(b, '\n'))
 }
 

@@ -1,9 +1,11 @@
 package control
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,5 +98,50 @@ func TestDoHonoursContext(t *testing.T) {
 	defer cancel()
 	if _, err := Do(ctx, sock, &Request{Op: "trigger", Reason: "x"}); err == nil {
 		t.Fatal("Do returned without error while the handler was blocked")
+	}
+}
+
+// TestLimits: an over-long request is answered with an error naming the
+// limit; a client that sends nothing is cut off after RequestTimeout; more
+// than MaxConns clients wait (they are not refused) and are served once
+// others leave.
+func TestLimits(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "edr.sock")
+	s, err := Listen(sock, HandlerFunc(func(context.Context, *Request) *Response { return &Response{OK: true} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go c.Write([]byte(`{"op":"status","reason":"` + strings.Repeat("x", MaxRequest) + `"}` + "\n"))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	if err != nil || !strings.Contains(line, "longer than 65536 bytes") {
+		t.Errorf("over-long request: %q %v", line, err)
+	}
+	var idle []net.Conn
+	for range MaxConns + 8 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	// every slot is taken: a request waits, then is served when one frees
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*RequestTimeout)
+		defer cancel()
+		_, err := Do(ctx, sock, &Request{Op: "status"})
+		done <- err
+	}()
+	for _, c := range idle {
+		c.Close()
+	}
+	if err := <-done; err != nil {
+		t.Errorf("request after the idle clients left: %v", err)
 	}
 }

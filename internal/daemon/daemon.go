@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -21,12 +20,16 @@ import (
 	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
+	"github.com/edr-lite/edr-lite/internal/defaults"
 	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/schema"
 	"github.com/edr-lite/edr-lite/scripts"
 	"github.com/edr-lite/edr-lite/shm"
+	"github.com/edr-lite/edr-lite/upload"
 )
 
 // Options configure a Daemon.
@@ -59,7 +62,11 @@ type Daemon struct {
 	ctl     *control.Server
 	httpSrv *http.Server
 	httpLn  net.Listener
-	started time.Time
+	// httpExposed: the HTTP listener is not on loopback
+	httpExposed bool
+	started     time.Time
+	// uploader is the upload queue, nil when [upload] is off (upload.go).
+	uploader *upload.Uploader
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -69,6 +76,7 @@ type Daemon struct {
 	stopped  bool
 	liveMu   sync.Mutex // guards live for the hook goroutine
 	ruleErrs []string
+	owners   *owners // which network source feeds each topic
 }
 
 // New builds the recorder and every source, rule and listener named by the
@@ -83,7 +91,10 @@ func New(opts Options) (d *Daemon, err error) {
 	if opts.Version == "" {
 		opts.Version = "edr-lite"
 	}
-	d = &Daemon{cfg: opts.Config, log: opts.Logger, opts: opts}
+	if err := Check(opts.Config); err != nil {
+		return nil, err
+	}
+	d = &Daemon{cfg: opts.Config, log: opts.Logger, opts: opts, owners: newOwners()}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	built := d // "return nil, err" clears d before this runs
 	defer func() {
@@ -96,8 +107,20 @@ func New(opts Options) (d *Daemon, err error) {
 		return nil, err
 	}
 	ec.Clock = opts.Clock
+	check := ec.CheckType
+	ec.CheckType = func(info ingest.TopicInfo) error {
+		err := check(info)
+		if err != nil {
+			d.log.Warn("topic type refused, recording it as raw bytes", "topic", info.Name, "channel", info.Channel,
+				"source", info.Source, "type", info.Type.String(), "err", err)
+		}
+		return err
+	}
 	dc.WriterName = opts.Version
 	dc.Hooks = []dump.Hook{dump.HookFunc(d.dumpFinished)}
+	if err := d.newUploader(&dc); err != nil {
+		return nil, err
+	}
 	if d.rec, err = engine.New(ec); err != nil {
 		return nil, err
 	}
@@ -114,6 +137,11 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 		dir := s.Dir
 		c, err := shm.NewConsumer(s.Dir, d.rec, shm.ConsumerOptions{AllowUIDs: uids, OnError: func(err error) {
+			var te *shm.TypeError
+			if errors.As(err, &te) {
+				d.log.Warn("shm segment's type not used, recording it as raw bytes", "dir", dir, "topic", te.Topic, "err", err)
+				return
+			}
 			d.log.Warn("shm segment not recorded", "dir", dir, "err", err)
 		}})
 		if err != nil {
@@ -130,17 +158,26 @@ func New(opts Options) (d *Daemon, err error) {
 			}
 			addr = net.JoinHostPort(s.Group, port)
 		}
+		rcvbuf := int(defaults.UDPRcvBuf)
+		if s.RcvBuf != nil {
+			rcvbuf = int(*s.RcvBuf)
+		}
+		key := fmt.Sprintf("source.udp[%d]", i)
 		u, err := capture.NewUDP(capture.UDPOptions{Addr: addr, Interface: s.Interface, Topic: s.Topic, Type: s.Type,
-			RcvBuf: int(s.RcvBuf), MaxPacket: int(s.MaxPacket), GRO: s.GRO,
-			Channel: udpChannel(i, len(opts.Config.Sources.UDP))}, d.rec)
+			RcvBuf: rcvbuf, MaxPacket: int(s.MaxPacket), GRO: s.GRO, Channel: s.Channel}, d.sourceSink(key))
 		if err != nil {
-			return nil, fmt.Errorf("source.udp[%d] (%s): %w", i, addr, err)
+			return nil, fmt.Errorf("%s (%s): %w", key, addr, err)
+		}
+		if got, err := u.RcvBuf(); err == nil && got/2 < rcvbuf {
+			// the kernel reports twice what it grants; less than asked
+			// means net.core.rmem_max capped it (no CAP_NET_ADMIN)
+			d.log.Warn("UDP receive buffer smaller than configured: bursts may be dropped (counted); raise net.core.rmem_max or run with CAP_NET_ADMIN",
+				"source", key, "rcvbuf", rcvbuf, "granted", got/2)
 		}
 		d.udps = append(d.udps, u)
 	}
 	for i, s := range opts.Config.Sources.Raw {
-		ro := capture.RawOptions{Interface: s.Interface, Topic: s.Topic, Promiscuous: s.Promiscuous,
-			Channel: rawChannel(i, len(opts.Config.Sources.Raw))}
+		ro := capture.RawOptions{Interface: s.Interface, Topic: s.Topic, Promiscuous: s.Promiscuous, Channel: s.Channel, Type: s.Type}
 		if s.Payload == "udp" {
 			ro.Payload = capture.PayloadUDP
 		}
@@ -149,7 +186,7 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("source.raw[%d].filter: %w", i, err)
 		}
 		ro.Filter = f
-		r, err := capture.NewRaw(ro, d.rec)
+		r, err := capture.NewRaw(ro, d.sourceSink(fmt.Sprintf("source.raw[%d]", i)))
 		if err != nil {
 			return nil, fmt.Errorf("source.raw[%d] (%s): %w", i, s.Interface, err)
 		}
@@ -168,38 +205,32 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}
 	if a := opts.Config.Control.HTTP; a != "" {
-		if d.httpLn, err = net.Listen("tcp", a); err != nil {
+		addr, exposed, err := httpListenAddr(a)
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
 			return nil, fmt.Errorf("control.http: %w", err)
 		}
-		d.httpSrv = &http.Server{Handler: d.httpHandler(), ReadHeaderTimeout: 5 * time.Second}
+		d.httpExposed = exposed
+		d.httpLn = newLimitListener(ln, HTTPMaxConns)
+		d.httpSrv = d.newHTTPServer()
 	}
 	return d, nil
 }
 
-func udpChannel(i, n int) string {
-	if n <= 1 {
-		return ""
-	}
-	return "udp" + strconv.Itoa(i)
-}
-
-func rawChannel(i, n int) string {
-	if n <= 1 {
-		return ""
-	}
-	return "raw" + strconv.Itoa(i)
-}
-
 // RecorderConfig maps the configuration file onto the recorder's and the
-// dump pipeline's configurations.
+// dump pipeline's configurations. Every value is the file's (the file was
+// decoded over the one table of defaults): zero windows are zero.
 func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 	r := f.Recorder
 	ec := engine.Config{
 		CacheSize:        int64(r.CacheSize),
 		LockMemory:       r.Mlock,
-		Pre:              r.Pre.D(),
-		Post:             r.Post.D(),
-		Guard:            r.Guard.D(),
+		Pre:              new(r.Pre.D()),
+		Post:             new(r.Post.D()),
+		Guard:            new(r.Guard.D()),
 		TopicBytes:       int64(r.TopicBytes),
 		MaxPacket:        int(r.MaxPacket),
 		Include:          r.Include,
@@ -207,16 +238,23 @@ func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 		DestroyOnOffline: r.DestroyOnOffline,
 		BusySkipData:     r.BusySkipData,
 	}
+	mode, err := r.FileMode()
+	if err != nil {
+		return ec, dump.Config{}, err
+	}
 	dc := dump.Config{
-		Dir:           r.DumpDir,
-		MaxFiles:      f.Rotation.MaxFiles,
-		MaxTotalBytes: int64(f.Rotation.MaxTotalBytes),
-		MinFreeDisk:   int64(f.Rotation.MinFreeDisk),
-		Compression:   r.Compression,
-		FrameSize:     int(r.FrameTargetSize),
-		Policy:        dump.Policy(r.Coalesce),
-		MaxPerMinute:  r.MaxDumpsPerMinute,
-		StopTimeout:   r.StopDeadline.D(),
+		Dir:                r.DumpDir,
+		FileMode:           mode,
+		Group:              r.DumpGroup,
+		MaxFiles:           f.Rotation.MaxFiles,
+		MaxTotalBytes:      int64(f.Rotation.MaxTotalBytes),
+		MinFreeDisk:        int64(f.Rotation.MinFreeDisk),
+		Compression:        r.Compression,
+		FrameSize:          int(r.FrameTargetSize),
+		Policy:             dump.Policy(r.Coalesce),
+		MaxPerMinute:       r.MaxDumpsPerMinute,
+		MaxManualPerMinute: r.MaxManualPerMinute,
+		StopTimeout:        r.StopDeadline.D(),
 	}
 	if r.Reorder {
 		dc.ReorderWindow = r.ReorderWindow.D()
@@ -224,23 +262,68 @@ func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 			return ec, dc, fmt.Errorf("recorder.reorder_window must be > 0 when reorder = true")
 		}
 	}
-	if r.Guard == 0 {
-		ec.Guard = -1 // an explicit 0 in the file means no guard
-	}
 	for _, t := range f.Topics {
-		ec.Topics = append(ec.Topics, engine.TopicOverride{Match: t.Match, Pre: t.Pre.D(), Post: t.Post.D(),
-			MaxPacket: int(t.MaxPacket), MaxBytes: int64(t.MaxBytes), OnlyFront: t.OnlyFront, OnlyBack: t.OnlyBack,
-			KeepLast: t.KeepLast})
+		o := engine.TopicOverride{Match: t.Match, OnlyFront: t.OnlyFront, OnlyBack: t.OnlyBack, KeepLast: t.KeepLast, Type: t.Type}
+		if t.Pre != nil {
+			o.Pre = new(t.Pre.D())
+		}
+		if t.Post != nil {
+			o.Post = new(t.Post.D())
+		}
+		if t.MaxPacket != nil {
+			o.MaxPacket = int(*t.MaxPacket)
+		}
+		if t.MaxBytes != nil {
+			o.MaxBytes = int64(*t.MaxBytes)
+		}
+		ec.Topics = append(ec.Topics, o)
 	}
+	ec.CheckType = newTypeChecker().check
 	switch r.Format {
 	case "pack", "":
 	case "mcap":
 		dc.Extension = dump.MCAPExt
-		dc.NewWriter = dump.NewMCAPWriter
+		dc.NewWriter = dump.MCAPWriter(r.MCAPKeepPacked)
 	default:
 		return ec, dc, fmt.Errorf("recorder.format = %q: want pack or mcap", r.Format)
 	}
 	return ec, dc, nil
+}
+
+// typeChecker checks topic types as the recorder is told them
+// (schema.Check: layouts compile, descriptor sets build and hold their
+// message, JSON Schemas parse), once per distinct type: producers that
+// restart declare the same schema again.
+type typeChecker struct {
+	mu   sync.Mutex
+	seen map[ingest.ContentID]error
+}
+
+// maxCheckedTypes bounds the checker's memory (hostile producers declaring
+// ever new schemas): past it the cache starts again.
+const maxCheckedTypes = 1024
+
+func newTypeChecker() *typeChecker { return &typeChecker{seen: map[ingest.ContentID]error{}} }
+
+func (c *typeChecker) check(info ingest.TopicInfo) error {
+	if err := info.Type.Validate(); err != nil {
+		return err // cheap, and bounds what is hashed below
+	}
+	id := info.Type.ID()
+	c.mu.Lock()
+	err, ok := c.seen[id]
+	c.mu.Unlock()
+	if ok {
+		return err
+	}
+	err = schema.Check(info.Type)
+	c.mu.Lock()
+	if len(c.seen) >= maxCheckedTypes {
+		clear(c.seen)
+	}
+	c.seen[id] = err
+	c.mu.Unlock()
+	return err
 }
 
 func rawFilter(f config.RawFilter) (*capture.Filter, error) {
@@ -284,7 +367,13 @@ func portRanges(field string, in []string) ([]capture.PortRange, error) {
 }
 
 func (d *Daemon) loadRule(rc config.Rule) (*scripts.Rule, error) {
-	opts := scripts.Options{Params: rc.Params, OnTrigger: d.ruleTriggered, Logger: d.log}
+	return loadRule(rc, scripts.Options{OnTrigger: d.ruleTriggered, Logger: d.log})
+}
+
+// loadRule loads the rule rc names with opts plus rc's params and time.
+func loadRule(rc config.Rule, opts scripts.Options) (*scripts.Rule, error) {
+	opts.Params, opts.Time = rc.Params, rc.Time
+	opts.Budget.Instructions = rc.Instructions
 	if rc.Name != "" {
 		return scripts.LoadShipped(rc.Name, opts)
 	}
@@ -297,6 +386,11 @@ func (d *Daemon) Recorder() *engine.Recorder { return d.rec }
 // Start starts the recorder, the sources, the rules and the listeners.
 func (d *Daemon) Start() error {
 	d.started = time.Now()
+	if d.uploader != nil { // first: rotation asks it what to keep
+		if err := d.uploader.Start(); err != nil {
+			return fmt.Errorf("upload: %w", err)
+		}
+	}
 	if err := d.dumper.Start(); err != nil {
 		return err
 	}
@@ -329,6 +423,10 @@ func (d *Daemon) Start() error {
 			}
 		}()
 	}
+	if d.httpExposed && d.cfg.Control.HTTPToken == "" {
+		d.log.Warn("control.http listens beyond loopback without control.http_token: any host that reaches it can read /status and /metrics",
+			"addr", d.HTTPAddr())
+	}
 	for _, t := range d.dumper.Status().LeftoverTmp {
 		d.log.Warn("leftover incomplete dump from an earlier run; salvage with edr-lite recover", "file", t)
 	}
@@ -358,8 +456,9 @@ func (d *Daemon) HTTPAddr() string {
 // ruleTriggered hands a rule's trigger to the recorder (on the rule's
 // goroutine; Trigger returns at once).
 func (d *Daemon) ruleTriggered(t scripts.Trigger) {
-	id, err := d.dumper.Trigger(dump.TriggerParams{Reason: t.Reason, Source: dumpinfo.SourceLua, Rule: t.Rule, TimeNs: t.TimeNs,
-		Pre: t.Pre, Post: t.Post, Topics: t.Topics, Tag: t.Tag, Severity: t.Severity, Params: t.Params})
+	p := dump.TriggerParams{Reason: t.Reason, Source: dumpinfo.SourceLua, Rule: t.Rule, TimeNs: t.TimeNs,
+		At: t.At, Pre: t.Pre, Post: t.Post, Topics: t.Topics, Tag: t.Tag, Severity: t.Severity, Params: t.Params}
+	id, err := d.dumper.Trigger(p)
 	if err != nil {
 		d.log.Warn("rule trigger not accepted", "rule", t.Rule, "reason", t.Reason, "err", err)
 		return
@@ -368,8 +467,12 @@ func (d *Daemon) ruleTriggered(t scripts.Trigger) {
 }
 
 // Trigger asks for a dump; with wait it blocks until the dump is finalized.
+// A refused trigger is logged and counted (Status) and its error says why.
 func (d *Daemon) Trigger(ctx context.Context, p dump.TriggerParams, wait bool) (dump.TriggerID, dump.Result, error) {
 	id, err := d.dumper.Trigger(p)
+	if err != nil {
+		d.log.Warn("trigger refused", "source", p.Source, "reason", p.Reason, "err", err)
+	}
 	if err != nil || !wait {
 		return id, dump.Result{}, err
 	}
@@ -380,46 +483,63 @@ func (d *Daemon) Trigger(ctx context.Context, p dump.TriggerParams, wait bool) (
 	return id, res, err
 }
 
-// dumpFinished runs on the recorder's hook goroutine for every dump.
+// dumpFinished runs on the recorder's hook goroutine for every dump, written
+// or not: the log, Lua's on_dump_finished, Options.OnDump and the exec hook
+// all hear every outcome.
 func (d *Daemon) dumpFinished(res dump.Result) {
 	if res.Err != nil {
-		d.log.Error("dump failed", "reasons", res.Reasons, "err", res.Err)
+		d.log.Error("dump not written", "status", res.Status, "reasons", res.Reasons, "window", window(res.StartNs, res.EndNs), "err", res.Err)
 	} else {
-		d.log.Info("dump written", "path", res.Path, "bytes", res.Bytes, "messages", res.Messages, "lost", res.Lost, "reasons", res.Reasons)
+		d.log.Info("dump written", "path", res.Path, "bytes", res.Bytes, "messages", res.Messages,
+			"overwritten", res.Lost, "lost_at_source", res.LostAtSource, "oversize", res.Oversize, "skipped_busy", res.SkippedBusy,
+			"reasons", res.Reasons)
 	}
 	d.liveMu.Lock()
 	live := d.live
 	d.liveMu.Unlock()
 	if live != nil {
 		live.DumpFinished(scripts.DumpResult{Path: res.Path, Reason: strings.Join(res.Reasons, ","), Bytes: res.Bytes,
-			Messages: int64(res.Messages), Err: res.Err})
+			Messages: int64(res.Messages), Status: res.Status, Err: res.Err})
 	}
+	d.enqueueUpload(res)
 	if d.opts.OnDump != nil {
 		d.opts.OnDump(res)
 	}
-	if res.Err == nil && len(d.cfg.Hooks.Exec) > 0 {
+	if len(d.cfg.Hooks.Exec) > 0 {
 		d.execHook(res)
 	}
 }
 
-// execHook runs the configured command with the dump path appended.
-func (d *Daemon) execHook(res dump.Result) {
-	timeout := d.cfg.Hooks.Timeout.D()
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
+// window renders a dump's window for logs.
+func window(from, to int64) string {
+	if from == 0 && to == 0 {
+		return ""
 	}
-	ctx, cancel := context.WithTimeout(d.ctx, timeout)
+	return time.Unix(0, from).UTC().Format(time.RFC3339Nano) + " to " + time.Unix(0, to).UTC().Format(time.RFC3339Nano)
+}
+
+// execHook runs the configured command: with the dump path appended for a
+// written dump; without it, and with EDR_DUMP_ERROR, for one that was not.
+// EDR_DUMP_STATUS tells which.
+func (d *Daemon) execHook(res dump.Result) {
+	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.Hooks.Timeout.D())
 	defer cancel()
-	args := append(append([]string(nil), d.cfg.Hooks.Exec[1:]...), res.Path)
+	args := append([]string(nil), d.cfg.Hooks.Exec[1:]...)
+	if res.Path != "" {
+		args = append(args, res.Path)
+	}
 	cmd := exec.CommandContext(ctx, d.cfg.Hooks.Exec[0], args...)
-	cmd.Env = append(os.Environ(), "EDR_DUMP_PATH="+res.Path, "EDR_DUMP_REASONS="+strings.Join(res.Reasons, ","),
-		"EDR_DUMP_BYTES="+strconv.FormatInt(res.Bytes, 10))
+	cmd.Env = append(os.Environ(), "EDR_DUMP_STATUS="+res.Status, "EDR_DUMP_PATH="+res.Path,
+		"EDR_DUMP_REASONS="+strings.Join(res.Reasons, ","), "EDR_DUMP_BYTES="+strconv.FormatInt(res.Bytes, 10))
+	if res.Err != nil {
+		cmd.Env = append(cmd.Env, "EDR_DUMP_ERROR="+res.Err.Error())
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		d.log.Error("dump hook failed", "cmd", d.cfg.Hooks.Exec, "path", res.Path, "err", err, "output", strings.TrimSpace(string(out)))
+		d.log.Error("dump hook failed", "cmd", d.cfg.Hooks.Exec, "status", res.Status, "path", res.Path, "err", err, "output", strings.TrimSpace(string(out)))
 		return
 	}
-	d.log.Info("dump hook done", "cmd", d.cfg.Hooks.Exec[0], "path", res.Path)
+	d.log.Info("dump hook done", "cmd", d.cfg.Hooks.Exec[0], "status", res.Status, "path", res.Path)
 }
 
 // Reload reloads every rule from its file; a broken new version keeps the
@@ -453,14 +573,23 @@ func (d *Daemon) Stop() {
 	d.liveMu.Lock()
 	live := d.live
 	d.liveMu.Unlock()
-	if live != nil {
-		live.Close()
-	}
+	// Rules stop alongside the dump pipeline, not before it: a rule stuck
+	// in a callback is abandoned after stop_deadline (a rule looping in
+	// Lua is stopped at once), so the pending dump is still written and
+	// the process exits on time whatever a rule does.
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if live != nil && !live.CloseWithin(d.cfg.Recorder.StopDeadline.D()) {
+			d.log.Error("stopping with a rule stuck in a callback (abandoned)")
+		}
+	}()
 	d.cancel()
 	d.closeSources()
 	if d.dumper != nil {
 		d.dumper.Stop()
 	}
+	<-liveDone
 	d.release()
 	d.wg.Wait()
 }
@@ -500,6 +629,9 @@ func (d *Daemon) release() {
 	if d.dumper != nil {
 		d.dumper.Stop()
 	}
+	if d.uploader != nil {
+		d.uploader.Stop()
+	}
 	if d.rec != nil {
 		d.rec.Close()
 	}
@@ -509,7 +641,7 @@ func (d *Daemon) release() {
 func (d *Daemon) handle(ctx context.Context, req *control.Request) *control.Response {
 	switch req.Op {
 	case "trigger":
-		p := dump.TriggerParams{Reason: req.Reason, Source: dumpinfo.SourceCommand, Topics: req.Topics, Tag: req.Tag}
+		p := dump.TriggerParams{Reason: req.Reason, Source: dumpinfo.SourceCommand, Topics: req.Topics, Tag: req.Tag, At: req.At}
 		if p.Reason == "" {
 			p.Reason = "manual"
 		}
@@ -526,14 +658,20 @@ func (d *Daemon) handle(ctx context.Context, req *control.Request) *control.Resp
 				return &control.Response{Error: err.Error()}
 			}
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, t)
+			ctx, cancel = context.WithTimeout(ctx, *t)
 			defer cancel()
 		}
 		id, res, err := d.Trigger(ctx, p, !req.NoWait)
+		resp := &control.Response{OK: err == nil, ID: uint64(id), Path: res.Path, Bytes: res.Bytes}
 		if err != nil {
-			return &control.Response{ID: uint64(id), Error: err.Error()}
+			resp.Error = err.Error()
 		}
-		return &control.Response{OK: true, ID: uint64(id), Path: res.Path, Bytes: res.Bytes}
+		if res.Status != "" {
+			resp.Dump = &control.Dump{Status: res.Status, Messages: res.Messages, StartNs: res.StartNs, EndNs: res.EndNs,
+				Merged: len(res.Triggers) > 0 && res.Triggers[0] != id, Triggers: res.Records,
+				Overwritten: res.Lost, LostAtSource: res.LostAtSource, Oversize: res.Oversize, SkippedBusy: res.SkippedBusy}
+		}
+		return resp
 	case "status":
 		b, err := json.Marshal(d.Status())
 		if err != nil {
@@ -549,33 +687,15 @@ func (d *Daemon) handle(ctx context.Context, req *control.Request) *control.Resp
 	return &control.Response{Error: fmt.Sprintf("unknown op %q (want trigger, status or reload)", req.Op)}
 }
 
-func optDuration(field, s string) (time.Duration, error) {
+// optDuration parses an optional duration of the control protocol: ""
+// is unset (nil), "0s" zero.
+func optDuration(field, s string) (*time.Duration, error) {
 	if s == "" {
-		return 0, nil
+		return nil, nil
 	}
 	v, err := units.ParseDuration(s)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%s: bad duration %q", field, s)
+		return nil, fmt.Errorf("%s: bad duration %q", field, s)
 	}
-	return v, nil
-}
-
-// mux for HTTP: /metrics, /status, /debug/pprof, and the report pages
-// (/, /dumps/; report.go).
-func (d *Daemon) httpHandler() http.Handler {
-	mux := http.NewServeMux()
-	d.reportRoutes(mux)
-	mux.Handle("/metrics", d.metricsHandler())
-	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(d.Status())
-	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
+	return &v, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
@@ -38,6 +39,7 @@ func testConfig(t *testing.T, dir string) *config.File {
 	f.Sources.SHM = []config.SHMSource{{Dir: filepath.Join(dir, "shm")}}
 	f.Control.Socket = filepath.Join(dir, "edr.sock")
 	f.Control.HTTP = "127.0.0.1:0"
+	f.Control.PProf = true
 	rule := filepath.Join(dir, "button.lua")
 	writeFile(t, rule, `
 rule { name = "button", topics = { "driver/button" }, pre = "1s", post = "100ms", cooldown = "1h" }
@@ -213,7 +215,7 @@ dst_ports = ["30490-30500", "7400"]
 	if !ec.BusySkipData || dc.ReorderWindow != 50*time.Millisecond {
 		t.Errorf("busy_skip_data / reorder not mapped: %+v", ec)
 	}
-	if ec.Guard >= 0 || len(ec.Topics) != 1 || !ec.Topics[0].OnlyFront || ec.Topics[0].KeepLast != 3 {
+	if ec.Guard == nil || *ec.Guard != 0 || len(ec.Topics) != 1 || !ec.Topics[0].OnlyFront || ec.Topics[0].KeepLast != 3 {
 		t.Errorf("engine config = %+v", ec)
 	}
 	flt, err := rawFilter(f.Sources.Raw[0].Filter)
@@ -236,7 +238,7 @@ func TestMCAPDumps(t *testing.T) {
 	cfg.Control.HTTP = ""
 	cfg.Hooks.Exec = nil
 	d := startDaemon(t, cfg)
-	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "imu", Type: "edr.test.IMU"})
+	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "imu", Type: ingest.Named("edr.test.IMU")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +331,8 @@ func TestUDPSourceFromConfig(t *testing.T) {
 	}
 	addr := l.LocalAddr().String()
 	l.Close() // a free port for the recorder
-	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}", Type: "radar.Frame", MaxPacket: 16}}
+	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}", MaxPacket: 16,
+		TypeKeys: config.TypeKeys{Type: ingest.Packed("radar.Frame", "char s[11]")}}}
 	d := startDaemon(t, cfg)
 	c, err := net.Dial("udp", addr)
 	if err != nil {
@@ -342,8 +345,8 @@ func TestUDPSourceFromConfig(t *testing.T) {
 		c.Write([]byte("radar-frame-over-16-bytes"))
 		for _, tp := range d.Status().Topics {
 			if tp.Name == "radar/"+port && tp.Written >= 10 {
-				if tp.Type != "radar.Frame" {
-					t.Fatalf("topic type %q, want radar.Frame from the listener's type", tp.Type)
+				if tp.Type != "radar.Frame" || tp.Encoding != ingest.EncodingPacked || tp.TypeError != "" {
+					t.Fatalf("topic type %q %q (%s), want the listener's packed radar.Frame", tp.Encoding, tp.Type, tp.TypeError)
 				}
 				return true
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/demo"
 	"github.com/edr-lite/edr-lite/shm"
@@ -62,12 +63,12 @@ func DemoConfig(dumpDir, shmDir string) *config.File {
 	r.Guard = config.Duration(250 * time.Millisecond)
 	f.Rotation.MinFreeDisk = 16 << 20
 	f.Topics = []config.Topic{
-		{Match: demo.TopicCamera, MaxBytes: 64 << 20, MaxPacket: 1 << 20},
+		{Match: demo.TopicCamera, MaxBytes: new(config.Size(64 << 20)), MaxPacket: new(config.Size(1 << 20))},
 		{Match: demo.TopicCalibration, KeepLast: 1},
 	}
 	f.Sources.SHM = []config.SHMSource{{Dir: shmDir}}
-	f.Rules = []config.Rule{{Name: "hard_brake", Params: map[string]string{
-		"topic": demo.TopicSpeed, "pre": DemoPre.String(), "post": DemoPost.String(), "decel": "6"}}}
+	// the rule sets no window: its dumps use the recorder's pre and post
+	f.Rules = []config.Rule{{Name: "hard_brake", Params: map[string]string{"topic": demo.TopicSpeed, "decel": "6"}}}
 	f.Control.Socket = ""
 	f.Control.HTTP = ""
 	return f
@@ -183,7 +184,7 @@ func openDemoProducers(dir string) ([]*shm.Producer, map[string]demo.Publisher, 
 		if tp.Size > 64<<10 {
 			capacity = 16 << 20
 		}
-		p, err := shm.NewProducer(dir, shm.ProducerOptions{Name: tp.Name, Type: tp.Type, Capacity: capacity,
+		p, err := shm.NewProducer(dir, shm.ProducerOptions{Name: tp.Name, Type: ingest.Named(tp.Type), Capacity: capacity,
 			HeartbeatPeriod: 500 * time.Millisecond})
 		if err != nil {
 			closeProducers(prods)

@@ -66,9 +66,15 @@ func (d *Daemon) reportRoutes(mux *http.ServeMux) {
 var reportNav = []report.NavLink{{Href: "/", Text: "live"}, {Href: "/dumps/", Text: "dumps"}}
 
 // LiveTopicType returns the schema type of a live topic when its source
-// says. The recorder's topics carry a type name only, so it says nothing
-// yet; the live page decodes nothing until they carry a schema.
-func LiveTopicType(info ingest.TopicInfo) (schema.Type, bool) { return schema.Type{}, false }
+// (or the configuration) declared one; raw bytes and undeclared types say
+// nothing.
+func LiveTopicType(info ingest.TopicInfo) (schema.Type, bool) {
+	t := info.Type
+	if t.IsZero() || t.MessageEncoding == schema.EncodingRaw || t.Validate() != nil {
+		return schema.Type{}, false
+	}
+	return t, true
+}
 
 // liveWindow is the live page's default window: what a trigger now would
 // dump (pre + post).
@@ -116,7 +122,7 @@ func (d *Daemon) livePage(win time.Duration) ([]byte, error) {
 			continue
 		}
 		c := t.Counters
-		spec := report.TopicSpec{Name: mcap.TopicName(t.Info.Name, t.Info.Channel), Type: t.Info.Type,
+		spec := report.TopicSpec{Name: mcap.TopicName(t.Info.Name, t.Info.Channel), Type: t.Info.Type.String(),
 			Account: &report.Accounting{LostAtSource: c.LostAtSource, Oversize: c.RejectedOversize, SkippedBusy: c.SkippedBusy,
 				Labels: []string{"losses counted since the recorder started"}}}
 		if typ, ok := LiveTopicType(t.Info); ok {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
@@ -26,7 +27,9 @@ func TestReportPages(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
 	d := startDaemon(t, cfg)
-	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "vehicle/speed"})
+	// a typed producer: the live page decodes and plots its field
+	p, err := shm.NewProducer(cfg.Sources.SHM[0].Dir, shm.ProducerOptions{Name: "vehicle/speed",
+		Type: ingest.Packed("vehicle.Speed", "f32le speed (m/s)")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +59,7 @@ func TestReportPages(t *testing.T) {
 
 	live, h := get("/", 200)
 	for _, want := range []string{`<meta http-equiv="refresh" content="5">`, ">vehicle/speed</text>", "live, recent window of every topic",
+		">speed (m/s)</text>", "x-edr-packed from the source",
 		`<a href="/dumps/">dumps</a>`, "losses counted since the recorder started"} {
 		if !strings.Contains(live, want) {
 			t.Errorf("live page lacks %q", want)
@@ -81,7 +85,8 @@ func TestReportPages(t *testing.T) {
 	}
 	made := dumpPagesMade.Load()
 	page, _ := get("/dumps/"+name, 200)
-	if !strings.Contains(page, "pages-test") || !strings.Contains(page, ">vehicle/speed</text>") || remoteRef.MatchString(page) {
+	if !strings.Contains(page, "pages-test") || !strings.Contains(page, ">vehicle/speed</text>") || remoteRef.MatchString(page) ||
+		!strings.Contains(page, ">speed (m/s)</text>") || !strings.Contains(page, "x-edr-packed from the dump") {
 		t.Errorf("dump page:\n%.2000s", page)
 	}
 	again, _ := get("/dumps/"+name, 200)

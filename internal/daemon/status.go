@@ -7,7 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/scripts"
+	"github.com/edr-lite/edr-lite/upload"
 )
 
 // Status is the document served by "edr-lite status --json" and /status.
@@ -18,6 +20,16 @@ type Status struct {
 	Topics  []TopicStatus `json:"topics"`
 	Rules   []RuleStatus  `json:"rules"`
 	Sources []SourceStat  `json:"sources"`
+	Control ControlStatus `json:"control"`
+	// Upload is the upload queue's state; absent when [upload] is off.
+	Upload *upload.Status `json:"upload,omitempty"`
+}
+
+// ControlStatus counts what the control socket survived.
+type ControlStatus struct {
+	// AcceptErrors counts failed accepts (out of descriptors, say) that
+	// the control socket retried after a back-off.
+	AcceptErrors uint64 `json:"accept_errors"`
 }
 
 // ArenaStatus is the cache's occupancy.
@@ -30,11 +42,17 @@ type ArenaStatus struct {
 
 // DumpStatus counts dumps and triggers.
 type DumpStatus struct {
-	Written            uint64   `json:"written"`
-	Failed             uint64   `json:"failed"`
-	RefusedDisk        uint64   `json:"refused_low_disk"`
-	Coalesced          uint64   `json:"triggers_coalesced"`
-	RateLimited        uint64   `json:"triggers_rate_limited"`
+	Written     uint64 `json:"written"`
+	Failed      uint64 `json:"failed"`
+	RefusedDisk uint64 `json:"refused_low_disk"`
+	Coalesced   uint64 `json:"triggers_coalesced"`
+	RateLimited uint64 `json:"triggers_rate_limited"`
+	// ManualRateLimited counts operators' triggers refused by their own
+	// limit (max_manual_dumps_per_minute); ManualRefused and RuleRefused
+	// triggers that selected no topic or no message.
+	ManualRateLimited  uint64   `json:"manual_triggers_rate_limited"`
+	ManualRefused      uint64   `json:"manual_triggers_refused"`
+	RuleRefused        uint64   `json:"rule_triggers_refused"`
 	Rotated            uint64   `json:"rotated"`
 	HookResultsDropped uint64   `json:"hook_results_dropped"`
 	Pending            int      `json:"pending"`
@@ -45,9 +63,15 @@ type DumpStatus struct {
 
 // TopicStatus is one topic's figures: rate, window held, drops by cause.
 type TopicStatus struct {
-	Name             string  `json:"name"`
-	Channel          string  `json:"channel,omitempty"`
-	Type             string  `json:"type,omitempty"`
+	Name           string `json:"name"`
+	Channel        string `json:"channel,omitempty"`
+	Type           string `json:"type,omitempty"`     // schema (type) name
+	Encoding       string `json:"encoding,omitempty"` // message encoding it is recorded under
+	SchemaEncoding string `json:"schema_encoding,omitempty"`
+	// TypeError is why the type the topic declared was refused (it is then
+	// recorded as raw bytes); TypeChanges counts restarts with another type.
+	TypeError        string  `json:"type_error,omitempty"`
+	TypeChanges      int     `json:"type_changes,omitempty"`
 	Source           string  `json:"source,omitempty"`
 	Online           bool    `json:"online"`
 	RateHz           float64 `json:"rate_hz"`
@@ -66,8 +90,16 @@ type TopicStatus struct {
 	LostAtSource     uint64  `json:"lost_at_source"` // lost before reaching the recorder (shm overwrite, kernel drop)
 }
 
-// RuleStatus is one rule's figures.
-type RuleStatus = scripts.RuleStatus
+// RuleStatus is one rule's figures and the window its dumps use: the
+// rule's own, or the recorder's ([recorder] pre and post, to which
+// [[topic]] overrides still apply) as PreFrom / PostFrom say.
+type RuleStatus struct {
+	scripts.RuleStatus
+	PreS     float64 `json:"pre_s"`
+	PostS    float64 `json:"post_s"`
+	PreFrom  string  `json:"pre_from"`  // "rule" or "recorder"
+	PostFrom string  `json:"post_from"` // "rule" or "recorder"
+}
 
 // SourceStat is one source's figures.
 type SourceStat struct {
@@ -87,6 +119,7 @@ func (d *Daemon) Status() Status {
 		Arena: ArenaStatus{Total: st.Arena.Total, Used: st.Arena.Used, LargestFree: st.Arena.LargestFree, Locked: st.Arena.Locked},
 		Dumps: DumpStatus{Written: ds.Written, Failed: ds.Failed, RefusedDisk: ds.RefusedDisk,
 			Coalesced: ds.TriggersCoalesced, RateLimited: ds.TriggersRateLimited, Rotated: ds.Rotated,
+			ManualRateLimited: ds.ManualRateLimited, ManualRefused: ds.ManualRefused, RuleRefused: ds.RuleRefused,
 			HookResultsDropped: ds.HookResultsDropped, Pending: ds.Pending, Dumping: ds.Dumping,
 			LastError: ds.LastError, LeftoverTmp: ds.LeftoverTmp},
 		Topics:  []TopicStatus{},
@@ -96,13 +129,37 @@ func (d *Daemon) Status() Status {
 	if !d.started.IsZero() {
 		out.UptimeS = time.Since(d.started).Seconds()
 	}
+	if d.uploader != nil {
+		us := d.uploader.Status()
+		out.Upload = &us
+	}
+	if d.ctl != nil {
+		out.Control.AcceptErrors = d.ctl.AcceptErrors()
+	}
+	// A segment's type the shm consumer could not use (a schema too large
+	// to read) is the topic's type error too.
+	shmTypeErrs := map[[2]string]string{}
+	for _, c := range d.shms {
+		for _, seg := range c.Segments() {
+			if seg.TypeErr != nil {
+				shmTypeErrs[[2]string{seg.Topic.Name, seg.Topic.Channel}] = seg.TypeErr.Error()
+			}
+		}
+	}
 	for _, t := range st.Topics {
 		c := t.Counters
-		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type, Source: t.Info.Source,
+		ts := TopicStatus{Name: t.Info.Name, Channel: t.Info.Channel, Type: t.Info.Type.Schema.Name,
+			Encoding: t.Info.Type.MessageEncoding, SchemaEncoding: t.Info.Type.Schema.Encoding, TypeChanges: t.TypeChanges,
+			Source: t.Info.Source,
 			Online: t.Online, RateHz: t.RateHz, RingBytes: t.RingBytes, HeldBytes: c.HeldBytes, HeldMessages: c.HeldMessages,
 			RetentionSeconds: float64(t.RetentionNs) / 1e9, Written: c.Written, EvictedAge: c.EvictedAge,
 			EvictedSize: c.EvictedSize, RejectedOversize: c.RejectedOversize, LostToReaders: c.LostToReaders,
 			RejectedOffline: c.RejectedOffline, SkippedBusy: c.SkippedBusy, LostAtSource: c.LostAtSource}
+		if t.TypeErr != nil {
+			ts.TypeError = t.TypeErr.Error()
+		} else if e, ok := shmTypeErrs[[2]string{t.Info.Name, t.Info.Channel}]; ok && t.Info.Type.MessageEncoding == ingest.EncodingRaw {
+			ts.TypeError = e
+		}
 		if c.NewestNs > c.OldestNs {
 			ts.HeldSeconds = float64(c.NewestNs-c.OldestNs) / 1e9
 		}
@@ -112,7 +169,11 @@ func (d *Daemon) Status() Status {
 	live := d.live
 	d.liveMu.Unlock()
 	if live != nil {
-		out.Rules = append(out.Rules, live.Status()...)
+		for i, rs := range live.Status() {
+			w := windowOf(d.cfg, live.Decl(i))
+			out.Rules = append(out.Rules, RuleStatus{RuleStatus: rs, PreS: w.Pre.Seconds(), PostS: w.Post.Seconds(),
+				PreFrom: w.PreFrom, PostFrom: w.PostFrom})
+		}
 	}
 	for i, c := range d.shms {
 		s := c.Stats()
@@ -147,18 +208,26 @@ var (
 	descTopicBytes   = prometheus.NewDesc("edr_topic_held_bytes", "Bytes of history the topic's ring holds now.", []string{"topic"}, nil)
 	descTopicHeld    = prometheus.NewDesc("edr_topic_held_seconds", "Seconds of history the topic's ring holds now.", []string{"topic"}, nil)
 	descTopicRate    = prometheus.NewDesc("edr_topic_rate_hz", "Message rate over the history held.", []string{"topic"}, nil)
-	descTopicDropped = prometheus.NewDesc("edr_topic_dropped_total", "Messages dropped or lost, by cause.", []string{"topic", "cause"}, nil)
+	descTopicDropped = prometheus.NewDesc("edr_topic_dropped_total", "Messages lost before a dump could hold them, by cause.", []string{"topic", "cause"}, nil)
+	descTopicEvicted = prometheus.NewDesc("edr_topic_evicted_total",
+		"Messages the ring let go: age (older than the retention, the normal end of every message) or size (pushed out by the ring's byte cap before reaching the retention: the ring holds less than its window).",
+		[]string{"topic", "cause"}, nil)
 	descArena        = prometheus.NewDesc("edr_cache_bytes", "Cache (arena) bytes by state.", []string{"state"}, nil)
 	descDumps        = prometheus.NewDesc("edr_dumps_total", "Dumps by outcome.", []string{"outcome"}, nil)
 	descTriggers     = prometheus.NewDesc("edr_triggers_total", "Triggers not turned into their own dump, by cause.", []string{"cause"}, nil)
 	descRuleTriggers = prometheus.NewDesc("edr_rule_triggers_total", "Triggers fired by a rule.", []string{"rule"}, nil)
 	descRuleDisabled = prometheus.NewDesc("edr_rule_disabled", "1 when the rule was disabled by an error or a blown budget.", []string{"rule"}, nil)
+	descRuleCall     = prometheus.NewDesc("edr_rule_call_seconds", "Seconds the rule has been inside its current callback (0 when idle).", []string{"rule"}, nil)
+	descRuleStuck    = prometheus.NewDesc("edr_rule_stuck", "1 when the rule has been inside one callback for over a second.", []string{"rule"}, nil)
 	descSourceLost   = prometheus.NewDesc("edr_source_lost_total", "Messages a source lost before the recorder could read them.", []string{"kind", "source"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped,
-		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descSourceLost} {
+	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped, descTopicEvicted,
+		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descRuleCall, descRuleStuck, descSourceLost} {
+		ch <- d
+	}
+	for _, d := range uploadDescs() {
 		ch <- d
 	}
 }
@@ -174,11 +243,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descTopicBytes, prometheus.GaugeValue, float64(t.HeldBytes), name)
 		ch <- prometheus.MustNewConstMetric(descTopicHeld, prometheus.GaugeValue, t.HeldSeconds, name)
 		ch <- prometheus.MustNewConstMetric(descTopicRate, prometheus.GaugeValue, t.RateHz, name)
-		for cause, v := range map[string]uint64{"evicted_age": t.EvictedAge, "evicted_size": t.EvictedSize,
-			"oversize": t.RejectedOversize, "lost_to_readers": t.LostToReaders, "offline": t.RejectedOffline,
-			"skipped_busy": t.SkippedBusy, "lost_at_source": t.LostAtSource} {
+		for cause, v := range map[string]uint64{"oversize": t.RejectedOversize, "lost_to_readers": t.LostToReaders,
+			"offline": t.RejectedOffline, "skipped_busy": t.SkippedBusy, "lost_at_source": t.LostAtSource} {
 			ch <- prometheus.MustNewConstMetric(descTopicDropped, prometheus.CounterValue, float64(v), name, cause)
 		}
+		ch <- prometheus.MustNewConstMetric(descTopicEvicted, prometheus.CounterValue, float64(t.EvictedAge), name, "age")
+		ch <- prometheus.MustNewConstMetric(descTopicEvicted, prometheus.CounterValue, float64(t.EvictedSize), name, "size")
 	}
 	ch <- prometheus.MustNewConstMetric(descArena, prometheus.GaugeValue, float64(st.Arena.Used), "used")
 	ch <- prometheus.MustNewConstMetric(descArena, prometheus.GaugeValue, float64(st.Arena.Total-st.Arena.Used), "free")
@@ -188,6 +258,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Rotated), "rotated")
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.Coalesced), "coalesced")
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.RateLimited), "rate_limited")
+	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.ManualRateLimited), "manual_rate_limited")
+	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.ManualRefused), "manual_refused")
+	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.RuleRefused), "rule_refused")
 	for _, r := range st.Rules {
 		ch <- prometheus.MustNewConstMetric(descRuleTriggers, prometheus.CounterValue, float64(r.TriggersFired), r.Name)
 		dis := 0.0
@@ -195,8 +268,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			dis = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descRuleDisabled, prometheus.GaugeValue, dis, r.Name)
+		stuck := 0.0
+		if r.Stuck {
+			stuck = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descRuleCall, prometheus.GaugeValue, float64(r.CallNs)/1e9, r.Name)
+		ch <- prometheus.MustNewConstMetric(descRuleStuck, prometheus.GaugeValue, stuck, r.Name)
 	}
 	for _, s := range st.Sources {
 		ch <- prometheus.MustNewConstMetric(descSourceLost, prometheus.CounterValue, float64(s.Lost), s.Kind, s.Name)
 	}
+	collectUpload(ch, st.Upload)
 }

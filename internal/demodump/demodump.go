@@ -203,6 +203,9 @@ func Info(ms []message) dumpinfo.Info {
 		if name == Camera {
 			a.LostAtSource = CameraGapN
 		}
+		if name != Calibration { // the window asked for the topic (latched calibration: none)
+			a.WindowFromNs, a.WindowToNs = TriggerAt-int64(Pre), TriggerAt+int64(Post)
+		}
 		d.Topics = append(d.Topics, a)
 	}
 	return d

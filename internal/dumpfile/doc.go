@@ -15,8 +15,10 @@
 //
 // An MCAP Source is read through mcap's PackReader, the inverse of the
 // mapping MCAP dumps and exports are written with (docs/mcap.md): files of
-// other writers work too (topic = channel topic, type = schema name or
-// message encoding). Its messages come in log_time order whatever the order
+// other writers work too (topic = channel topic, type = the channel's
+// message encoding and schema). Every message carries its type
+// (Message.Type: a pack file's type sections, an MCAP channel's), and Merge,
+// Export and Import keep it. Its messages come in log_time order whatever the order
 // of the file; see mcap.Cursor for what that costs (a first pass over the
 // file, about 64 bytes per chunk, decompressed chunks held only while they
 // are being read, 16 bytes per message of a chunk out of order).
@@ -28,5 +30,6 @@
 //
 // Msg.Data passed to a Walk callback is valid only until the callback
 // returns; a Message from Messages or Source.InFileOrder only until the
-// next message. Nothing here is safe for concurrent use.
+// next message. A message's Type and its schema bytes alias the Source's
+// file: valid until Close. Nothing here is safe for concurrent use.
 package dumpfile

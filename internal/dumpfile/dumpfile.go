@@ -7,42 +7,94 @@ import (
 	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
 // Topic is one topic's figures.
 type Topic struct {
-	Name        string `json:"name"`
-	Type        string `json:"type,omitempty"`
-	Messages    uint64 `json:"messages"`
-	Bytes       uint64 `json:"bytes"`
-	FirstNs     int64  `json:"first_ns,omitempty"`
-	LastNs      int64  `json:"last_ns,omitempty"`
-	Overwritten uint64 `json:"overwritten"`
-	Oversize    uint64 `json:"oversize"`
-	SkippedBusy uint64 `json:"skipped_busy"`
+	Name string `json:"name"`
+	// Type is the type (schema) name, Encoding the message encoding and
+	// SchemaEncoding the schema's (see ingest.Type): the topic's first
+	// type in the file; for a file without types (pack 1.0), the
+	// accounting's type name, opaque bytes.
+	Type           string `json:"type,omitempty"`
+	Encoding       string `json:"encoding,omitempty"`
+	SchemaEncoding string `json:"schema_encoding,omitempty"`
+	// TypeID is the type's content ID (ingest.Type.ID, hex): two types
+	// with the same names and different schemas differ by it.
+	TypeID string `json:"type_id,omitempty"`
+	// TypeChanges lists the types the topic changed to in the dump (its
+	// producer restarted with another schema), with when.
+	TypeChanges []TypeChange `json:"type_changes,omitempty"`
+	Messages    uint64       `json:"messages"`
+	Bytes       uint64       `json:"bytes"`
+	FirstNs     int64        `json:"first_ns,omitempty"`
+	LastNs      int64        `json:"last_ns,omitempty"`
+	Overwritten uint64       `json:"overwritten"`
+	Oversize    uint64       `json:"oversize"`
+	SkippedBusy uint64       `json:"skipped_busy"`
 	// LostAtSource: lost before reaching the recorder (shm overwrite,
 	// kernel drop), as the source reported them.
 	LostAtSource uint64 `json:"lost_at_source"`
+	// WindowFromNs and WindowToNs are the window asked for the topic
+	// (FirstNs, LastNs what it holds); StartShort and EndShort why it
+	// holds less, when known (dumpinfo.Short*). From the dump information;
+	// absent in older dumps.
+	WindowFromNs int64  `json:"window_from_ns,omitempty"`
+	WindowToNs   int64  `json:"window_to_ns,omitempty"`
+	StartShort   string `json:"start_short,omitempty"`
+	EndShort     string `json:"end_short,omitempty"`
+}
+
+// TypeChange is a topic's change of type inside a dump.
+type TypeChange struct {
+	AtNs           int64  `json:"at_ns"` // the first message of the new type (0 when the file does not say)
+	Encoding       string `json:"encoding"`
+	Type           string `json:"type,omitempty"`
+	SchemaEncoding string `json:"schema_encoding,omitempty"`
+	TypeID         string `json:"type_id"`
+}
+
+// setType records t as the topic's type (its first), or as a change.
+func (t *Topic) setType(typ ingest.Type, atNs int64) {
+	typ = typ.OrRaw()
+	id := typ.ID().String()
+	if t.Encoding == "" {
+		t.Type, t.Encoding, t.SchemaEncoding, t.TypeID = typ.Schema.Name, typ.MessageEncoding, typ.Schema.Encoding, id
+		return
+	}
+	last := t.TypeID
+	if n := len(t.TypeChanges); n > 0 {
+		last = t.TypeChanges[n-1].TypeID
+	}
+	if id != last {
+		t.TypeChanges = append(t.TypeChanges, TypeChange{AtNs: atNs, Encoding: typ.MessageEncoding, Type: typ.Schema.Name,
+			SchemaEncoding: typ.Schema.Encoding, TypeID: id})
+	}
 }
 
 // Info summarises one dump.
 type Info struct {
-	Path        string             `json:"path"`
-	Format      string             `json:"format"`
-	Size        int64              `json:"size"`
-	Messages    uint64             `json:"messages"`
-	Bytes       uint64             `json:"bytes"`
-	StartNs     int64              `json:"start_ns"`
-	EndNs       int64              `json:"end_ns"`
-	Indexed     bool               `json:"indexed"`
-	Frames      int                `json:"frames,omitempty"`
-	Chunks      int                `json:"chunks,omitempty"`
-	Compression []string           `json:"compression,omitempty"`  // codecs in use ("none", "lz4", "zstd")
-	StoredBytes int64              `json:"stored_bytes,omitempty"` // pack: frame data as stored
-	RawBytes    int64              `json:"raw_bytes,omitempty"`    // pack: the same, uncompressed
-	Writer      string             `json:"writer,omitempty"`
+	Path        string   `json:"path"`
+	Format      string   `json:"format"`
+	Size        int64    `json:"size"`
+	Messages    uint64   `json:"messages"`
+	Bytes       uint64   `json:"bytes"`
+	StartNs     int64    `json:"start_ns"`
+	EndNs       int64    `json:"end_ns"`
+	Indexed     bool     `json:"indexed"`
+	Frames      int      `json:"frames,omitempty"`
+	Chunks      int      `json:"chunks,omitempty"`
+	Compression []string `json:"compression,omitempty"`  // codecs in use ("none", "lz4", "zstd")
+	StoredBytes int64    `json:"stored_bytes,omitempty"` // pack: frame data as stored
+	RawBytes    int64    `json:"raw_bytes,omitempty"`    // pack: the same, uncompressed
+	Writer      string   `json:"writer,omitempty"`
+	// HeldStartNs and HeldEndNs are the capture times of the first and
+	// last message the dump holds (StartNs, EndNs: the window asked).
+	HeldStartNs int64              `json:"held_start_ns,omitempty"`
+	HeldEndNs   int64              `json:"held_end_ns,omitempty"`
 	Topics      []Topic            `json:"topics"`
 	Triggers    []dumpinfo.Trigger `json:"triggers"`
 	Metadata    []string           `json:"metadata,omitempty"`
@@ -54,7 +106,14 @@ type Msg struct {
 	TimeNs int64 // capture time (pack done_ts, MCAP log_time)
 	GenNs  int64 // producer time, 0 when unknown
 	Data   []byte
+	// Type is the message's type as the file stores it: a pack file's
+	// (SourceTopic.Type), an MCAP channel's message encoding and schema
+	// as they are (a transcoded packed topic is json there). Never nil.
+	Type *ingest.Type
 }
+
+// rawType is the type of messages of a channel the file does not list.
+var rawType = ingest.Raw("")
 
 // ReadInfo summarises the dump at path.
 func ReadInfo(path string) (*Info, error) {
@@ -84,12 +143,17 @@ func packInfo(path string) (*Info, error) {
 	}
 	defer r.Close()
 	d, hasDI := r.DumpInfo()
-	return packInfoOf(path, r.Summary(), r.Codecs(), d, hasDI), nil
+	types, err := r.Types()
+	if err != nil {
+		return nil, err
+	}
+	return packInfoOf(path, r.Summary(), r.Codecs(), d, hasDI, types), nil
 }
 
-// packInfoOf summarises a pack dump from its summary, codecs and dump
-// information, however they were read (the file's index, a stream).
-func packInfoOf(path string, s pack.Summary, cs pack.CodecStats, d dumpinfo.Info, hasDI bool) *Info {
+// packInfoOf summarises a pack dump from its summary, codecs, dump
+// information and type sections, however they were read (the file's
+// index, a stream).
+func packInfoOf(path string, s pack.Summary, cs pack.CodecStats, d dumpinfo.Info, hasDI bool, types []pack.TopicType) *Info {
 	in := &Info{Path: path, Format: FormatPack, Size: s.Size, Messages: s.Messages, StartNs: s.FirstNs,
 		EndNs: s.LastNs, Indexed: s.Indexed, Frames: s.Frames, Writer: s.Header.Writer, Metadata: s.Metadata,
 		Topics: []Topic{}, Triggers: []dumpinfo.Trigger{}}
@@ -100,15 +164,39 @@ func packInfoOf(path string, s pack.Summary, cs pack.CodecStats, d dumpinfo.Info
 	}
 	sort.Strings(in.Compression)
 	in.StoredBytes, in.RawBytes = cs.StoredBytes, cs.RawBytes
+	x := pack.NewTypeIndex(types)
 	for _, t := range s.Topics {
-		in.Topics = append(in.Topics, Topic{Name: topicName(t.Topic), Messages: t.Messages, Bytes: t.Bytes, FirstNs: t.FirstNs, LastNs: t.LastNs})
+		tp := Topic{Name: topicName(t.Topic), Messages: t.Messages, Bytes: t.Bytes, FirstNs: t.FirstNs, LastNs: t.LastNs}
+		for _, tt := range x.Topic(t.Name, t.Channel) {
+			tp.setType(tt.Type, tt.FromNs)
+		}
+		in.Topics = append(in.Topics, tp)
 		in.Bytes += t.Bytes
 	}
 	if hasDI {
 		in.addDumpInfo(d)
 	}
+	for i := range in.Topics { // untyped (pack 1.0): raw bytes, named by the accounting
+		if t := &in.Topics[i]; t.Encoding == "" {
+			t.setType(ingest.Raw(t.Type), 0)
+		}
+	}
 	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
+	in.setHeld()
 	return in
+}
+
+// setHeld sets the held window from the topics' first and last messages.
+func (in *Info) setHeld() {
+	for _, t := range in.Topics {
+		if t.Messages == 0 || t.FirstNs == 0 {
+			continue
+		}
+		if in.HeldStartNs == 0 || t.FirstNs < in.HeldStartNs {
+			in.HeldStartNs = t.FirstNs
+		}
+		in.HeldEndNs = max(in.HeldEndNs, t.LastNs)
+	}
 }
 
 // addDumpInfo merges a dump's information into in: its window and writer,
@@ -133,11 +221,12 @@ func (in *Info) addDumpInfo(d dumpinfo.Info) {
 			in.Topics = append(in.Topics, Topic{Name: topicName(a.Topic)})
 		}
 		t := &in.Topics[i]
-		if a.Type != "" {
+		if a.Type != "" && t.Encoding == "" { // the file's types come first
 			t.Type = a.Type
 		}
 		t.Overwritten, t.Oversize, t.SkippedBusy = a.Overwritten, a.Oversize, a.SkippedBusy
 		t.LostAtSource = a.LostAtSource
+		t.WindowFromNs, t.WindowToNs, t.StartShort, t.EndShort = a.WindowFromNs, a.WindowToNs, a.StartShort, a.EndShort
 		if a.FirstNs != 0 {
 			t.FirstNs, t.LastNs = a.FirstNs, a.LastNs
 		}
@@ -177,12 +266,21 @@ func mcapInfo(path string) (*Info, error) {
 		in.Compression = append(in.Compression, name)
 	}
 	sort.Strings(in.Compression)
-	for _, c := range mi.Channels {
-		t := Topic{Name: c.Topic, Messages: c.Messages, Bytes: c.Bytes}
-		if c.Schema != nil {
-			t.Type = c.Schema.Name
+	rows := map[string]int{}
+	for i := range mi.Channels {
+		c := &mi.Channels[i]
+		// Channels of one topic (its type changed) are one row; the
+		// types are as the file stores them.
+		j, ok := rows[c.Topic]
+		if !ok {
+			j = len(in.Topics)
+			rows[c.Topic] = j
+			in.Topics = append(in.Topics, Topic{Name: c.Topic})
 		}
-		in.Topics = append(in.Topics, t)
+		t := &in.Topics[j]
+		t.Messages += c.Messages
+		t.Bytes += c.Bytes
+		t.setType(*mcap.ChannelType(c), 0)
 		in.Bytes += c.Bytes
 	}
 	for _, md := range mi.Metadata {
@@ -196,6 +294,7 @@ func mcapInfo(path string) (*Info, error) {
 		in.addDumpInfo(d)
 	}
 	sort.SliceStable(in.Topics, func(i, j int) bool { return in.Topics[i].Name < in.Topics[j].Name })
+	in.setHeld()
 	return in, nil
 }
 
@@ -219,9 +318,20 @@ func walkMCAP(path string, fn func(m *Msg) error) error {
 		return err
 	}
 	defer r.Close()
+	info, err := r.Info()
+	if err != nil {
+		return err
+	}
+	types := map[uint16]*ingest.Type{}
+	for i := range info.Channels {
+		types[info.Channels[i].ID] = mcap.ChannelType(&info.Channels[i])
+	}
 	var m Msg
 	return r.Messages(func(c *mcap.Channel, mm *mcap.Message) error {
-		m = Msg{Topic: c.Topic, TimeNs: int64(mm.LogTime), GenNs: int64(mm.PublishTime), Data: mm.Data}
+		m = Msg{Topic: c.Topic, TimeNs: int64(mm.LogTime), GenNs: int64(mm.PublishTime), Data: mm.Data, Type: types[c.ID]}
+		if m.Type == nil {
+			m.Type = &rawType
+		}
 		return fn(&m)
 	})
 }
@@ -232,9 +342,13 @@ func walkPack(path string, fn func(m *Msg) error) error {
 		return err
 	}
 	defer r.Close()
+	s, err := FromPack(r)
+	if err != nil {
+		return err
+	}
 	var m Msg
-	return FromPack(r).InFileOrder(func(pm *Message) error {
-		m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data}
+	return s.InFileOrder(func(pm *Message) error {
+		m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data, Type: pm.Type}
 		return fn(&m)
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -30,6 +29,8 @@ type Format struct {
 	// Walk and Verify read them.
 	Open   bool
 	Export bool // Export writes it
+	// Dir: it is written to a directory of files, with ExportDir.
+	Dir    bool
 	Import bool // Import reads it into a pack dump
 	// Compressions lists the ExportOptions.Compression values its export
 	// takes; nil when its export does not compress.
@@ -51,6 +52,7 @@ type format struct {
 	walk      func(path string, fn func(m *Msg) error) error
 	verify    func(path string) (*VerifyResult, error)
 	export    func(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error)
+	exportDir func(src *Source, dir string, opts ExportOptions) (*ConvertReport, error)
 	importTo  func(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (*ConvertReport, error)
 }
 
@@ -63,6 +65,8 @@ var formats = []format{
 		export: exportMCAP},
 	{Format: Format{Name: FormatJSONL}, title: "JSON lines",
 		export: exportJSONL, importTo: importJSONL},
+	{Format: Format{Name: FormatParquet}, title: "Parquet",
+		exportDir: exportParquet},
 }
 
 // ErrUnknownFormat is returned for a file that Detect does not recognise.
@@ -80,7 +84,7 @@ func Detect(path string) (string, error) {
 }
 
 func detectFile(path string) (*format, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +166,8 @@ func LookupFormat(name string) (Format, bool) {
 // public returns the row's Format, its capabilities filled in.
 func (f *format) public() Format {
 	p := f.Format
-	p.Open, p.Export, p.Import = f.magic != nil, f.export != nil, f.importTo != nil
+	p.Open, p.Export, p.Import = f.magic != nil, f.export != nil || f.exportDir != nil, f.importTo != nil
+	p.Dir = f.exportDir != nil
 	p.Compressions = slices.Clone(f.Compressions)
 	return p
 }
@@ -182,6 +187,13 @@ type ExportOptions struct {
 	// (Format.Compressions: "none", "lz4", "zstd"); "" is "none". Other
 	// formats ignore it.
 	Compression string
+	// KeepPacked (MCAP) writes packed-struct topics as they are instead of
+	// transcoding them to json (mcap.Options.KeepPacked).
+	KeepPacked bool
+	// Vehicle is the vehicle= partition of the Parquet tables (their
+	// other options are internal/dumptable.Options: typing topics needs
+	// package schema, which the readers of dumps do not link).
+	Vehicle string
 }
 
 // ConvertReport says what an Export or Import carried.
@@ -194,6 +206,10 @@ type ConvertReport struct {
 	// Written is the bytes written, -1 when the format does not count
 	// them.
 	Written int64
+	// Files are the files of a directory export (Parquet), Notes what it
+	// could not carry (fields without a column).
+	Files []OutFile
+	Notes []string
 }
 
 // Export writes the dump src to w in format (one with Format.Export):
@@ -203,6 +219,9 @@ type ConvertReport struct {
 // written before it, when anything was.
 func Export(src *Source, format string, w io.Writer, opts ExportOptions) (*ConvertReport, error) {
 	f := lookup(format)
+	if f != nil && f.exportDir != nil {
+		return nil, fmt.Errorf("dumpfile: %s is written to a directory (ExportDir)", format)
+	}
 	if f == nil || f.export == nil {
 		return nil, fmt.Errorf("dumpfile: cannot export to format %q", format)
 	}
@@ -210,6 +229,17 @@ func Export(src *Source, format string, w io.Writer, opts ExportOptions) (*Conve
 		return nil, fmt.Errorf("dumpfile: %s: compression %q not supported", format, opts.Compression)
 	}
 	return f.export(src, w, opts)
+}
+
+// ExportDir writes the dump src under dir in a directory format (one with
+// Format.Dir: Parquet, package table). On error nothing is left of the
+// files it wrote.
+func ExportDir(src *Source, format, dir string, opts ExportOptions) (*ConvertReport, error) {
+	f := lookup(format)
+	if f == nil || f.exportDir == nil {
+		return nil, fmt.Errorf("dumpfile: cannot export to a directory in format %q", format)
+	}
+	return f.exportDir(src, dir, opts)
 }
 
 // Import reads a dump in format (one with Format.Import: JSON lines) from
@@ -225,6 +255,7 @@ func Import(r io.Reader, format string, mk func(pack.WriterOptions) (*pack.Write
 
 func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error) {
 	var mopts mcap.ExportOptions
+	mopts.KeepPacked = opts.KeepPacked
 	switch opts.Compression {
 	case "lz4":
 		mopts.Compression = mcap.CompressionLZ4
@@ -272,7 +303,11 @@ func exportJSONL(src *Source, w io.Writer, _ ExportOptions) (*ConvertReport, err
 		h.Metadata[n] = sections[i]
 	}
 	for _, t := range src.Topics() {
-		h.Topics = append(h.Topics, jsonl.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages})
+		jt := jsonl.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type.Schema.Name, Messages: t.Messages}
+		for _, ts := range t.Types {
+			jt.Types = append(jt.Types, ts.Type)
+		}
+		h.Topics = append(h.Topics, jt)
 	}
 	rep, err := jsonl.Export(w, src.Path, h, func(fn func(m *jsonl.Message) error) error {
 		return src.InFileOrder(func(m *Message) error {

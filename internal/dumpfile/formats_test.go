@@ -16,6 +16,7 @@ func TestFormats(t *testing.T) {
 		{Name: FormatPack, Open: true},
 		{Name: FormatMCAP, Open: true, Export: true, Compressions: []string{"none", "lz4", "zstd"}},
 		{Name: FormatJSONL, Export: true, Import: true},
+		{Name: FormatParquet, Export: true, Dir: true},
 	}
 	if got := Formats(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Formats:\n got %+v\nwant %+v", got, want)

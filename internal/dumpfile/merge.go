@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/edr-lite/edr-lite/ingest"
+
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -19,7 +21,8 @@ type MergeReport struct {
 
 // Merge writes the messages of the dumps ins (pack or MCAP, in any mix) to
 // a new pack file out in message time order (capture time; ties keep input
-// order, then each input's order; see Messages). The dump information of
+// order, then each input's order; see Messages), each topic with its types
+// (type sections where a message's type differs from its topic's last). The dump information of
 // the inputs is combined: every trigger is kept, per-topic accounting is
 // summed (a topic spelled "name" by one input and "name#" by another is one
 // topic, written "name#"), the window is the union. opts configure the output (compression,
@@ -91,6 +94,13 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 		w.Close()
 		return nil, err
 	}
+	// Each topic's type as written so far: a message whose type differs
+	// (another input, or a change inside one) gets a type section first.
+	type typed struct {
+		ptr *ingest.Type
+		typ ingest.Type
+	}
+	types := map[topicKey]*typed{}
 	for {
 		ok, err := msgs.Next()
 		if err != nil {
@@ -100,6 +110,21 @@ func Merge(ins []string, out string, opts pack.WriterOptions, progress func(done
 			break
 		}
 		m := msgs.Message()
+		k := topicKey{m.Name, m.Channel}
+		cur := types[k]
+		if cur == nil {
+			cur = &typed{}
+			types[k] = cur
+		}
+		if m.Type != cur.ptr {
+			cur.ptr = m.Type
+			if !cur.typ.Equal(*m.Type) || cur.typ.MessageEncoding == "" {
+				cur.typ = *m.Type
+				if err := w.SetTopicType(m.Name, m.Channel, *m.Type, m.TimeNs); err != nil {
+					return fail(fmt.Errorf("%s: %w", out, err))
+				}
+			}
+		}
 		if err := w.Add(m.Name, m.Channel, m.Meta, m.GenNs, m.TimeNs, m.Data); err != nil {
 			return fail(fmt.Errorf("%s: %w", out, err))
 		}

@@ -31,7 +31,7 @@ type Messages struct {
 func NewMessages(sources ...*Source) *Messages {
 	m := &Messages{}
 	for i, s := range sources {
-		m.its = append(m.its, &msgIter{r: s.pack, mp: s.mp, src: i})
+		m.its = append(m.its, &msgIter{r: s.pack, mp: s.mp, src: i, types: &s.types})
 	}
 	m.h = kway.New(lessMsgIter, len(m.its))
 	return m
@@ -104,7 +104,7 @@ func (m *Messages) Message() *Message {
 	if it := m.cur; it.mp != nil {
 		mcapMessage(&m.msg, it.mp.Message())
 	} else {
-		packMessage(&m.msg, &it.f, it.i)
+		packMessage(&m.msg, &it.f, it.i, it.types, it.off)
 	}
 	return &m.msg
 }
@@ -117,13 +117,15 @@ func (m *Messages) Source() int { return m.cur.src }
 
 // msgIter walks one source message by message.
 type msgIter struct {
-	r   *pack.Reader     // pack source
-	mp  *mcap.PackReader // MCAP source
-	src int
-	f   pack.Frame
-	i   int
-	n   uint64 // messages returned so far, for stable ties
-	ts  int64
+	r     *pack.Reader     // pack source
+	mp    *mcap.PackReader // MCAP source
+	types *typeOf          // the pack source's types
+	src   int
+	f     pack.Frame
+	off   int64 // file offset of f
+	i     int
+	n     uint64 // messages returned so far, for stable ties
+	ts    int64
 }
 
 // skipTo moves the reader to the first frame holding a message with time
@@ -169,7 +171,7 @@ func (it *msgIter) next(from int64) (bool, error) {
 				}
 				return false, err
 			}
-			it.i = 0
+			it.i, it.off = 0, it.r.FrameOffset()
 		}
 		msg := it.f.Message(it.i)
 		it.ts = MessageTime(&msg, it.f.Time())

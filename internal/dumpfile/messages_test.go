@@ -40,7 +40,11 @@ func writePack(t *testing.T, name string, msgs ...string) *Source {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return FromPack(r)
+	s, err := FromPack(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func TestMessagesMergeAndSeek(t *testing.T) {

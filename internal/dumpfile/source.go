@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 
+	"github.com/edr-lite/edr-lite/ingest"
+
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
@@ -29,15 +31,29 @@ type Source struct {
 	info   dumpinfo.Info
 	hasDI  bool
 	topics []SourceTopic
+	types  typeOf
 }
 
 // SourceTopic is one topic of a Source.
 type SourceTopic struct {
 	Name, Channel string
-	// Type is the type recorded in the dump information's accounting;
-	// else, for MCAP, the channel's (see mcap.PackTopic).
-	Type     string
+	// Type is the topic's type (message encoding and schema): the first
+	// it has in the file (a pack file's type sections, an MCAP file's
+	// channels); for a file without them (pack 1.0, MCAP of other
+	// writers without schemas), raw bytes named by the dump information's
+	// accounting, when it names one.
+	Type ingest.Type
+	// Types lists every type the topic has in the file, in order, with the
+	// time each began (FromNs: the time the file records; 0 when it does
+	// not say). More than one: a producer restarted with another type.
+	Types    []TypeSpan
 	Messages uint64
+}
+
+// TypeSpan is one type of a topic and when it began.
+type TypeSpan struct {
+	FromNs int64
+	Type   ingest.Type
 }
 
 // String returns "name", or "name#channel" when there is a channel.
@@ -54,6 +70,10 @@ type Message struct {
 	// TimeNs is the message's time: pack MessageTime, MCAP log_time.
 	TimeNs int64
 	Data   []byte // nil when the message has no data block
+	// Type is the message's type (see SourceTopic.Type): never nil, the
+	// same pointer for every message of a topic until its type changes.
+	// Its Schema.Data aliases the dump's mapping: valid until Close.
+	Type *ingest.Type
 }
 
 // Open detects the format of the dump at path and opens it. A file of a
@@ -82,7 +102,10 @@ func openPack(path string) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := FromPack(r)
+	s, err := FromPack(r)
+	if err != nil {
+		return nil, errors.Join(err, r.Close())
+	}
 	s.owned = true
 	return s, nil
 }
@@ -92,7 +115,10 @@ func openPackBytes(name string, b []byte, _ mcap.ReaderOptions) (*Source, error)
 	if err != nil {
 		return nil, err
 	}
-	s := FromPack(r)
+	s, err := FromPack(r)
+	if err != nil {
+		return nil, err
+	}
 	s.owned = true
 	return s, nil
 }
@@ -123,17 +149,31 @@ func openMCAPBytes(name string, b []byte, mopts mcap.ReaderOptions) (*Source, er
 	return s, nil
 }
 
-// FromPack wraps an open pack reader (Close leaves it open).
-func FromPack(r *pack.Reader) *Source {
+// FromPack wraps an open pack reader (Close leaves it open). A type
+// section that does not decode is an error naming the file and offset.
+func FromPack(r *pack.Reader) (*Source, error) {
 	s := &Source{Path: r.Path(), Format: FormatPack, pack: r}
 	s.info, s.hasDI = r.DumpInfo()
-	types := typesOf(s.info)
+	ts, err := r.Types()
+	if err != nil {
+		return nil, err
+	}
+	names := typesOf(s.info)
+	s.types = newTypeOf(pack.NewTypeIndex(ts), names)
 	for _, t := range r.Summary().Topics {
 		st := SourceTopic{Name: t.Name, Channel: t.Channel, Messages: t.Messages}
-		st.Type = types.of(t.Name, t.Channel)
+		for _, tt := range s.types.idx.Topic(t.Name, t.Channel) {
+			if n := len(st.Types); n == 0 || !st.Types[n-1].Type.Equal(tt.Type) {
+				st.Types = append(st.Types, TypeSpan{FromNs: tt.FromNs, Type: tt.Type})
+			}
+		}
+		if len(st.Types) == 0 {
+			st.Types = []TypeSpan{{Type: *s.types.fallbackOf(t.Name, t.Channel)}}
+		}
+		st.Type = st.Types[0].Type
 		s.topics = append(s.topics, st)
 	}
-	return s
+	return s, nil
 }
 
 func fromMCAP(path string, r *mcap.Reader) (*Source, error) {
@@ -143,11 +183,18 @@ func fromMCAP(path string, r *mcap.Reader) (*Source, error) {
 	}
 	s := &Source{Path: path, Format: FormatMCAP, mr: r, mp: mp}
 	s.info, s.hasDI = mp.DumpInfo()
-	types := typesOf(s.info)
+	names := typesOf(s.info)
 	for _, t := range mp.Topics() {
 		st := SourceTopic{Name: t.Name, Channel: t.Channel, Type: t.Type, Messages: t.Messages}
-		if typ := types.of(t.Name, t.Channel); typ != "" {
-			st.Type = typ
+		// A raw channel without a name takes the accounting's.
+		if st.Type.MessageEncoding == ingest.EncodingRaw && st.Type.Schema.Name == "" {
+			st.Type.Schema.Name = names.of(t.Name, t.Channel)
+		}
+		st.Types = []TypeSpan{{Type: st.Type}}
+		for i, ct := range mp.TopicTypes(t.Name, t.Channel) {
+			if i > 0 { // MCAP channels do not say when they began
+				st.Types = append(st.Types, TypeSpan{Type: *ct})
+			}
 		}
 		s.topics = append(s.topics, st)
 	}
@@ -257,7 +304,7 @@ func (s *Source) InFileOrder(fn func(m *Message) error) error {
 			return err
 		}
 		for i := 0; i < f.Len(); i++ {
-			packMessage(&m, &f, i)
+			packMessage(&m, &f, i, &s.types, r.FrameOffset())
 			if err := fn(&m); err != nil {
 				return err
 			}
@@ -265,10 +312,12 @@ func (s *Source) InFileOrder(fn func(m *Message) error) error {
 	}
 }
 
-func packMessage(m *Message, f *pack.Frame, i int) {
+// packMessage fills m with message i of frame f, read at file offset off
+// through types.
+func packMessage(m *Message, f *pack.Frame, i int, types *typeOf, off int64) {
 	pm := f.Message(i)
 	*m = Message{Name: pm.Name, Channel: pm.Channel, Meta: pm.Meta, GenNs: pm.GenTs, DoneNs: pm.DoneTs,
-		TimeNs: MessageTime(&pm, f.Time()), Data: f.Data(i)}
+		TimeNs: MessageTime(&pm, f.Time()), Data: f.Data(i), Type: types.at(pm.Name, pm.Channel, off)}
 	if m.Data == nil && pm.DataIndex != pack.NoData {
 		m.Data = []byte{} // an empty data block
 	}
@@ -276,5 +325,43 @@ func packMessage(m *Message, f *pack.Frame, i int) {
 
 func mcapMessage(m *Message, pm *mcap.PackMessage) {
 	*m = Message{Name: pm.Name, Channel: pm.Channel, Meta: pm.Meta, GenNs: pm.GenTs, DoneNs: pm.DoneTs,
-		TimeNs: pm.DoneTs, Data: pm.Data}
+		TimeNs: pm.DoneTs, Data: pm.Data, Type: pm.Type}
+}
+
+// typeOf gives the messages of a pack file their types: from its type
+// sections, else raw bytes named by the accounting (one pointer per topic,
+// made once).
+type typeOf struct {
+	idx      *pack.TypeIndex
+	names    accountTypes
+	fallback map[topicKey]*ingest.Type
+}
+
+type topicKey struct{ name, channel string }
+
+func newTypeOf(idx *pack.TypeIndex, names accountTypes) typeOf {
+	return typeOf{idx: idx, names: names, fallback: map[topicKey]*ingest.Type{}}
+}
+
+// at returns the type of topic name#channel in the frame at offset off.
+func (t *typeOf) at(name, channel string, off int64) *ingest.Type {
+	if t.idx != nil {
+		if tt := t.idx.At(name, channel, off); tt != nil {
+			return &tt.Type
+		}
+	}
+	return t.fallbackOf(name, channel)
+}
+
+func (t *typeOf) fallbackOf(name, channel string) *ingest.Type {
+	if p := t.fallback[topicKey{name, channel}]; p != nil {
+		return p
+	}
+	if t.fallback == nil {
+		t.fallback = map[topicKey]*ingest.Type{}
+	}
+	p := new(ingest.Type)
+	*p = ingest.Raw(t.names.of(name, channel))
+	t.fallback[topicKey{name, channel}] = p
+	return p
 }

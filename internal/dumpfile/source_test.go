@@ -149,7 +149,7 @@ func TestStreamMCAPLikePack(t *testing.T) {
 		byName := func(x, y SourceTopic) int { return strings.Compare(x.String(), y.String()) }
 		slices.SortFunc(pt, byName)
 		slices.SortFunc(mt, byName)
-		if !reflect.DeepEqual(pt, mt) || pt[0].Type != "img" {
+		if !reflect.DeepEqual(pt, mt) || pt[0].Type.Schema.Name != "img" {
 			t.Errorf("%q: topics %+v, want %+v", comp, mt, pt)
 		}
 		if pa.EndNs() != ma.EndNs() || pa.EndNs() != 1000+290 {
@@ -271,7 +271,7 @@ func TestStreamOtherWriterMCAP(t *testing.T) {
 				t.Fatalf("%s: message %d: %+v", name, i, g)
 			}
 		}
-		if tp := s.Topics(); len(tp) != 2 || tp[0].Type != "S" || tp[0].Messages != 30 || tp[1].Type == "" {
+		if tp := s.Topics(); len(tp) != 2 || tp[0].Type.Schema.Name != "S" || tp[0].Messages != 30 || tp[1].Type.MessageEncoding == "" {
 			t.Errorf("%s: topics %+v", name, tp)
 		}
 		if _, ok := s.DumpInfo(); ok {

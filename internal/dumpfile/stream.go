@@ -40,6 +40,10 @@ func WalkFrom(name string, r io.Reader, fn func(m *Msg) error) error {
 	var f pack.Frame
 	var pm Message
 	var m Msg
+	// Types as their sections pass; the dump information naming the
+	// types of an untyped (1.0) file comes at the end of a stream.
+	types := newTypeOf(pack.NewTypeIndex(nil), nil)
+	seen := 0
 	for {
 		if err := s.ReadInto(&f); err != nil {
 			if err == io.EOF {
@@ -47,9 +51,12 @@ func WalkFrom(name string, r io.Reader, fn func(m *Msg) error) error {
 			}
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		for ts := s.Types(); seen < len(ts); seen++ {
+			types.idx.Add(ts[seen])
+		}
 		for i := 0; i < f.Len(); i++ {
-			packMessage(&pm, &f, i)
-			m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data}
+			packMessage(&pm, &f, i, &types, s.FrameOffset())
+			m = Msg{Topic: topicName(pack.Topic(pm.Name, pm.Channel)), TimeNs: pm.TimeNs, GenNs: pm.GenNs, Data: pm.Data, Type: pm.Type}
 			if err := fn(&m); err != nil {
 				return err
 			}
@@ -112,5 +119,5 @@ func ReadInfoFrom(name string, r io.Reader) (*Info, error) {
 	})
 	sum.Metadata, sum.Indexed, sum.Size = s.MetadataNames(), s.Indexed(), s.Tell()
 	d, hasDI := s.DumpInfo()
-	return packInfoOf(name, sum, s.Codecs(), d, hasDI), nil
+	return packInfoOf(name, sum, s.Codecs(), d, hasDI, s.Types()), nil
 }

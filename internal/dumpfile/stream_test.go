@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // A pack dump read from a stream gives the same summary and the same
@@ -36,6 +38,13 @@ func TestStreamLikeFile(t *testing.T) {
 		return func(m *Msg) error {
 			c := *m
 			c.Data = bytes.Clone(m.Data)
+			// The file is untyped (pack 1.0 style): a file names the
+			// raw types from its dump information, which a stream has
+			// only at its end.
+			if c.Type == nil || c.Type.MessageEncoding != ingest.EncodingRaw {
+				t.Errorf("message type %v, want raw", c.Type)
+			}
+			c.Type = nil
 			*out = append(*out, c)
 			return nil
 		}

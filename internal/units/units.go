@@ -46,7 +46,9 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%w: size %q (want e.g. 512KiB, 256MiB, 1GB)", ErrSyntax, s)
 	}
 	v := f * mult
-	if v > math.MaxInt64 {
+	// float64(math.MaxInt64) rounds up to 2^63, which int64 cannot hold
+	// (8388608TiB is exactly 2^63 and would convert to a negative size).
+	if v >= 1<<63 {
 		return 0, fmt.Errorf("%w: size %q too large", ErrSyntax, s)
 	}
 	return int64(v), nil
@@ -87,4 +89,17 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: duration %q (want e.g. 500ms, 15s, 2m)", ErrSyntax, s)
 	}
 	return d, nil
+}
+
+// FormatDuration renders d the shortest way ParseDuration reads back:
+// "15s", "500ms", "5m", "1h30m", "0s".
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

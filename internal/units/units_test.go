@@ -23,7 +23,7 @@ func TestParseSize(t *testing.T) {
 	f("64K", 64<<10)
 	f(" 2 GiB ", 2<<30)
 	f("10B", 10)
-	for _, bad := range []string{"", "abc", "-1MiB", "MiB", "1.2.3K", "NaN", "1e30TiB"} {
+	for _, bad := range []string{"", "abc", "-1MiB", "MiB", "1.2.3K", "NaN", "1e30TiB", "8388608TiB", "9223372036854775808", "8EiB", "9.3e18"} {
 		if _, err := ParseSize(bad); !errors.Is(err, ErrSyntax) {
 			t.Errorf("ParseSize(%q): err = %v, want ErrSyntax", bad, err)
 		}

@@ -12,8 +12,8 @@ local max_gap = param("max_gap", 1.0)      -- s; no derivative across longer gap
 rule {
   name = param("name", "hard_brake"),
   topics = { topic },
-  pre = param("pre", "15s"),
-  post = param("post", "5s"),
+  pre = params.pre,    -- the recorder's windows unless configured
+  post = params.post,
   cooldown = param("cooldown", "10s"),
   max_per_minute = param("max_per_minute", 6),
 }

@@ -9,8 +9,8 @@ local offset = param("offset", 0)
 rule {
   name = param("name", "manual"),
   topics = { topic },
-  pre = param("pre", "30s"),
-  post = param("post", "10s"),
+  pre = params.pre,    -- the recorder's windows unless configured
+  post = params.post,
   cooldown = param("cooldown", "2s"),
 }
 

@@ -9,8 +9,8 @@ local max    = param("max", 1e12)
 rule {
   name = param("name", "rate_anomaly"),
   topics = { topic },
-  pre = param("pre", "10s"),
-  post = param("post", "5s"),
+  pre = params.pre,    -- the recorder's windows unless configured
+  post = params.post,
   tick = window,
   cooldown = param("cooldown", "0s"),
   max_per_minute = param("max_per_minute", 6),

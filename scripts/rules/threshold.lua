@@ -24,8 +24,8 @@ end
 rule {
   name = param("name", "threshold"),
   topics = { topic },
-  pre = param("pre", "10s"),
-  post = param("post", "5s"),
+  pre = params.pre,    -- the recorder's windows unless configured
+  post = params.post,
   cooldown = param("cooldown", "0s"),
   max_per_minute = param("max_per_minute", 30),
 }

@@ -371,7 +371,7 @@ func edrgo_pack_topics(h C.uint64_t, out **C.edr_topic, n *C.size_t) C.int {
 	ts := r.src.Topics()
 	size := len(ts) * int(unsafe.Sizeof(C.edr_topic{}))
 	for _, t := range ts {
-		size += len(t.Name) + len(t.Channel) + len(t.Type) + 3
+		size += len(t.Name) + len(t.Channel) + len(t.Type.Schema.Name) + 3
 	}
 	p := allocOwned(size)
 	arr := unsafe.Slice((*C.edr_topic)(p), max(len(ts), 1))
@@ -385,7 +385,7 @@ func edrgo_pack_topics(h C.uint64_t, out **C.edr_topic, n *C.size_t) C.int {
 		return (*C.char)(unsafe.Pointer(&strs[start]))
 	}
 	for i, t := range ts {
-		arr[i] = C.edr_topic{name: str(t.Name), channel: str(t.Channel), _type: str(t.Type), messages: C.uint64_t(t.Messages)}
+		arr[i] = C.edr_topic{name: str(t.Name), channel: str(t.Channel), _type: str(t.Type.Schema.Name), messages: C.uint64_t(t.Messages)}
 	}
 	*out, *n = (*C.edr_topic)(p), C.size_t(len(ts))
 	return C.EDR_OK

@@ -1,7 +1,7 @@
 /*
  * edr_shm.h — header-only C99 producer for edr-lite shared-memory segments.
  *
- * Implements the producer side of shm/FORMAT.md (version 1), exactly like
+ * Implements the producer side of shm/FORMAT.md (versions 1 and 2), exactly like
  * the Go producer (shm.NewProducer): one segment file per topic in a
  * directory (default /dev/shm/edr), a ring that the producer overwrites when
  * the recorder lags — publishing never blocks and never waits for the
@@ -15,10 +15,21 @@
  *   edr_shm_producer p;
  *   edr_shm_options o = EDR_SHM_OPTIONS_INIT;
  *   o.name = "vehicle/speed";
+ *   o.type = "vehicle.Speed";                                 // the type's name
+ *   o.layout = "f32le speed (m/s); u8 gear; pad 3";           // a packed struct: one line
  *   if (edr_shm_create(&p, "/dev/shm/edr", &o) != 0) ...;   // 0 or -errno
  *   edr_shm_publish(&p, gen_ns, buf, len);                    // 0, -EMSGSIZE
  *   edr_shm_heartbeat(&p);                                    // if heartbeat_period_ns > 0
  *   edr_shm_close(&p);                                        // marks closed
+ *
+ * The topic's type is declared once, at creation: o.layout for a packed
+ * struct (edr-lite's layout language, docs/schemas.md), or o.encoding with
+ * o.schema_encoding, o.schema and o.schema_len for any other (e.g.
+ * "protobuf", "protobuf" and a serialized FileDescriptorSet; "json",
+ * "jsonschema" and a JSON Schema; "cdr", "ros2msg" and the definitions).
+ * A producer that declares no encoding writes a version 1 segment, which
+ * every recorder reads. The recorder checks the schema; one it refuses is
+ * recorded as raw bytes and says why in its status.
  *
  * A producer is not safe for concurrent use: publish from one thread
  * (edr_shm_heartbeat may run concurrently with edr_shm_publish).
@@ -45,7 +56,8 @@
 #endif
 
 /* Layout constants: identical to shm/layout.go (a Go test checks). */
-#define EDR_SHM_VERSION 1
+#define EDR_SHM_VERSION 2
+#define EDR_SHM_VERSION_UNTYPED 1
 #define EDR_SHM_HEADER_SIZE 4096
 #define EDR_SHM_RECORD_HEADER_SIZE 24
 #define EDR_SHM_RECORD_ALIGN 8
@@ -55,6 +67,8 @@
 #define EDR_SHM_MAX_NAME_LEN 256
 #define EDR_SHM_MAX_TYPE_LEN 128
 #define EDR_SHM_MAX_CHANNEL_LEN 64
+#define EDR_SHM_MAX_ENCODING_LEN 64
+#define EDR_SHM_MAX_SCHEMA_SIZE (4u << 20)
 
 #define EDR_SHM_OFF_MAGIC 0
 #define EDR_SHM_OFF_VERSION 8
@@ -70,9 +84,14 @@
 #define EDR_SHM_OFF_NAME_LEN 64
 #define EDR_SHM_OFF_TYPE_LEN 66
 #define EDR_SHM_OFF_CHANNEL_LEN 68
+#define EDR_SHM_OFF_ENCODING_LEN 70
+#define EDR_SHM_OFF_SCHEMA_ENCODING_LEN 72
+#define EDR_SHM_OFF_SCHEMA_LEN 76
 #define EDR_SHM_OFF_NAME 96
 #define EDR_SHM_OFF_TYPE 352
 #define EDR_SHM_OFF_CHANNEL 480
+#define EDR_SHM_OFF_ENCODING 544
+#define EDR_SHM_OFF_SCHEMA_ENCODING 608
 #define EDR_SHM_OFF_WRITE_CURSOR 1024
 #define EDR_SHM_OFF_TAIL_CURSOR 1032
 #define EDR_SHM_OFF_NEXT_SEQ 1040
@@ -91,7 +110,7 @@
 
 typedef struct edr_shm_options {
 	const char *name;            /* required, 1..256 bytes UTF-8, no control bytes */
-	const char *type;            /* 0..128 bytes, may be NULL */
+	const char *type;            /* the type (schema) name, 0..128 bytes, may be NULL */
 	const char *channel;         /* 0..64 bytes, may be NULL */
 	uint32_t capacity;           /* ring bytes, rounded up to a power of two; 0 = 1 MiB */
 	uint32_t max_payload;        /* 0 = capacity/2 - 24 */
@@ -99,14 +118,22 @@ typedef struct edr_shm_options {
 	gid_t gid;                   /* > 0: chown the file to this group */
 	int64_t heartbeat_period_ns; /* 0 = no heartbeat promised */
 	int unlink_on_close;         /* remove the file in edr_shm_close */
+	/* The topic's type (a version 2 segment); all NULL/0: none declared. */
+	const char *layout;          /* a packed struct's layout: sets encoding "x-edr-packed",
+	                                schema encoding "x-edr-layout" and the schema */
+	const char *encoding;        /* message encoding, 1..64 printable ASCII: "protobuf", "json", ... */
+	const char *schema_encoding; /* 0..64 printable ASCII: "protobuf", "jsonschema", "ros2msg", ... */
+	const void *schema;          /* the schema bytes, may be NULL */
+	uint32_t schema_len;         /* their length, at most EDR_SHM_MAX_SCHEMA_SIZE */
 } edr_shm_options;
 
-#define EDR_SHM_OPTIONS_INIT {0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define EDR_SHM_OPTIONS_INIT {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 typedef struct edr_shm_producer {
 	int fd;
 	uint8_t *mem;
 	uint8_t *ring;
+	uint64_t hdr; /* bytes before the ring: the header and the schema area */
 	uint64_t cap, mask, w, tail, seq;
 	uint32_t max_payload;
 	int closed, unlink_on_close;
@@ -142,6 +169,14 @@ static inline int edr_shm__check_text(const char *s, size_t max, size_t min) {
 		if (c < 0x20 || c == 0x7f) return -EINVAL;
 	}
 	return 0; /* UTF-8 validity is the caller's promise; the consumer checks */
+}
+
+static inline int edr_shm__check_ascii(const char *s, size_t max, size_t min) {
+	size_t n = s ? strlen(s) : 0, i;
+	if (n < min || n > max) return -EINVAL;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e) return -EINVAL;
+	return 0;
 }
 
 static inline size_t edr_shm__escape(char *out, size_t at, size_t cap, const char *s) {
@@ -207,17 +242,32 @@ static inline int edr_shm__in_use(const char *path) {
  * producer owns the topic, others from the system calls. */
 static inline int edr_shm_create(edr_shm_producer *p, const char *dir, const edr_shm_options *o) {
 	char base[256], tmp[4096];
-	uint64_t cap = o->capacity ? o->capacity : EDR_SHM_DEFAULT_CAPACITY, c = EDR_SHM_MIN_CAPACITY, total;
-	uint32_t maxp;
+	uint64_t cap = o->capacity ? o->capacity : EDR_SHM_DEFAULT_CAPACITY, c = EDR_SHM_MIN_CAPACITY, total, hdr;
+	uint32_t maxp, slen = o->schema_len;
 	mode_t mode = o->mode ? o->mode : 0600;
+	const char *enc = o->encoding, *senc = o->schema_encoding;
+	const void *schema = o->schema;
 	uint8_t *h;
 	struct stat st;
 	int err;
 	memset(p, 0, sizeof *p);
 	p->fd = -1;
+	if (o->layout) { /* a packed struct in one field */
+		if (enc || senc || schema || slen) return -EINVAL;
+		enc = "x-edr-packed";
+		senc = "x-edr-layout";
+		schema = o->layout;
+		slen = (uint32_t)strlen(o->layout);
+		if (slen == 0 || strlen(o->layout) > EDR_SHM_MAX_SCHEMA_SIZE) return -EINVAL;
+	}
 	if (edr_shm__check_text(o->name, EDR_SHM_MAX_NAME_LEN, 1) || edr_shm__check_text(o->type, EDR_SHM_MAX_TYPE_LEN, 0) ||
-	    edr_shm__check_text(o->channel, EDR_SHM_MAX_CHANNEL_LEN, 0) || cap > EDR_SHM_MAX_CAPACITY)
+	    edr_shm__check_text(o->channel, EDR_SHM_MAX_CHANNEL_LEN, 0) || cap > EDR_SHM_MAX_CAPACITY ||
+	    edr_shm__check_ascii(enc, EDR_SHM_MAX_ENCODING_LEN, 0) || edr_shm__check_ascii(senc, EDR_SHM_MAX_ENCODING_LEN, 0) ||
+	    slen > EDR_SHM_MAX_SCHEMA_SIZE || (slen && !schema) || (!enc && (senc || slen)) || (enc && !*enc))
 		return -EINVAL;
+	/* version 2 when a type is declared: the schema area sits between the
+	 * header and the ring, rounded up to a page */
+	hdr = EDR_SHM_HEADER_SIZE + (enc ? ((uint64_t)slen + EDR_SHM_HEADER_SIZE - 1) / EDR_SHM_HEADER_SIZE * EDR_SHM_HEADER_SIZE : 0);
 	while (c < cap) c <<= 1;
 	cap = c;
 	maxp = o->max_payload ? o->max_payload : (uint32_t)(cap / 2 - EDR_SHM_RECORD_HEADER_SIZE);
@@ -229,7 +279,7 @@ static inline int edr_shm_create(edr_shm_producer *p, const char *dir, const edr
 	unlink(tmp);
 	p->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (p->fd < 0) return -errno;
-	total = EDR_SHM_HEADER_SIZE + cap;
+	total = hdr + cap;
 	if (fchmod(p->fd, mode) != 0 || (o->gid > 0 && fchown(p->fd, (uid_t)-1, o->gid) != 0) ||
 	    ftruncate(p->fd, (off_t)total) != 0)
 		goto fail;
@@ -237,8 +287,8 @@ static inline int edr_shm_create(edr_shm_producer *p, const char *dir, const edr
 	if (p->mem == MAP_FAILED) { p->mem = NULL; goto fail; }
 	h = p->mem;
 	memcpy(h + EDR_SHM_OFF_MAGIC, "EDRSHM\0\1", 8);
-	edr_shm__put32(h + EDR_SHM_OFF_VERSION, EDR_SHM_VERSION);
-	edr_shm__put32(h + EDR_SHM_OFF_HEADER_SIZE, EDR_SHM_HEADER_SIZE);
+	edr_shm__put32(h + EDR_SHM_OFF_VERSION, enc ? EDR_SHM_VERSION : EDR_SHM_VERSION_UNTYPED);
+	edr_shm__put32(h + EDR_SHM_OFF_HEADER_SIZE, (uint32_t)hdr);
 	edr_shm__put64(h + EDR_SHM_OFF_TOTAL_SIZE, total);
 	edr_shm__put64(h + EDR_SHM_OFF_CAPACITY, cap);
 	edr_shm__put32(h + EDR_SHM_OFF_MAX_PAYLOAD, maxp);
@@ -252,9 +302,18 @@ static inline int edr_shm_create(edr_shm_producer *p, const char *dir, const edr
 	memcpy(h + EDR_SHM_OFF_NAME, o->name, strlen(o->name));
 	if (o->type) memcpy(h + EDR_SHM_OFF_TYPE, o->type, strlen(o->type));
 	if (o->channel) memcpy(h + EDR_SHM_OFF_CHANNEL, o->channel, strlen(o->channel));
+	if (enc) {
+		edr_shm__put16(h + EDR_SHM_OFF_ENCODING_LEN, (uint16_t)strlen(enc));
+		edr_shm__put16(h + EDR_SHM_OFF_SCHEMA_ENCODING_LEN, (uint16_t)(senc ? strlen(senc) : 0));
+		edr_shm__put32(h + EDR_SHM_OFF_SCHEMA_LEN, slen);
+		memcpy(h + EDR_SHM_OFF_ENCODING, enc, strlen(enc));
+		if (senc) memcpy(h + EDR_SHM_OFF_SCHEMA_ENCODING, senc, strlen(senc));
+		if (slen) memcpy(h + EDR_SHM_HEADER_SIZE, schema, slen);
+	}
 	edr_shm__put64(h + EDR_SHM_OFF_HEARTBEAT_NS, (uint64_t)edr_shm_now_ns());
 	edr_shm__put32(h + EDR_SHM_OFF_STATE, EDR_SHM_STATE_LIVE);
-	p->ring = p->mem + EDR_SHM_HEADER_SIZE;
+	p->ring = p->mem + hdr;
+	p->hdr = hdr;
 	memset(p->ring, 0, (size_t)cap); /* prefault: no page faults in publish */
 	p->cap = cap;
 	p->mask = cap - 1;
@@ -345,7 +404,7 @@ static inline int edr_shm_close(edr_shm_producer *p) {
 	p->closed = 1;
 	if (p->unlink_on_close && lstat(p->path, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino && unlink(p->path) != 0)
 		err = -errno;
-	if (munmap(p->mem, (size_t)(EDR_SHM_HEADER_SIZE + p->cap)) != 0 && !err) err = -errno;
+	if (munmap(p->mem, (size_t)(p->hdr + p->cap)) != 0 && !err) err = -errno;
 	if (close(p->fd) != 0 && !err) err = -errno;
 	p->mem = NULL;
 	p->fd = -1;

@@ -1,6 +1,12 @@
 /* Test producer for the C header: publishes COUNT checkable messages.
  *   cproducer pub DIR NAME CHANNEL COUNT MAXLEN CAPACITY
  *   cproducer name NAME CHANNEL        (prints the segment file name)
+ *   cproducer packed DIR NAME TYPE LAYOUT COUNT
+ *       declares a packed struct in one field (o.layout) and publishes
+ *       COUNT messages of "f32le speed; u8 gear; pad 3": speed i/2, gear i%6
+ *   cproducer typed DIR NAME TYPE ENCODING SCHEMA_ENCODING SCHEMA_FILE
+ *       declares any type with its schema read from a file; publishes one
+ *       message "x"
  * Payload i is the same as payloadFor(i, MAXLEN) in the Go tests. */
 #define _DEFAULT_SOURCE
 #include "edr_shm.h"
@@ -25,6 +31,50 @@ int main(int argc, char **argv) {
 		edr_shm_file_name(name, argv[2], argv[3]);
 		printf("%s\n", name);
 		return 0;
+	}
+	if (argc == 7 && strcmp(argv[1], "packed") == 0) {
+		edr_shm_producer p;
+		edr_shm_options o = EDR_SHM_OPTIONS_INIT;
+		uint64_t i, count = strtoull(argv[6], NULL, 10);
+		int err;
+		o.name = argv[3];
+		o.type = argv[4];
+		o.layout = argv[5]; /* the whole declaration */
+		if ((err = edr_shm_create(&p, argv[2], &o)) != 0) {
+			fprintf(stderr, "edr_shm_create: %s\n", strerror(-err));
+			return 1;
+		}
+		for (i = 0; i < count; i++) {
+			struct { float speed; uint8_t gear, pad[3]; } m; /* packed: 8 bytes, little-endian */
+			memset(&m, 0, sizeof m);
+			m.speed = (float)i / 2;
+			m.gear = (uint8_t)(i % 6);
+			edr_shm_publish(&p, (int64_t)i, &m, sizeof m);
+		}
+		return edr_shm_close(&p) != 0;
+	}
+	if (argc == 8 && strcmp(argv[1], "typed") == 0) {
+		edr_shm_producer p;
+		edr_shm_options o = EDR_SHM_OPTIONS_INIT;
+		FILE *f = fopen(argv[7], "rb");
+		static uint8_t schema[EDR_SHM_MAX_SCHEMA_SIZE];
+		size_t n;
+		int err;
+		if (!f) return 1;
+		n = fread(schema, 1, sizeof schema, f);
+		fclose(f);
+		o.name = argv[3];
+		o.type = argv[4];
+		o.encoding = argv[5];
+		o.schema_encoding = argv[6];
+		o.schema = schema;
+		o.schema_len = (uint32_t)n;
+		if ((err = edr_shm_create(&p, argv[2], &o)) != 0) {
+			fprintf(stderr, "edr_shm_create: %s\n", strerror(-err));
+			return 1;
+		}
+		edr_shm_publish(&p, 1, "x", 1);
+		return edr_shm_close(&p) != 0;
 	}
 	if (argc != 8 || strcmp(argv[1], "pub") != 0) {
 		fprintf(stderr, "usage: cproducer pub DIR NAME CHANNEL COUNT MAXLEN CAPACITY | name NAME CHANNEL\n");

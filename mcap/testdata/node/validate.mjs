@@ -12,6 +12,29 @@ import { loadDecompressHandlers } from "@mcap/support";
 
 const decompressHandlers = await loadDecompressHandlers();
 
+// jsonMessages counts, per topic, the messages of json channels that
+// JSON.parse reads as an object, and those it does not.
+function jsonMessages() {
+  const m = {};
+  const text = new TextDecoder("utf-8", { fatal: true });
+  return {
+    add(topic, channel, data) {
+      if (channel.messageEncoding !== "json") return;
+      const s = (m[topic] ??= { ok: 0, bad: 0 });
+      try {
+        const v = JSON.parse(text.decode(data));
+        if (v !== null && typeof v === "object") s.ok++;
+        else s.bad++;
+      } catch {
+        s.bad++;
+      }
+    },
+    json() {
+      return m;
+    },
+  };
+}
+
 function topicStats() {
   const m = new Map();
   return {
@@ -40,8 +63,11 @@ async function indexed(buf) {
   };
   const reader = await McapIndexedReader.Initialize({ readable, decompressHandlers });
   const topics = topicStats();
+  const json = jsonMessages();
   for await (const msg of reader.readMessages({ validateCrcs: true })) {
-    topics.add(reader.channelsById.get(msg.channelId).topic, msg.data);
+    const ch = reader.channelsById.get(msg.channelId);
+    topics.add(ch.topic, msg.data);
+    json.add(ch.topic, ch, msg.data);
   }
   const metadata = [];
   for await (const md of reader.readMetadata()) {
@@ -68,6 +94,25 @@ async function indexed(buf) {
     schemas: Object.fromEntries(
       [...reader.channelsById.values()].map((c) => [c.topic, reader.schemasById.get(c.schemaId)?.name ?? ""]),
     ),
+    // Every channel with its message encoding and Schema record (name,
+    // encoding, SHA-256 of its data), in channel id order.
+    channels: [...reader.channelsById.values()]
+      .sort((a, b) => a.id - b.id)
+      .map((c) => {
+        const s = reader.schemasById.get(c.schemaId);
+        return {
+          topic: c.topic,
+          messageEncoding: c.messageEncoding,
+          schemaId: c.schemaId,
+          schema: s && {
+            name: s.name,
+            encoding: s.encoding,
+            sha256: createHash("sha256").update(s.data).digest("hex"),
+          },
+          metadata: Object.fromEntries(c.metadata),
+        };
+      }),
+    json: json.json(),
     dataSectionCrcOk: reader.dataSectionCrc === computed,
   };
 }

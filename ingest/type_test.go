@@ -1,4 +1,4 @@
-package schema
+package ingest
 
 import (
 	"errors"
@@ -26,26 +26,26 @@ func TestValidate(t *testing.T) {
 	f("cdr", Type{EncodingCDR, Schema{"std_msgs/msg/String", SchemaROS2Msg, []byte("string data")}}, nil, "")
 	f("flatbuffer", Type{EncodingFlatbuffer, Schema{"a.B", SchemaFlatbuffer, []byte{1}}}, nil, "")
 	f("custom", Type{"x-acme", Schema{"a", "x-acme-schema", []byte{1}}}, nil, "")
-	f("zero", Type{}, ErrInvalid, "empty message encoding")
-	f("protobuf without name", Type{EncodingProtobuf, Schema{"", SchemaProtobuf, []byte{1}}}, ErrInvalid, "needs the name")
-	f("protobuf without data", Type{EncodingProtobuf, Schema{"a.B", SchemaProtobuf, nil}}, ErrInvalid, "empty protobuf schema")
-	f("protobuf with jsonschema", Type{EncodingProtobuf, Schema{"a.B", SchemaJSON, []byte("{}")}}, ErrInvalid, `takes schema encoding ["protobuf"], not "jsonschema"`)
-	f("empty jsonschema", Type{EncodingJSON, Schema{"a", SchemaJSON, nil}}, ErrInvalid, "empty jsonschema schema")
-	f("packed without layout", Type{EncodingPacked, Schema{"a", SchemaNone, nil}}, ErrInvalid, "x-edr-layout")
-	f("data without encoding", Type{"x-acme", Schema{"a", "", []byte{1}}}, ErrInvalid, "without a schema encoding")
-	f("raw with data", Type{EncodingRaw, Schema{"a", SchemaNone, []byte{1}}}, ErrInvalid, "without a schema encoding")
-	f("control char", Type{"json\n", Schema{}}, ErrInvalid, "printable ASCII")
-	f("bad name", Type{EncodingJSON, Schema{Name: "\xff"}}, ErrInvalid, "UTF-8")
-	f("long name", Type{EncodingJSON, Schema{Name: strings.Repeat("a", 2000)}}, ErrInvalid, "at most 1024")
-	f("just too large", Type{EncodingPacked, Schema{"big", SchemaLayout, make([]byte, MaxSchemaSize+1)}}, ErrTooLarge,
+	f("zero", Type{}, ErrInvalidType, "empty message encoding")
+	f("protobuf without name", Type{EncodingProtobuf, Schema{"", SchemaProtobuf, []byte{1}}}, ErrInvalidType, "needs the name")
+	f("protobuf without data", Type{EncodingProtobuf, Schema{"a.B", SchemaProtobuf, nil}}, ErrInvalidType, "empty protobuf schema")
+	f("protobuf with jsonschema", Type{EncodingProtobuf, Schema{"a.B", SchemaJSON, []byte("{}")}}, ErrInvalidType, `takes schema encoding ["protobuf"], not "jsonschema"`)
+	f("empty jsonschema", Type{EncodingJSON, Schema{"a", SchemaJSON, nil}}, ErrInvalidType, "empty jsonschema schema")
+	f("packed without layout", Type{EncodingPacked, Schema{"a", SchemaNone, nil}}, ErrInvalidType, "x-edr-layout")
+	f("data without encoding", Type{"x-acme", Schema{"a", "", []byte{1}}}, ErrInvalidType, "without a schema encoding")
+	f("raw with data", Type{EncodingRaw, Schema{"a", SchemaNone, []byte{1}}}, ErrInvalidType, "without a schema encoding")
+	f("control char", Type{"json\n", Schema{}}, ErrInvalidType, "printable ASCII")
+	f("bad name", Type{EncodingJSON, Schema{Name: "\xff"}}, ErrInvalidType, "UTF-8")
+	f("long name", Type{EncodingJSON, Schema{Name: strings.Repeat("a", 2000)}}, ErrInvalidType, "at most 1024")
+	f("just too large", Type{EncodingPacked, Schema{"big", SchemaLayout, make([]byte, MaxSchemaSize+1)}}, ErrSchemaTooLarge,
 		`4194305 bytes of "x-edr-layout" schema for "big", limit 4194304 (MaxSchemaSize)`)
 	f("largest", Type{EncodingPacked, Schema{"big", SchemaLayout, make([]byte, MaxSchemaSize)}}, nil, "")
 }
 
 func TestID(t *testing.T) {
 	a := Schema{"vehicle.Speed", SchemaLayout, []byte("f32le speed")}
-	ids := map[ID]string{}
-	add := func(what string, id ID) {
+	ids := map[ContentID]string{}
+	add := func(what string, id ContentID) {
 		t.Helper()
 		if prev, dup := ids[id]; dup {
 			t.Errorf("%s has the ID of %s", what, prev)

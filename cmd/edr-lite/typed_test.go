@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/pack"
+)
+
+// The typed dump: a packed struct whose layout changes halfway (its
+// producer restarted), a protobuf message with its FileDescriptorSet, JSON
+// with a JSON Schema, raw bytes with a name.
+var (
+	tySpeedA = ingest.Packed("vehicle.Speed", "f32le speed (m/s); u8 gear; pad 3")
+	tySpeedB = ingest.Packed("vehicle.Speed", "f64le speed (m/s); u8 gear; pad 7")
+	tyClock  = ingest.Type{MessageEncoding: ingest.EncodingProtobuf, Schema: ingest.Schema{Name: "google.protobuf.Timestamp",
+		Encoding: ingest.SchemaProtobuf, Data: descriptorSetOf()}}
+	tyCal = ingest.Type{MessageEncoding: ingest.EncodingJSON, Schema: ingest.Schema{Name: "vehicle.Calibration",
+		Encoding: ingest.SchemaJSON, Data: []byte(`{"type":"object","properties":{"wheelbase":{"type":"number","description":"unit: m"}}}`)}}
+	tyBlob = ingest.Raw("vendor.Blob")
+)
+
+func descriptorSetOf() []byte {
+	b, err := proto.Marshal(&descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{
+		protodesc.ToFileDescriptorProto(timestamppb.File_google_protobuf_timestamp_proto)}})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+type typedMsg struct {
+	name string
+	typ  ingest.Type
+	t    int64
+	data []byte
+}
+
+// typedTestMessages: 50 rounds of 10 ms; speed changes layout at round 25.
+func typedTestMessages() []typedMsg {
+	var out []typedMsg
+	for i := range 50 {
+		ts := t0 + int64(i)*10e6
+		if i < 25 {
+			d := binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(i)/2))
+			out = append(out, typedMsg{"vehicle/speed", tySpeedA, ts, append(d, byte(i%6), 0, 0, 0)})
+		} else {
+			d := binary.LittleEndian.AppendUint64(nil, math.Float64bits(float64(i)/2))
+			out = append(out, typedMsg{"vehicle/speed", tySpeedB, ts, append(d, byte(i%6), 0, 0, 0, 0, 0, 0, 0)})
+		}
+		clk, _ := proto.Marshal(timestamppb.New(time.Unix(0, ts)))
+		out = append(out, typedMsg{"clock", tyClock, ts + 1, clk})
+		if i%10 == 0 {
+			out = append(out, typedMsg{"calibration", tyCal, ts + 2, []byte(`{"wheelbase":2.7}`)})
+			out = append(out, typedMsg{"blob", tyBlob, ts + 3, []byte{0xde, 0xad, byte(i)}})
+		}
+	}
+	return out
+}
+
+// writeTypedDump writes the typed dump as the recorder does: each topic's
+// type before its first message and where it changes.
+func writeTypedDump(t *testing.T, path string, msgs []typedMsg) {
+	t.Helper()
+	w, err := pack.Create(path, pack.WriterOptions{Writer: "typed test", CreatedNs: t0 - 1e9, TargetFrameSize: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if err := w.SetTopicType(m.name, "", m.typ, m.t); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Add(m.name, "", nil, m.t-100, m.t, m.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readTyped reads any dump's messages with their types, in file order,
+// through the same code the verbs use.
+func readTyped(t *testing.T, path string) []typedMsg {
+	t.Helper()
+	src, err := dumpfile.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var out []typedMsg
+	if err := src.InFileOrder(func(m *dumpfile.Message) error {
+		typ := *m.Type
+		typ.Schema.Data = bytes.Clone(typ.Schema.Data) // it aliases the file, unmapped by Close
+		out = append(out, typedMsg{m.Name, typ, m.TimeNs, bytes.Clone(m.Data)})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameTyped compares got with want message by message: topic, bytes and
+// type (encoding, schema name, schema encoding and schema bytes).
+func sameTyped(t *testing.T, what string, got, want []typedMsg) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d messages, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.name != w.name || !bytes.Equal(g.data, w.data) || !g.typ.Equal(w.typ) {
+			t.Fatalf("%s: message %d: %s %v %x, want %s %v %x", what, i, g.name, g.typ, g.data, w.name, w.typ, w.data)
+		}
+	}
+}
+
+// TestTypedRoundTrips: a typed dump keeps every topic's encoding and
+// schema, and the change of the speed topic's layout at its message, through
+// pack → MCAP (transcoded, and --keep-packed) → pack, merge, and JSON lines
+// export → import; info shows the types and the change; everything
+// verifies. Through the built binary.
+func TestTypedRoundTrips(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "typed.pack")
+	msgs := typedTestMessages()
+	writeTypedDump(t, in, msgs)
+	sameTyped(t, "the dump", readTyped(t, in), msgs)
+	bin := func(args ...string) string {
+		t.Helper()
+		code, out, errs := runBin(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		return out
+	}
+
+	for _, keep := range []string{"", "--keep-packed"} {
+		mc := filepath.Join(dir, "typed"+keep+".mcap")
+		args := []string{"export", "--format", "mcap", in, "-o", mc}
+		if keep != "" {
+			args = append(args, keep)
+		}
+		bin(args...)
+		bin("verify", mc)
+		// info shows the MCAP file as it is: a row per topic, the type
+		// change of speed (a second channel) included.
+		var mi struct {
+			Topics []struct {
+				Name        string
+				Encoding    string
+				TypeChanges []json.RawMessage `json:"type_changes"`
+			}
+		}
+		json.Unmarshal([]byte(bin("info", "--json", mc)), &mi)
+		if len(mi.Topics) != 4 {
+			t.Errorf("info of the MCAP export: %+v", mi.Topics)
+		}
+		// Transcoded, both layouts give the same JSON Schema (f32 and f64
+		// are both numbers, pads are left out): as the file stores it,
+		// speed's type does not change; kept packed, it does.
+		wantChanges := map[string]int{"": 0, "--keep-packed": 1}[keep]
+		for _, tp := range mi.Topics {
+			if tp.Name == "vehicle/speed" && len(tp.TypeChanges) != wantChanges {
+				t.Errorf("info of the MCAP export%s: speed %+v, want %d type changes", keep, tp, wantChanges)
+			}
+		}
+		// Read as a dump, the MCAP file gives the types back.
+		sameTyped(t, "MCAP"+keep, readTyped(t, mc), msgs)
+		back := filepath.Join(dir, "back"+keep+".pack")
+		bin("merge", mc, "-o", back)
+		bin("verify", back)
+		sameTyped(t, "pack → MCAP"+keep+" → pack", readTyped(t, back), msgs)
+		// An MCAP export of an MCAP export keeps them too.
+		mc2 := filepath.Join(dir, "again"+keep+".mcap")
+		bin("export", "--format", "mcap", mc, "-o", mc2)
+		sameTyped(t, "MCAP → MCAP"+keep, readTyped(t, mc2), msgs)
+	}
+
+	// merge: the typed dump with an untyped one (pack 1.0 style)
+	other := writeTestDump(t, dir, "untyped.pack")
+	merged := filepath.Join(dir, "merged.pack")
+	bin("merge", in, other, "-o", merged)
+	var typedOnly []typedMsg
+	for _, m := range readTyped(t, merged) {
+		switch m.name {
+		case "vehicle/speed":
+			if m.typ.MessageEncoding == ingest.EncodingRaw { // the untyped dump's speed, named f32 by its accounting
+				if !m.typ.Equal(ingest.Raw("f32")) {
+					t.Errorf("untyped speed merged as %v", m.typ)
+				}
+				continue
+			}
+		case "camera/front":
+			continue
+		}
+		typedOnly = append(typedOnly, m)
+	}
+	sameTyped(t, "merge", typedOnly, msgs)
+
+	// JSON lines: export, import, export again (the same lines)
+	js := filepath.Join(dir, "typed.jsonl")
+	bin("export", "--format", "jsonl", in, "-o", js)
+	imp := filepath.Join(dir, "imported.pack")
+	bin("import", "--format", "jsonl", js, "-o", imp)
+	bin("verify", imp)
+	sameTyped(t, "JSON lines → pack", readTyped(t, imp), msgs)
+	js2 := filepath.Join(dir, "again.jsonl")
+	bin("export", "--format", "jsonl", imp, "-o", js2)
+	a, _ := os.ReadFile(js)
+	b, _ := os.ReadFile(js2)
+	if !bytes.Equal(a, b) {
+		t.Errorf("re-export of the import differs")
+	}
+	if !bytes.Contains(a, []byte(`"type_id":"`+tySpeedB.ID().String()+`"`)) {
+		t.Errorf("the JSON lines do not mark the change of type:\n%.400s", a)
+	}
+}
+
+// TestGoldenInfoTyped pins info, text and JSON, of the typed dump: the
+// encoding and type of every topic and when speed changed type.
+func TestGoldenInfoTyped(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "typed.pack")
+	writeTypedDump(t, p, typedTestMessages())
+	for _, tc := range []struct{ golden, flag string }{{"info-typed.txt", ""}, {"info-typed.json", "--json"}} {
+		args := []string{"info", p}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		code, out, errs := runBin(t, args...)
+		if code != 0 || errs != "" {
+			t.Fatalf("%v: %d %s", args, code, errs)
+		}
+		checkGolden(t, tc.golden, scrubDir(out, dir))
+	}
+}
+
+// TestTypedReplayReRecord: the typed dump replayed to shared memory is
+// recorded again by "edr-lite run" with every type, the speed topic's
+// change included (its replayed segment restarts with the new type).
+func TestTypedReplayReRecord(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "typed.pack")
+	msgs := typedTestMessages()
+	writeTypedDump(t, in, msgs)
+	shmDir, dumpDir, sock := filepath.Join(dir, "shm"), filepath.Join(dir, "dumps"), filepath.Join(dir, "edr.sock")
+	cfg := filepath.Join(dir, "edr.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[recorder]
+dump_dir = %q
+cache_size = "32MiB"
+pre = "30s"
+post = "100ms"
+guard = "10ms"
+[rotation]
+min_free_disk = 0
+[[source.shm]]
+dir = %q
+[control]
+socket = %q
+`, dumpDir, shmDir, sock)), 0o644)
+	os.MkdirAll(shmDir, 0o700)
+	cmd := exec.Command(edrBinary(t), "run", "--config", cfg)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, func() bool { _, err := os.Stat(sock); return err == nil }, "control socket")
+	if code, out, errs := runBin(t, "replay", in, "--to", "shm:"+shmDir, "--rate", "10"); code != 0 {
+		t.Fatalf("replay: %d %s %s", code, out, errs)
+	}
+	want := map[string]uint64{"vehicle/speed": 50, "clock": 50, "calibration": 5, "blob": 5}
+	var last string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, last, _ = runBin(t, "status", "--socket", sock, "--json")
+		var st struct {
+			Topics []struct {
+				Name    string
+				Written uint64
+			}
+		}
+		json.Unmarshal([]byte(last), &st)
+		done := len(st.Topics) == len(want)
+		for _, tp := range st.Topics {
+			done = done && want[tp.Name] == tp.Written
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every replayed message recorded:\n%s\n%s", last, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	code, out, errs := runBin(t, "trigger", "--socket", sock, "--reason", "re-record")
+	if code != 0 {
+		t.Fatalf("trigger: %d %s %s\n%s", code, out, errs, logs.String())
+	}
+	got := readTyped(t, strings.TrimSpace(out))
+	// Re-recorded in capture order: compare each topic's messages.
+	per := func(ms []typedMsg) map[string][]typedMsg {
+		m := map[string][]typedMsg{}
+		for _, x := range ms {
+			m[x.name] = append(m[x.name], x)
+		}
+		return m
+	}
+	g, w := per(got), per(msgs)
+	if len(g) != len(w) {
+		t.Fatalf("topics %d, want %d", len(g), len(w))
+	}
+	for name := range w {
+		sameTyped(t, "re-recorded "+name, g[name], w[name])
+	}
+	if code, out, _ := runBin(t, "info", strings.TrimSpace(out)); code != 0 || !strings.Contains(out, "type changes") {
+		t.Errorf("info of the re-recorded dump does not show the change of type:\n%s", out)
+	}
+}
+
+// TestConfigCheckTypes: config check reads and checks the type keys as
+// run does: a bad layout exits 1 naming the file, the line of the key and
+// the layout's own line and column; a good configuration with a layout and
+// a protobuf schema file passes.
+func TestConfigCheckTypes(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "ts.binpb"), descriptorSetOf(), 0o600)
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, []byte(`[recorder]
+dump_dir = "/tmp/d"
+
+[[topic]]
+match = "vehicle/speed"
+schema_name = "vehicle.Speed"
+layout = "f32le speed (m/s); u8 gear; pad 3"
+
+[[topic]]
+match = "clock"
+encoding = "protobuf"
+schema_name = "google.protobuf.Timestamp"
+schema_file = "ts.binpb"
+`), 0o600)
+	if code, out, errs := runBin(t, "config", "check", good); code != 0 {
+		t.Errorf("config check of a good file: %d %s %s", code, out, errs)
+	}
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte(`[recorder]
+dump_dir = "/tmp/d"
+
+[[source.udp]]
+listen = ":30490"
+schema_name = "radar.Frame"
+layout = """
+u16le n
+f33le range (m)"""
+`), 0o600)
+	code, out, errs := runBin(t, "config", "check", bad)
+	if want := bad + ":7: source.udp[0].layout: layout:2:1: unknown type f33le"; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("config check of a bad layout: exit %d\n%s%s\nwant exit 1 saying %s", code, out, errs, want)
+	}
+}

@@ -1,0 +1,62 @@
+package config
+
+import (
+	_ "embed"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/edr-lite/edr-lite/internal/defaults"
+	"github.com/edr-lite/edr-lite/internal/units"
+)
+
+//go:embed default.toml.tmpl
+var defaultTmpl string
+
+// defaultValues are the values the commented default file shows: the one
+// table of defaults (internal/defaults/defaults.go), nothing written here.
+var defaultValues = struct {
+	DumpDir, Format, Compression, Coalesce, UDPTopic, ControlSocket         string
+	CacheSize, MaxPacket, TopicBytes, MaxTotalBytes, MinFreeDisk, UDPRcvBuf int64
+	FrameSize, DumpsPerMinute, ManualPerMinute, MaxFiles, UDPMaxPacket      int
+	Pre, Post, Guard, ReorderWindow, StopDeadline, HookTimeout              time.Duration
+	Upload                                                                  Upload
+	UploadPartSize                                                          int64
+	UploadRetryMin, UploadRetryMax, UploadStall                             time.Duration
+}{
+	DumpDir: defaults.DumpDir, Format: defaults.Format, Compression: defaults.Compression, Coalesce: defaults.Coalesce,
+	UDPTopic: defaults.UDPTopic, ControlSocket: defaults.ControlSocket,
+	CacheSize: defaults.CacheSize, MaxPacket: defaults.MaxPacket, TopicBytes: defaults.TopicBytes,
+	MaxTotalBytes: defaults.MaxTotalBytes, MinFreeDisk: defaults.MinFreeDisk, UDPRcvBuf: defaults.UDPRcvBuf,
+	FrameSize: defaults.FrameSize, DumpsPerMinute: defaults.DumpsPerMinute, ManualPerMinute: defaults.ManualPerMinute,
+	MaxFiles: defaults.MaxFiles, UDPMaxPacket: defaults.UDPMaxPacket,
+	Pre: defaults.Pre, Post: defaults.Post, Guard: defaults.Guard, ReorderWindow: defaults.ReorderWindow,
+	StopDeadline: defaults.StopDeadline, HookTimeout: defaults.HookTimeout,
+	Upload: uploadDefaults(), UploadPartSize: int64(uploadDefaults().PartSize),
+	UploadRetryMin: uploadDefaults().RetryMin.D(), UploadRetryMax: uploadDefaults().RetryMax.D(),
+	UploadStall: uploadDefaults().StallTimeout.D(),
+}
+
+var defaultText = func() string {
+	t := template.Must(template.New("default.toml").Funcs(template.FuncMap{
+		"size": func(n any) string {
+			switch v := n.(type) {
+			case int64:
+				return units.FormatSize(v)
+			case int:
+				return units.FormatSize(int64(v))
+			}
+			panic("BUG: config: size of a non-integer")
+		},
+		"dur": units.FormatDuration,
+	}).Parse(defaultTmpl))
+	var b strings.Builder
+	if err := t.Execute(&b, defaultValues); err != nil {
+		panic("BUG: config: default.toml.tmpl: " + err.Error())
+	}
+	return b.String()
+}()
+
+// Default returns the fully commented default configuration, rendered
+// from the one table of defaults.
+func Default() string { return defaultText }
