@@ -92,6 +92,7 @@ func (rp *reports) serveLive(w http.ResponseWriter, r *http.Request) {
 		}
 		win = v
 	}
+	http.NewResponseController(w).SetWriteDeadline(time.Time{}) // many rings to read
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	if rp.live == nil || rp.liveW != win || time.Since(rp.liveT) > LiveRefresh/2 {
@@ -200,6 +201,8 @@ func (rp *reports) serveList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rp *reports) serveDump(w http.ResponseWriter, r *http.Request) {
+	// a large dump's report may take longer than HTTPWriteTimeout
+	http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	name := r.PathValue("name")
 	format := r.URL.Query().Get("format")
 	if format != "" && format != "json" && format != "html" {
