@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
@@ -61,7 +62,7 @@ func FromDumps(paths []string, o DumpOptions) (*Report, error) {
 		return nil, err
 	}
 	for i, p := range paths {
-		f, err := fileFacts(p, r.Files[i], o.Verify)
+		f, err := fileFacts(p, srcs[i], r.Files[i], o.Verify)
 		if err != nil {
 			return nil, err
 		}
@@ -316,9 +317,25 @@ func appendOnce(list []string, s string) []string {
 	return append(list, s)
 }
 
-// fileFacts reads a file's summary, and checks it with verify unless it
+// fileFacts reads a file's summary (a pack file's from its open reader:
+// the index and the frame headers), and checks it with verify unless it
 // was checked while it was read (pack: read.Verify is set).
-func fileFacts(path string, read File, verify bool) (File, error) {
+func fileFacts(path string, src *dumpfile.Source, read File, verify bool) (File, error) {
+	if r := src.Pack(); r != nil {
+		sum, cs := r.Summary(), r.Codecs()
+		f := File{Path: path, Format: dumpfile.FormatPack, Size: sum.Size, Indexed: sum.Indexed, Messages: sum.Messages,
+			StoredBytes: cs.StoredBytes, RawBytes: cs.RawBytes, Writer: sum.Header.Writer, Verify: read.Verify}
+		for c, n := range cs.Frames {
+			if n > 0 {
+				f.Compression = append(f.Compression, c.String())
+			}
+		}
+		slices.Sort(f.Compression)
+		if d, ok := src.DumpInfo(); ok && d.Writer != "" {
+			f.Writer = d.Writer
+		}
+		return f, nil
+	}
 	in, err := dumpfile.ReadInfo(path)
 	if err != nil {
 		return File{}, err

@@ -235,7 +235,14 @@ func openStreams(srcs []*dumpfile.Source, fromNs int64) (*merged, error) {
 	m := &merged{h: kway.New(lessItem, len(srcs))}
 	for i, src := range srcs {
 		var s msgStream
-		if src.Pack() != nil {
+		if r := src.Pack(); r != nil && r.Indexed() && len(r.FrameOffsets()) > 0 {
+			ps, err := openIndexedPackStream(src.Path, r.FrameOffsets())
+			if err != nil {
+				m.close()
+				return nil, err
+			}
+			s = ps
+		} else if src.Pack() != nil {
 			ps, err := openPackStream(src.Path)
 			if err != nil {
 				m.close()
@@ -300,6 +307,12 @@ func (m *merged) message() *dumpfile.Message { return m.cur.s.message() }
 // else that the file is incomplete. "" for other sources (or before the
 // end).
 func (m *merged) verified(i int) string {
+	if ips, ok := m.streams[i].s.(*indexedPackStream); ok {
+		if ips.ended && ips.next_ >= len(ips.offs) {
+			return "ok"
+		}
+		return ""
+	}
 	ps, ok := m.streams[i].s.(*packStream)
 	if !ok || !ps.ended {
 		return ""

@@ -1,7 +1,5 @@
 package report
 
-import "math"
-
 // series accumulates one numeric field for its plot. Up to 2*cols samples
 // are kept as they are; past that the samples are folded into cols pixel
 // columns over [start, end], each keeping its first, last, smallest and
@@ -38,7 +36,7 @@ func newSeries(topic, field, unit string, start, end int64, cols int) *series {
 
 // add records one sample at time t.
 func (s *series) add(t int64, v float64) {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	if v-v != 0 { // NaN or ±Inf
 		s.nonFinite++
 		return
 	}
