@@ -200,6 +200,7 @@ type topicState struct {
 	first, last int64
 	prevGen     int64
 	binNs       int64
+	binScale    float64 // bins per ns (1/binNs)
 	bins        []uint32
 	interval    Hist
 	latency     SignedHist
@@ -231,6 +232,7 @@ func (a *Analyzer) Topic(spec TopicSpec) int {
 	ts := &topicState{spec: spec, a: a}
 	ts.binNs = max((a.end-a.start+int64(a.o.Bins)-1)/int64(a.o.Bins), 1)
 	ts.bins = make([]uint32, int((a.end-a.start)/ts.binNs)+1)
+	ts.binScale = 1 / float64(ts.binNs)
 	typ, has, from := spec.Schema, spec.HasSchema, spec.SchemaFrom
 	if t, ok := a.o.Schemas[spec.Name]; ok {
 		typ, has, from = t, true, "--schema"
@@ -441,8 +443,18 @@ func (a *Analyzer) Message(id int, captureNs, genNs int64, data []byte) {
 	ts := a.topics[id]
 	ts.n++
 	ts.bytes += uint64(len(data))
-	if b := (captureNs - a.start) / ts.binNs; captureNs >= a.start && b < int64(len(ts.bins)) {
-		ts.bins[b]++
+	if off := captureNs - a.start; off >= 0 {
+		// a multiplication instead of a division, corrected to the exact
+		// bin at its edges
+		b := int64(float64(off) * ts.binScale)
+		if (b+1)*ts.binNs <= off {
+			b++
+		} else if b*ts.binNs > off {
+			b--
+		}
+		if b < int64(len(ts.bins)) {
+			ts.bins[b]++
+		}
 	}
 	if ts.n == 1 {
 		ts.first = captureNs

@@ -335,21 +335,32 @@ func signalSVG(s *Signal, a axis, triggers []int64, withAxis bool) string {
 		fmt.Fprintf(&b, `<svg x="%d" y="%d" width="%d" height="%d" viewBox="0 0 %d %d" preserveAspectRatio="none">`,
 			labelW, top, plotW, sigH, plotW, yInner)
 		b.WriteString(`<path class="line" vector-effect="non-scaling-stroke" d="`)
-		yi := func(v float64) int { return int(math.Round(float64(yInner) - (v-lo)/(hi-lo)*yInner)) }
-		lastX := math.NaN()
+		// x in tenths of a pixel, y in whole inner units: written with
+		// strconv into one buffer (a plot has up to 4 × Columns points)
+		var buf []byte
+		lastX := int64(-1)
 		for k, p := range s.Points {
-			x := a.x(p.TimeNs)
-			y := yi(p.Value)
+			x := int64(math.Round(a.x(p.TimeNs) * 10))
+			y := int64(math.Round(float64(yInner) - (p.Value-lo)/(hi-lo)*yInner))
 			switch {
-			case k == 0:
-				fmt.Fprintf(&b, "M%s %d", f1(x), y)
-			case f1(x) == f1(lastX):
-				fmt.Fprintf(&b, "V%d", y)
+			case k > 0 && x == lastX:
+				buf = append(buf, 'V')
 			default:
-				fmt.Fprintf(&b, "L%s %d", f1(x), y)
+				if k == 0 {
+					buf = append(buf, 'M')
+				} else {
+					buf = append(buf, 'L')
+				}
+				buf = strconv.AppendInt(buf, x/10, 10)
+				if x%10 != 0 {
+					buf = append(buf, '.', byte('0'+x%10))
+				}
+				buf = append(buf, ' ')
 			}
+			buf = strconv.AppendInt(buf, y, 10)
 			lastX = x
 		}
+		b.Write(buf)
 		if len(s.Points) == 1 {
 			b.WriteString("h0.5") // one sample: a dot
 		}

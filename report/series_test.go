@@ -74,3 +74,29 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+// TestBinsExact: the timeline bin of a message is (time - start) / bin
+// width, exactly, at the edges of bins too.
+func TestBinsExact(t *testing.T) {
+	a, err := NewAnalyzer(Options{Bins: 7}, 1e18, 1e18+600e9+3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := a.Topic(TopicSpec{Name: "x"})
+	ts := a.topics[id]
+	want := make([]uint32, len(ts.bins))
+	for k := int64(0); k < int64(len(ts.bins)); k++ {
+		for _, off := range []int64{k * ts.binNs, k*ts.binNs - 1, k*ts.binNs + 1, (k+1)*ts.binNs - 1} {
+			if off < 0 || off > 600e9+3 {
+				continue
+			}
+			a.Message(id, 1e18+off, 0, nil)
+			want[off/ts.binNs]++
+		}
+	}
+	for i := range want {
+		if ts.bins[i] != want[i] {
+			t.Fatalf("bins %v, want %v", ts.bins, want)
+		}
+	}
+}
