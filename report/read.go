@@ -12,12 +12,15 @@ import (
 	"github.com/edr-lite/edr-lite/pack"
 )
 
-// How pack files are read for a report: each by a goroutine of its own,
+// How pack files are read for a report: an indexed file by its frame
+// offsets with two decoding goroutines (readpar.go); a file without a
+// valid index (cut short, still being written) by a goroutine of its own,
 // front to back through pack.StreamReader (buffered read(2), every CRC
-// checked), frames handed to the analysing goroutine and handed back for
-// reuse. Decoding frames (the larger cost) and analysing messages then run
-// on two cores, and memory stays at a few frames per file: a mapping of
-// the whole file would count every page read in the process's RSS.
+// checked), frames copied into batches handed to the analysing goroutine
+// and handed back for reuse. Decoding frames (the larger cost) and
+// analysing messages then run on two cores, and memory stays at a few
+// frames per file: a mapping of the whole file would count every page read
+// in the process's RSS.
 const (
 	framesInFlight = 2
 	readBuffer     = 1 << 20
