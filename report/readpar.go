@@ -115,9 +115,11 @@ func (s *indexedPackStream) decodeAt(u *frameUnit, off, end int64) error {
 		u.buf = make([]byte, n)
 	}
 	u.buf = u.buf[:n]
-	if _, err := s.file.ReadAt(u.buf, off); err != nil && !(errors.Is(err, io.EOF)) {
+	k, err := s.file.ReadAt(u.buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s: %w", s.path, err)
 	}
+	u.buf = u.buf[:k] // the file may have shrunk since it was opened
 	if _, err := pack.DecodeFrame(u.buf, &u.f); err != nil {
 		var ce *pack.CorruptError
 		if errors.As(err, &ce) {
