@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edr-lite/edr-lite/internal/testutil"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 

@@ -57,8 +57,8 @@ type topic struct {
 	// discoveredNs is when the topic was first discovered (set before the
 	// topic is published, never changed).
 	discoveredNs int64
-	types       []TypeSpan    // type history, oldest first (r.mu; types.go)
-	typeChanges int           // rediscoveries with another type (r.mu)
+	types        []TypeSpan // type history, oldest first (r.mu; types.go)
+	typeChanges  int        // rediscoveries with another type (r.mu)
 	// pins counts open Readers and pending dumps that need the ring; a
 	// destroy_on_offline topic's ring is freed when it drops to zero.
 	pins  atomic.Int32
