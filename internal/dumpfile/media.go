@@ -38,7 +38,8 @@ type MediaOptions struct {
 	StartNs  int64
 	HasStart bool
 	// MP4 bounds the demuxer (media.MP4Options; StartNs is set from the
-	// above).
+	// above; unset bounds are media's defaults, at most MaxMemory). A
+	// JPEG file is read whole, up to JPEG.MaxFileBytes (likewise).
 	MP4 media.MP4Options
 }
 
@@ -106,6 +107,9 @@ func OpenMedia(path, format string, opts MediaOptions) (*Source, error) {
 	switch format {
 	case FormatJPEGDir:
 		jo := opts.JPEG
+		if jo.MaxFileBytes <= 0 { // within the readers' memory limit (SetMaxMemory)
+			jo.MaxFileBytes = min(media.DefaultMaxJPEGBytes, MaxMemory())
+		}
 		if len(jo.Sources) == 0 {
 			jo.Sources = DefaultJPEGSources()
 		}
@@ -121,6 +125,12 @@ func OpenMedia(path, format string, opts MediaOptions) (*Source, error) {
 		return mediaSource(path, format, st, topic, st.typ, uint64(len(fr)), fr[len(fr)-1].TimeNs, d.Skipped()), nil
 	case FormatMP4:
 		mo := opts.MP4
+		if mo.MaxBoxBytes <= 0 { // within the readers' memory limit (SetMaxMemory)
+			mo.MaxBoxBytes = min(media.DefaultMaxBoxBytes, MaxMemory())
+		}
+		if mo.MaxSampleBytes <= 0 {
+			mo.MaxSampleBytes = min(media.DefaultMaxSampleBytes, MaxMemory())
+		}
 		m, err := media.OpenMP4(path, mo)
 		if err != nil {
 			return nil, err
