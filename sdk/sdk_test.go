@@ -532,7 +532,7 @@ func TestCCorruptFile(t *testing.T) {
 				wantOff = ce.Offset
 			}
 			if tc.name == "not a dump" { // no offset: the format is unknown
-				if code != -5 || !strings.Contains(out, "not a pack or MCAP file") {
+				if code != -5 || !strings.Contains(out, "not a pack, MCAP or MP4 file") {
 					t.Errorf("C: %q, want EDR_EFORMAT", strings.TrimSpace(out))
 				}
 				return

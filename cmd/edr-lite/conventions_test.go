@@ -40,7 +40,7 @@ func TestUserError(t *testing.T) {
 			t.Errorf("userError(%q) = %q, want %q", in, got, want)
 		}
 	}
-	f("a.pack: dumpfile: not a pack or MCAP file", "a.pack: not a pack or MCAP file")
+	f("a.pack: dumpfile: not a pack, MCAP or MP4 file", "a.pack: not a pack, MCAP or MP4 file")
 	f("units: duration \"x\"", "duration \"x\"")
 	f("filter: bad selection: --to: units: bad", "bad selection: --to: bad")
 	f("pack: bad magic", "pack: bad magic") // a public room names the format at fault

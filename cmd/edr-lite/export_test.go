@@ -77,7 +77,7 @@ func TestExportImportErrors(t *testing.T) {
 	f(exitUsage, "--format", "export", "--format", "csv", dump, "-o", "-")
 	f(exitUsage, "--compression", "export", "--format", "mcap", "--compression", "gzip", dump, "-o", "-")
 	f(exitUsage, "-o OUT is required", "export", dump)
-	f(exitFail, `export.go: not a pack or MCAP file: it starts with "package "`, "export", "export.go", "-o", "-")
+	f(exitFail, `export.go: not a pack, MCAP or MP4 file: it starts with "package "`, "export", "export.go", "-o", "-")
 	bad := filepath.Join(dir, "bad.jsonl")
 	_, good, _ := runCLI(t, "export", dump, "-o", "-")
 	lines := strings.SplitAfter(good, "\n")
@@ -90,6 +90,6 @@ func TestExportImportErrors(t *testing.T) {
 	if _, err := os.Stat(out + ".tmp"); err == nil {
 		t.Error("a failed import left its .tmp")
 	}
-	f(exitUsage, "-o OUT.pack is required", "import", bad)
+	f(exitUsage, "-o OUT is required", "import", bad)
 	f(exitFail, "no such file", "import", filepath.Join(dir, "none.jsonl"), "-o", out)
 }

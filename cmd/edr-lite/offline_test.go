@@ -103,7 +103,7 @@ func TestInfo(t *testing.T) {
 	}
 	junk := filepath.Join(t.TempDir(), "junk.pack")
 	os.WriteFile(junk, []byte("hello world, not a dump"), 0o644)
-	if code, _, errs := runCLI(t, "info", junk); code != exitFail || !strings.Contains(errs, "not a pack or MCAP") {
+	if code, _, errs := runCLI(t, "info", junk); code != exitFail || !strings.Contains(errs, "not a pack, MCAP or MP4") {
 		t.Errorf("junk file: code %d, stderr %q", code, errs)
 	}
 }

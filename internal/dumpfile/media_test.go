@@ -48,7 +48,7 @@ func TestCameraSources(t *testing.T) {
 		t.Errorf("Detect(empty dir): %v", err)
 	}
 	b, _ := os.ReadFile(mp)
-	if _, err := OpenBytes("x.mp4", b, mcap.ReaderOptions{}); err == nil || !strings.Contains(err.Error(), "read from a file") {
+	if _, err := OpenBytes("x.mp4", b, mcap.ReaderOptions{}); err == nil || !strings.Contains(err.Error(), "not from memory") {
 		t.Errorf("OpenBytes(mp4): %v", err)
 	}
 	if _, err := Verify(mp); err == nil || !strings.Contains(err.Error(), "camera data, not a dump") {

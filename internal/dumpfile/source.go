@@ -101,7 +101,7 @@ func OpenBytes(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error)
 		return nil, err
 	}
 	if f.openBytes == nil {
-		return nil, fmt.Errorf("%s: %w: %s is read from a file, not from memory", name, ErrUnknownFormat, f.title)
+		return nil, fmt.Errorf("%s: dumpfile: an %s file is read from a file by the edr-lite command, not from memory", name, f.title)
 	}
 	return f.openBytes(name, b, mopts)
 }
