@@ -286,8 +286,13 @@ func TestMediaMergeReplay(t *testing.T) {
 		t.Fatal("demo wrote no dump")
 	}
 	demo := dumps[0]
-	di := readInfoJSON(t, demo)
-	start := (di.Topics[0].FirstNs/1e9 + 1) * 1e9 // whole seconds: mvhd's resolution
+	dm := catJSONL(t, demo)
+	first, _ := strconv.ParseInt(strings.Fields(dm[0])[1], 10, 64)
+	end, _ := strconv.ParseInt(strings.Fields(dm[len(dm)-1])[1], 10, 64)
+	start := (first/1e9 + 1) * 1e9 // whole seconds: mvhd's resolution
+	if end < start+1e9 {
+		t.Fatalf("the demo dump holds %d..%d: too short to interleave", first, end)
+	}
 	front := filepath.Join(dir, "dashcam")        // the demo has a camera/front of its own
 	writeJPEGDir(t, front, 6, start+10e6, 100e6)
 	video := filepath.Join(dir, "rear.mp4")
@@ -322,7 +327,7 @@ func TestMediaMergeReplay(t *testing.T) {
 	}
 	firstCam := slices.IndexFunc(lines, mine)
 	if firstCam <= 0 || !slices.ContainsFunc(lines[firstCam:], func(l string) bool { return !mine(l) }) {
-		t.Errorf("camera messages not interleaved with the demo's")
+		t.Errorf("camera messages not interleaved with the demo's (demo %d..%d, cameras from %d; first camera message at line %d of %d)", first, end, start, firstCam, len(lines))
 	}
 	// the same inputs given directly to cat-like verbs: replay and rules test
 	code, out, errs := runBin(t, "replay", demo, front, video, "-o", "discard", "--asfast")
