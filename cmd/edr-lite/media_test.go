@@ -293,7 +293,7 @@ func TestMediaMergeReplay(t *testing.T) {
 	if end < start+1e9 {
 		t.Fatalf("the demo dump holds %d..%d: too short to interleave", first, end)
 	}
-	front := filepath.Join(dir, "dashcam")        // the demo has a camera/front of its own
+	front := filepath.Join(dir, "dashcam") // the demo has a camera/front of its own
 	writeJPEGDir(t, front, 6, start+10e6, 100e6)
 	video := filepath.Join(dir, "rear.mp4")
 	makeMP4(t, video, false, time.Unix(0, start).UTC().Format(time.RFC3339))
