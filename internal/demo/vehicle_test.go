@@ -3,10 +3,10 @@ package demo
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"image"
 	"image/jpeg"
-	"encoding/binary"
 	"math"
 	"sync"
 	"testing"
