@@ -45,3 +45,5 @@ func futexWake(addr *uint32)                              {}
 func platformSupported() error                            { return ErrNotSupported }
 
 const oNoFollow = 0
+
+func renameNoReplace(from, to string) error { return ErrNotSupported }
