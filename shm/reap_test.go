@@ -55,7 +55,7 @@ func TestReapSparesReplacement(t *testing.T) {
 		_, err := os.Stat(p2.Path())
 		return errors.Is(err, os.ErrNotExist)
 	})
-	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.reap")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }
@@ -83,7 +83,7 @@ func TestRemoveIfID(t *testing.T) {
 	if err := removeIfID(a, ia.id); err != nil {
 		t.Errorf("a file already gone: %v", err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.reap")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }

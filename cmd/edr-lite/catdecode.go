@@ -1,7 +1,8 @@
 package main
 
 import (
-	"encoding/base64"
+	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ const maxDecodeWarnings = 5
 // message; messages that do not decode are shown raw, with a warning.
 type catDecoder struct {
 	e       *env
+	out     *bufio.Writer
 	file    string
 	fields  []schema.Path
 	payload string // base64, hex or none: how raw messages are shown
@@ -32,6 +34,7 @@ type catDecoder struct {
 	byID     map[ingest.ContentID]*decodeEntry
 	warned   map[string]int // undecodable messages by topic
 	buf      []byte
+	line     bytes.Buffer // buf compacted
 	row      []string
 }
 
@@ -42,11 +45,11 @@ type decodeEntry struct {
 	why string
 }
 
-func newCatDecoder(e *env, file string, fields []schema.Path, payload string, asCSV bool) *catDecoder {
-	d := &catDecoder{e: e, file: file, fields: fields, payload: payload,
+func newCatDecoder(e *env, out *bufio.Writer, file string, fields []schema.Path, payload string, asCSV bool) *catDecoder {
+	d := &catDecoder{e: e, out: out, file: file, fields: fields, payload: payload,
 		byID: map[ingest.ContentID]*decodeEntry{}, warned: map[string]int{}}
 	if asCSV {
-		d.csv = csv.NewWriter(e.stdout)
+		d.csv = csv.NewWriter(out)
 		d.row = append(d.row, "time", "ts", "topic")
 		for _, f := range fields {
 			d.row = append(d.row, f.String())
@@ -121,53 +124,58 @@ func (d *catDecoder) decode(m *dumpfile.Msg) []byte {
 		return nil
 	}
 	d.buf = out
-	return out
+	// one line, whatever whitespace the decoder wrote (protojson's varies)
+	d.line.Reset()
+	if err := json.Compact(&d.line, out); err != nil {
+		d.warn(m, "decoded to invalid JSON: "+err.Error())
+		return nil
+	}
+	return d.line.Bytes()
 }
 
-// decodedLine is one line of cat --decode. Data is the decoded message
-// (or the fields picked from it); Raw / RawHex the payload of a message
-// that is shown raw.
-type decodedLine struct {
-	Topic   string          `json:"topic"`
-	TS      int64           `json:"ts"`
-	Time    string          `json:"time"`
-	GenTS   int64           `json:"gen_ts"`
-	GenTime string          `json:"gen_time,omitempty"`
-	Type    string          `json:"type,omitempty"`
-	Data    json.RawMessage `json:"data,omitempty"`
-	Raw     string          `json:"raw,omitempty"`
-	RawHex  string          `json:"raw_hex,omitempty"`
-}
-
-// write prints m decoded: a JSON line, or a CSV row when it has at least
-// one of the fields.
+// write prints m decoded: a JSON line
+//
+//	{"topic","ts","time","gen_ts","gen_time","type","data"}
+//
+// ("raw" in base64, or "raw_hex", instead of "data" for a message shown
+// raw, its payload encoded straight into the output), or a CSV row when
+// it has at least one of the fields.
 func (d *catDecoder) write(m *dumpfile.Msg) {
 	js := d.decode(m)
 	if d.csv != nil {
 		d.writeCSV(m, js)
 		return
 	}
-	l := decodedLine{Topic: m.Topic, TS: m.TimeNs, Time: rfc3339(m.TimeNs), GenTS: m.GenNs, Type: m.Type.Schema.Name}
+	out := d.out
+	topic, _ := json.Marshal(m.Topic)
+	fmt.Fprintf(out, `{"topic":%s,"ts":%d,"time":"%s","gen_ts":%d`, topic, m.TimeNs, rfc3339(m.TimeNs), m.GenNs)
 	if m.GenNs != 0 {
-		l.GenTime = rfc3339(m.GenNs)
+		fmt.Fprintf(out, `,"gen_time":"%s"`, rfc3339(m.GenNs))
+	}
+	if name := m.Type.Schema.Name; name != "" {
+		typ, _ := json.Marshal(name)
+		fmt.Fprintf(out, `,"type":%s`, typ)
 	}
 	switch {
-	case js != nil && len(d.fields) > 0:
-		l.Data = d.pick(js)
 	case js != nil:
-		l.Data = js
-	case d.payload == "base64":
-		l.Raw = base64.StdEncoding.EncodeToString(m.Data)
-	case d.payload == "hex":
-		l.RawHex = hexPreview(m.Data)
+		if len(d.fields) > 0 {
+			js = d.pick(js)
+		}
+		out.WriteString(`,"data":`)
+		out.Write(js)
+	case d.payload == "base64" && len(m.Data) > 0:
+		out.WriteString(`,"raw":"`)
+		writeBase64(out, m.Data)
+		out.WriteByte('"')
+	case d.payload == "hex" && len(m.Data) > 0:
+		fmt.Fprintf(out, `,"raw_hex":"%s"`, hexPreview(m.Data))
 	}
-	b, _ := json.Marshal(&l)
-	fmt.Fprintf(d.e.stdout, "%s\n", b)
+	out.WriteString("}\n")
 }
 
 // pick is the object of the fields' values in js, by path, null where a
 // field is absent.
-func (d *catDecoder) pick(js []byte) json.RawMessage {
+func (d *catDecoder) pick(js []byte) []byte {
 	out := []byte{'{'}
 	for i, f := range d.fields {
 		if i > 0 {
