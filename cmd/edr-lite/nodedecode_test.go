@@ -361,6 +361,15 @@ func TestDemoTyped(t *testing.T) {
 	if len(speeds) < 400 || speeds[0] != v.Cruise || speeds[len(speeds)-1] > v.Cruise-v.Decel*1.5 {
 		t.Errorf("%d speeds from %v to %v, want the cruise (%v) down by 1.5 s of braking", len(speeds), speeds[0], speeds[len(speeds)-1], v.Cruise)
 	}
+	// --fields by index, in the pack dump and the MCAP export alike
+	for _, f := range []string{in, mc} {
+		code, out, errs = runBin(t, "cat", f, "--decode", "--fields", "accel[2],gyro[2]", "--topics", demo.TopicIMU, "--limit", "1")
+		var l struct{ Data map[string]float64 }
+		if code != 0 || json.Unmarshal([]byte(out), &l) != nil || len(l.Data) != 2 ||
+			math.Abs(l.Data["accel[2]"]-9.81) > 1e-5 || math.Abs(l.Data["gyro[2]"]-0.01) > 1e-6 {
+			t.Errorf("cat --decode --fields of %s: %d %s %s", filepath.Base(f), code, out, errs)
+		}
+	}
 	code, out, errs = runBin(t, "cat", mc, "--decode", "--topics", demo.TopicCamera, "--limit", "3")
 	if code != 0 || errs != "" {
 		t.Fatalf("cat --decode camera: %d %s", code, errs)
