@@ -160,7 +160,8 @@ func (v Vehicle) PayloadAt(buf []byte, topic Topic, startNs int64, t time.Durati
 	return buf
 }
 
-// Run publishes every topic in real time for duration, starting now, using
+// Run publishes every topic in real time for duration, starting now (each
+// message due before duration, however late the loop runs), using
 // the publisher for each topic name (topics without one are skipped). The
 // latched calibration is published once at the start. genNs is the
 // simulation's own clock (wall time at publish).
@@ -182,9 +183,13 @@ func (v Vehicle) Run(ctx context.Context, duration time.Duration, pubs map[strin
 		ss = append(ss, &sched{topic: tp, pub: p})
 	}
 	for {
+		// Past the end, what was due before it is still published (a slow
+		// camera frame must not cost the other topics their last
+		// messages), then Run returns.
 		now := time.Since(start)
-		if now >= duration {
-			return nil
+		end := now >= duration
+		if end {
+			now = duration - 1
 		}
 		next := duration
 		for _, s := range ss {
@@ -210,6 +215,9 @@ func (v Vehicle) Run(ctx context.Context, duration time.Duration, pubs map[strin
 			if s.next < next {
 				next = s.next
 			}
+		}
+		if end {
+			return nil
 		}
 		wait := next - time.Since(start)
 		if wait > 0 {
