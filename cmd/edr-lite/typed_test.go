@@ -252,14 +252,30 @@ func TestGoldenInfoTyped(t *testing.T) {
 	}
 }
 
-// TestTypedReplayReRecord: the typed dump replayed to shared memory is
-// recorded again by "edr-lite run" with every type, the speed topic's
-// change included (its replayed segment restarts with the new type).
+// TestTypedReplayReRecord: the typed dump, and its MCAP export, replayed
+// to shared memory are recorded again by "edr-lite run" with every type,
+// the speed topic's change included (its replayed segment restarts with
+// the new type: the recorder must not remove the new segment while it
+// removes the closed one, shm/reap.go).
 func TestTypedReplayReRecord(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "typed.pack")
 	msgs := typedTestMessages()
 	writeTypedDump(t, in, msgs)
+	t.Run("pack", func(t *testing.T) { replayReRecord(t, in, msgs) })
+	// The MCAP export (speed transcoded to JSON there, its layout in the
+	// channel's metadata): the replay declares the packed types again.
+	mc := filepath.Join(dir, "typed.mcap")
+	if code, out, errs := runBin(t, "export", "--format", "mcap", in, "-o", mc); code != 0 {
+		t.Fatalf("export: %d %s%s", code, out, errs)
+	}
+	t.Run("mcap", func(t *testing.T) { replayReRecord(t, mc, msgs) })
+}
+
+// replayReRecord replays in to shared memory into "edr-lite run", triggers
+// a dump and compares each topic's messages and types with msgs.
+func replayReRecord(t *testing.T, in string, msgs []typedMsg) {
+	dir := t.TempDir()
 	shmDir, dumpDir, sock := filepath.Join(dir, "shm"), filepath.Join(dir, "dumps"), filepath.Join(dir, "edr.sock")
 	cfg := filepath.Join(dir, "edr.toml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`
