@@ -29,13 +29,12 @@ type catDecoder struct {
 	payload string // base64, hex or none: how raw messages are shown
 	csv     *csv.Writer
 
-	lastType *ingest.Type // the type of the previous message and its entry
-	lastDec  *decodeEntry
-	byID     map[ingest.ContentID]*decodeEntry
-	warned   map[string]int // undecodable messages by topic
-	buf      []byte
-	line     bytes.Buffer // buf compacted
-	row      []string
+	byPtr  map[*ingest.Type]*decodeEntry // the readers hand out one *Type per span or channel
+	byID   map[ingest.ContentID]*decodeEntry
+	warned map[string]int // undecodable messages by topic
+	buf    []byte
+	line   bytes.Buffer // buf compacted
+	row    []string
 }
 
 type decodeEntry struct {
@@ -47,7 +46,7 @@ type decodeEntry struct {
 
 func newCatDecoder(e *env, out *bufio.Writer, file string, fields []schema.Path, payload string, asCSV bool) *catDecoder {
 	d := &catDecoder{e: e, out: out, file: file, fields: fields, payload: payload,
-		byID: map[ingest.ContentID]*decodeEntry{}, warned: map[string]int{}}
+		byPtr: map[*ingest.Type]*decodeEntry{}, byID: map[ingest.ContentID]*decodeEntry{}, warned: map[string]int{}}
 	if asCSV {
 		d.csv = csv.NewWriter(out)
 		d.row = append(d.row, "time", "ts", "topic")
@@ -59,10 +58,14 @@ func newCatDecoder(e *env, out *bufio.Writer, file string, fields []schema.Path,
 	return d
 }
 
+// maxTypePointers bounds byPtr, should a reader hand out a *Type per
+// message: past it, types are found by content ID (a hash of the schema).
+const maxTypePointers = 4096
+
 // entry is the decoder of t, built once per distinct type.
 func (d *catDecoder) entry(t *ingest.Type) *decodeEntry {
-	if t == d.lastType && d.lastDec != nil {
-		return d.lastDec
+	if en, ok := d.byPtr[t]; ok {
+		return en
 	}
 	id := t.ID()
 	en, ok := d.byID[id]
@@ -81,7 +84,9 @@ func (d *catDecoder) entry(t *ingest.Type) *decodeEntry {
 		}
 		d.byID[id] = en
 	}
-	d.lastType, d.lastDec = t, en
+	if len(d.byPtr) < maxTypePointers {
+		d.byPtr[t] = en
+	}
 	return en
 }
 

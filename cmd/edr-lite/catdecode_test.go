@@ -63,7 +63,9 @@ func TestCatDecode(t *testing.T) {
 		t.Fatalf("cat --decode: exit %d: %s", code, errs)
 	}
 	checkGolden(t, "cat-decode.jsonl", out)
-	checkGolden(t, "cat-decode.stderr", scrubDir(errs, dir))
+	// protobuf's errors put a non-breaking space after "proto:" in some
+	// builds and not others (on purpose: they are not to be matched)
+	checkGolden(t, "cat-decode.stderr", strings.ReplaceAll(scrubDir(errs, dir), "\u00a0", " "))
 	raws := 0
 	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var l struct {
