@@ -106,7 +106,7 @@ func readInfoJSON(t *testing.T, path string) infoJSON {
 // with info, verify (also on a corrupted copy) and recover (on a cut copy).
 func TestDemoEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	path, out := demoDump(t) // "edr-lite demo --dir D --duration 5s", one dump
+	path, out := liveDemoDump(t) // "edr-lite demo --dir D --duration 5s", one dump
 	if !strings.Contains(out, path) {
 		t.Fatalf("demo wrote %v; stdout:\n%s", path, out)
 	}

@@ -29,10 +29,10 @@ var (
 	demoErr  string
 )
 
-// demoDump runs "edr-lite demo --duration 5s" once per test run (beside
+// liveDemoDump runs "edr-lite demo --duration 5s" once per test run (beside
 // the binary, so it is removed with it) and returns its dump and what it
 // printed. Tests must not change the dump.
-func demoDump(t *testing.T) (string, string) {
+func liveDemoDump(t *testing.T) (string, string) {
 	t.Helper()
 	bin := edrBinary(t)
 	demoOnce.Do(func() {
@@ -164,7 +164,7 @@ func cdrLevel(sec int32, nsec uint32, level float64, label string, counts []int3
 // here, exported, decodes to the values encoded.
 func TestNodeDecodesDemo(t *testing.T) {
 	node := nodeDecoder(t)
-	in, _ := demoDump(t)
+	in, _ := liveDemoDump(t)
 	dir := t.TempDir()
 	mc := filepath.Join(dir, "demo.mcap")
 	if code, out, errs := runBin(t, "export", "--format", "mcap", in, "-o", mc); code != 0 {
@@ -323,7 +323,7 @@ func TestNodeDecodesDemo(t *testing.T) {
 // the cruise over the hard brake, and, through cat --decode, camera
 // frames in JPEG that image/jpeg decodes.
 func TestDemoTyped(t *testing.T) {
-	in, _ := demoDump(t)
+	in, _ := liveDemoDump(t)
 	var info struct {
 		Topics []struct{ Name, Type, Encoding string }
 	}
