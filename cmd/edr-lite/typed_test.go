@@ -257,6 +257,13 @@ func TestGoldenInfoTyped(t *testing.T) {
 // the speed topic's change included (its replayed segment restarts with
 // the new type: the recorder must not remove the new segment while it
 // removes the closed one, shm/reap.go).
+//
+// Known: at a load average of about 20 on 2 cores it still fails about
+// one run in ten, the 25 speed messages after the change missing: the
+// replay's Close removes a closed segment the consumer has not reached
+// within ShmOptions.DrainWait (500 ms, replay/shm.go); with 5 s it passed
+// 12 runs of 12 at the same load. The fix wanted is a signal, not a longer
+// wait: Close waiting while a consumer listens on the directory.
 func TestTypedReplayReRecord(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "typed.pack")
