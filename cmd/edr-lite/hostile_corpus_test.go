@@ -147,6 +147,7 @@ var hostileVerbs = [][]string{
 	{"info", "--json", "IN"},
 	{"cat", "IN"},
 	{"cat", "--jsonl", "IN"},
+	{"cat", "--decode", "IN"},
 	{"verify", "IN"},
 	{"recover", "IN", "-o", "OUT.EXT"},
 	{"merge", "IN", "-o", "OUT.pack"},
