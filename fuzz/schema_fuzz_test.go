@@ -205,3 +205,37 @@ func FuzzSchemaDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPathLookup holds schema.ParsePath and Path.LookupJSON (cat --fields
+// over any decoded message) to: no panic; a path that parses formats back
+// as written; a value found is valid JSON and a slice of the document; an
+// invalid document finds nothing.
+func FuzzPathLookup(f *testing.F) {
+	f.Add("imu.accel[2]", []byte(`{"imu": {"accel": [0.1, -9, 3]}, "x": null}`))
+	f.Add(`labels["front left"]`, []byte(`{"labels": {"front left": "x\"y"}}`))
+	f.Add("a[0][1]", []byte(`{"a": [[1, {"b": 2}], []]}`))
+	f.Add("a", []byte(`{"a": `))
+	f.Add("value", []byte(`{"value":"2025-12-02T10:06:40.200Z"}`))
+	f.Fuzz(func(t *testing.T, path string, doc []byte) {
+		p, err := schema.ParsePath(path)
+		if err != nil {
+			if !errors.Is(err, schema.ErrNoField) {
+				t.Fatalf("ParsePath(%q): %v, not ErrNoField", path, err)
+			}
+			return
+		}
+		if p.String() != path {
+			t.Fatalf("String() = %q, want %q", p.String(), path)
+		}
+		v, ok := p.LookupJSON(doc)
+		if !ok {
+			return
+		}
+		if !json.Valid(doc) {
+			t.Fatalf("found %q in invalid JSON", v)
+		}
+		if !json.Valid(v) || !bytes.Contains(doc, v) {
+			t.Fatalf("found %q: not a JSON value of the document", v)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package mcap
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,18 @@ import (
 	"github.com/edr-lite/edr-lite/internal/demo"
 	"github.com/edr-lite/edr-lite/pack"
 )
+
+// grayFrame is the n-th frame of a raw 512×400 gray camera: a moving
+// gradient with the frame number in the first 8 bytes (the demo's camera
+// before it sent JPEGs).
+func grayFrame(n uint64) []byte {
+	buf := make([]byte, 512*400)
+	for i := range buf {
+		buf[i] = byte(i + int(n)*3)
+	}
+	binary.LittleEndian.PutUint64(buf, n)
+	return buf
+}
 
 // benchWorkload is two simulated seconds of the demo vehicle (speed, brake,
 // IMU, 200 KiB camera frames), in time order. noisy replaces the camera's
@@ -25,7 +38,7 @@ func benchWorkload(noisy bool) (topics []Topic, msgs []Message, payload int64) {
 		if tp.Latched {
 			continue
 		}
-		topics = append(topics, Topic{Name: tp.Name, Type: ingest.Raw(tp.Type)})
+		topics = append(topics, Topic{Name: tp.Name, Type: ingest.Raw(tp.Type.Schema.Name)})
 		next = append(next, 0)
 	}
 	counts := make([]uint64, len(topics))
@@ -42,7 +55,12 @@ func benchWorkload(noisy bool) (topics []Topic, msgs []Message, payload int64) {
 			break
 		}
 		tp := demo.Topics[k]
-		data := v.Payload(nil, tp, next[k], counts[k])
+		var data []byte
+		if tp.Name == demo.TopicCamera {
+			data = grayFrame(counts[k]) // the figures in docs/performance.md are of these
+		} else {
+			data = v.Payload(nil, tp, next[k], counts[k])
+		}
 		if noisy && tp.Name == demo.TopicCamera {
 			for i := 8; i < len(data); i++ {
 				rng ^= rng << 13

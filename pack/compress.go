@@ -10,9 +10,10 @@ import (
 // codecs holds reusable compressors and decompressors. Not safe for
 // concurrent use; each Writer and Reader has its own.
 type codecs struct {
-	lz   lz4.Compressor
-	zenc *zstd.Encoder
-	zdec *zstd.Decoder
+	lz    lz4.Compressor
+	zenc  *zstd.Encoder
+	zsmal *zstd.Encoder // single-segment, for data up to zstd.MinWindowSize
+	zdec  *zstd.Decoder
 }
 
 func newCodecs() *codecs { return &codecs{} }
@@ -34,15 +35,24 @@ func (c *codecs) compress(codec Compression, dst, src []byte) ([]byte, error) {
 		}
 		return dst[:n], nil
 	case CompressZstd:
-		if c.zenc == nil {
+		// FORMAT.md wants the frame's content size. The encoder leaves it
+		// out of a frame under 256 bytes that is not single-segment, and
+		// picks single-segment itself only above MinWindowSize: small data
+		// goes through an encoder that always sets it.
+		enc := &c.zenc
+		if len(src) <= zstd.MinWindowSize {
+			enc = &c.zsmal
+		}
+		if *enc == nil {
 			var err error
-			c.zenc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1),
-				zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true))
+			*enc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1),
+				zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true),
+				zstd.WithSingleSegment(enc == &c.zsmal))
 			if err != nil {
 				return dst, fmt.Errorf("pack: zstd: %w", err)
 			}
 		}
-		return c.zenc.EncodeAll(src, dst), nil
+		return (*enc).EncodeAll(src, dst), nil
 	}
 	return dst, fmt.Errorf("%w: %d", ErrUnsupportedCodec, codec)
 }
@@ -68,7 +78,10 @@ func (c *codecs) decompress(codec Compression, dst, src []byte, rawLen int) ([]b
 			}
 		}
 		var hdr zstd.Header
-		if err := hdr.Decode(src); err != nil || hdr.Skippable || !hdr.HasFCS || hdr.FrameContentSize != uint64(rawLen) {
+		// A frame without its content size (writers before the fix in
+		// compress wrote frames under 256 bytes so) is bounded by its
+		// blocks below and by the length check after decoding.
+		if err := hdr.Decode(src); err != nil || hdr.Skippable || (hdr.HasFCS && hdr.FrameContentSize != uint64(rawLen)) {
 			return nil, "zstd frame content size differs from the stated length"
 		}
 		if reason := zstdBlocksBound(src, hdr.HeaderSize, hdr.HasCheckSum, rawLen); reason != "" {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -357,8 +356,11 @@ func (f *follower) check() bool {
 		}
 		f.publishState(nil)
 		if !c.opts.KeepFiles {
-			if fi, err := lstat(f.path); err == nil && fi.id == s.id {
-				os.Remove(f.path)
+			if h := testHookBeforeReap; h != nil {
+				h(f.path)
+			}
+			if err := removeIfID(f.path, s.id); err != nil {
+				c.report(err)
 			}
 		}
 		f.finished = true

@@ -7,7 +7,6 @@
 package shm
 
 import (
-	"os"
 	"time"
 
 	"github.com/edr-lite/edr-lite/ingest"
@@ -101,8 +100,8 @@ func (f *follower) readLeftover(s *segment) {
 	id := s.id
 	s.close()
 	if !c.opts.KeepFiles {
-		if fi, err := lstat(f.path); err == nil && fi.id == id {
-			os.Remove(f.path)
+		if err := removeIfID(f.path, id); err != nil {
+			c.report(err)
 		}
 	}
 	c.mu.Lock()

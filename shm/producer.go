@@ -398,9 +398,7 @@ func (p *Producer) Close() error {
 	var err error
 	if p.unlink {
 		// Only remove the file if it is still ours (not replaced).
-		if fi, e := lstat(p.path); e == nil && fi.id == p.id {
-			err = os.Remove(p.path)
-		}
+		err = removeIfID(p.path, p.id)
 	}
 	return errors.Join(err, p.release())
 }

@@ -154,3 +154,21 @@ func preadFull(fd int, b []byte, off int64) error {
 	}
 	return nil
 }
+
+// renameNoReplace renames from to to, failing with EEXIST when to exists.
+// On a file system without renameat2 flags (EINVAL) it checks, then
+// renames.
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if err == unix.EINVAL || err == unix.ENOSYS {
+		if _, lerr := lstat(to); lerr == nil {
+			err = unix.EEXIST
+		} else {
+			err = unix.Rename(from, to)
+		}
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
+	return nil
+}

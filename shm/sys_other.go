@@ -50,6 +50,8 @@ func platformSupported() error                            { return ErrNotSupport
 
 const oNoFollow = 0
 
+func renameNoReplace(from, to string) error { return ErrNotSupported }
+
 type doorbellFile struct {
 	mem []byte
 	uid uint32

@@ -13,6 +13,7 @@ import (
 	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/schema"
 )
 
 func init() {
@@ -27,8 +28,11 @@ const previewLen = 16
 // Payload modes of cat (--payload).
 var payloadModes = []string{"auto", "base64", "hex", "none"}
 
+// Output formats of cat (--format).
+var catFormats = []string{"text", "jsonl", "csv"}
+
 func runCat(e *env) int {
-	c := newCommand(e, "cat", "edr-lite cat FILE [--topics G,...] [--exclude G,...] [--from T] [--to T] [--limit N] [--jsonl] [--payload MODE]",
+	c := newCommand(e, "cat", "edr-lite cat FILE [--topics G,...] [--exclude G,...] [--from T] [--to T] [--limit N] [--jsonl | --decode | --format csv] [--fields P,...] [--payload MODE]",
 		`Print the messages of a dump (pack or MCAP) in file order, one line each:
 capture time, topic, size and a hex preview of the payload's first 16 bytes.
 
@@ -40,14 +44,34 @@ time is unknown); data is the payload in base64. On a terminal --jsonl shows
 "data_hex", a hex preview, instead of the whole payload (--payload base64
 prints it whole; a pipe or file gets it whole by default).
 
+With --decode, one JSON object per line with the message decoded by its
+topic's type (protobuf from its descriptor set, JSON as it is, packed
+structs by their layout; docs/schemas.md):
+  {"topic","ts","time","gen_ts","gen_time","type","data"}
+A message that does not decode is shown raw ("raw" in base64, or "raw_hex"
+as --payload says) with a one-line warning on standard error; a topic
+without a schema is shown raw without one.
+
+--fields picks fields by path ("speed", "imu.accel[2]", "header.stamp.sec"):
+"data" then holds only those, null where a message lacks one.
+
+--format csv (decodes) prints a header row "time,ts,topic,FIELDS..." and
+one row per message that has at least one of --fields (required), for
+spreadsheets and plotting tools; a string is written unquoted, an object or
+array as JSON, an absent field as an empty cell.
+
 FILE "-" reads a pack dump from standard input, frame by frame (then --from
 and --to must be absolute: the start is not known in advance).
 
 `+selectHelp,
-		"edr-lite cat dump.pack --topics 'vehicle/*' --limit 20\nedr-lite cat dump.pack --jsonl --from 2s --to 3s > window.jsonl\nedr-lite cat dump.mcap --exclude 'camera/*' --jsonl | jq -r .time\nssh robot cat /var/lib/edr-lite/dumps/last.pack | edr-lite cat -", 1, 1)
+		"edr-lite cat dump.pack --topics 'vehicle/*' --limit 20\nedr-lite cat dump.mcap --decode --topics vehicle/speed --limit 3\nedr-lite cat dump.pack --format csv --fields speed,pedal --topics 'vehicle/*' > signals.csv\nedr-lite cat dump.pack --jsonl --from 2s --to 3s > window.jsonl\nedr-lite cat dump.mcap --exclude 'camera/*' --jsonl | jq -r .time\nssh robot cat /var/lib/edr-lite/dumps/last.pack | edr-lite cat -", 1, 1)
 	sf := declareSelectFlags(c)
 	limit := c.fs.Int("limit", 0, "stop after `N` messages (0 = no limit)")
-	jsonl := c.fs.Bool("jsonl", false, "one JSON object per line (see above)")
+	jsonl := c.fs.Bool("jsonl", false, "one JSON object per line (see above); the same as --format jsonl")
+	decode := c.fs.Bool("decode", false, "one JSON object per line with the message decoded (see above)")
+	format := c.fs.String("format", "text", "output `FORMAT`: text, jsonl or csv (decoded, needs --fields)")
+	c.enum("format", catFormats...)
+	fieldList := c.fs.String("fields", "", "comma-separated field `PATHS` to print (with --decode or --format csv)")
 	payload := c.fs.String("payload", "auto", "payload `MODE`: base64 (whole), hex (preview), none, or auto (base64 in --jsonl to a pipe or file, else hex)")
 	c.enum("payload", payloadModes...)
 	args, code, ok := c.parse()
@@ -58,11 +82,36 @@ and --to must be absolute: the start is not known in advance).
 	if err != nil {
 		return c.usageErr("%v", err)
 	}
+	switch *format {
+	case "text":
+	case "jsonl":
+		*jsonl = true
+	case "csv":
+		*decode = true
+	default:
+		return c.usageErr("--format %q: want %s", *format, orList(catFormats))
+	}
+	var fields []schema.Path
+	for _, f := range splitList(*fieldList) {
+		p, err := schema.ParsePath(f)
+		if err != nil {
+			return c.usageErr("--fields: %v", err)
+		}
+		fields = append(fields, p)
+	}
+	switch {
+	case len(fields) > 0 && !*decode:
+		return c.usageErr("--fields: needs --decode or --format csv")
+	case *format == "csv" && len(fields) == 0:
+		return c.usageErr("--format csv: give the columns with --fields")
+	case *decode && *jsonl && *format != "jsonl":
+		return c.usageErr("--decode and --jsonl: choose one (--decode prints JSON lines)")
+	}
 	mode := *payload
 	switch mode {
 	case "auto":
 		mode = "hex"
-		if *jsonl && !isTerminal(e.stdout) {
+		if (*jsonl || *decode) && !isTerminal(e.stdout) {
 			mode = "base64"
 		}
 	case "base64", "hex", "none":
@@ -102,6 +151,10 @@ and --to must be absolute: the start is not known in advance).
 		held = filter.Held{What: "standard input", TimesUnknown: true}
 		walk = func(name string, fn func(*dumpfile.Msg) error) error { return dumpfile.WalkFrom(name, os.Stdin, fn) }
 	}
+	var dec *catDecoder
+	if *decode {
+		dec = newCatDecoder(e, out, args[0], fields, mode, *format == "csv")
+	}
 	seen := map[string]bool{} // the topics of standard input, for an empty selection's error
 	n := 0
 	err = walk(args[0], func(m *dumpfile.Msg) error {
@@ -112,9 +165,12 @@ and --to must be absolute: the start is not known in advance).
 		if m.TimeNs < fromNs || m.TimeNs > toNs || !sel.Match(m.Topic) {
 			return nil
 		}
-		if *jsonl {
+		switch {
+		case dec != nil:
+			dec.write(m)
+		case *jsonl:
 			writeCatJSON(out, m, mode)
-		} else {
+		default:
 			writeCatText(out, m, mode)
 		}
 		n++
@@ -123,6 +179,11 @@ and --to must be absolute: the start is not known in advance).
 		}
 		return nil
 	})
+	if dec != nil {
+		if ferr := dec.finish(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
 	if err != nil && !errors.Is(err, errLimit) {
 		out.Flush()
 		return c.fail(err)

@@ -65,7 +65,8 @@ its summary, then exits 0.`,
 		}
 		printInfo(e.stdout, in)
 	}
-	fmt.Fprintf(e.stdout, "\nNext: edr-lite cat %s --limit 10   |   edr-lite verify %s\n", res.Dumps[0].Path, res.Dumps[0].Path)
+	p := res.Dumps[0].Path
+	fmt.Fprintf(e.stdout, "\nNext: edr-lite cat %s --decode --topics vehicle/speed --limit 5   |   edr-lite export --format mcap %s -o demo.mcap  (open it in Foxglove)\n", p, p)
 	return exitOK
 }
 

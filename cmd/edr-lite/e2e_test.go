@@ -106,14 +106,11 @@ func readInfoJSON(t *testing.T, path string) infoJSON {
 // with info, verify (also on a corrupted copy) and recover (on a cut copy).
 func TestDemoEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errs := runBin(t, "demo", "--dir", dir, "--duration", "5s")
-	if code != 0 {
-		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	path, out := liveDemoDump(t) // "edr-lite demo --dir D --duration 5s", one dump
+	if !strings.Contains(out, path) {
+		t.Fatalf("demo wrote %v; stdout:\n%s", path, out)
 	}
-	dumps, _ := filepath.Glob(filepath.Join(dir, "*.pack"))
-	if len(dumps) != 1 || !strings.Contains(out, dumps[0]) {
-		t.Fatalf("demo wrote %v; stdout:\n%s", dumps, out)
-	}
+	dumps := []string{path}
 	in := readInfoJSON(t, dumps[0])
 	if len(in.Triggers) != 1 || in.Triggers[0].Reason != "hard-brake" || in.Triggers[0].Source != "lua" || in.Triggers[0].Rule != "hard_brake" {
 		t.Errorf("triggers = %+v", in.Triggers)

@@ -252,14 +252,37 @@ func TestGoldenInfoTyped(t *testing.T) {
 	}
 }
 
-// TestTypedReplayReRecord: the typed dump replayed to shared memory is
-// recorded again by "edr-lite run" with every type, the speed topic's
-// change included (its replayed segment restarts with the new type).
+// TestTypedReplayReRecord: the typed dump, and its MCAP export, replayed
+// to shared memory are recorded again by "edr-lite run" with every type,
+// the speed topic's change included (its replayed segment restarts with
+// the new type: the recorder must not remove the new segment while it
+// removes the closed one, shm/reap.go).
+//
+// Known: at a load average of about 20 on 2 cores it still fails about
+// one run in ten, the 25 speed messages after the change missing: the
+// replay's Close removes a closed segment the consumer has not reached
+// within ShmOptions.DrainWait (500 ms, replay/shm.go); with 5 s it passed
+// 12 runs of 12 at the same load. The fix wanted is a signal, not a longer
+// wait: Close waiting while a consumer listens on the directory.
 func TestTypedReplayReRecord(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "typed.pack")
 	msgs := typedTestMessages()
 	writeTypedDump(t, in, msgs)
+	t.Run("pack", func(t *testing.T) { replayReRecord(t, in, msgs) })
+	// The MCAP export (speed transcoded to JSON there, its layout in the
+	// channel's metadata): the replay declares the packed types again.
+	mc := filepath.Join(dir, "typed.mcap")
+	if code, out, errs := runBin(t, "export", "--format", "mcap", in, "-o", mc); code != 0 {
+		t.Fatalf("export: %d %s%s", code, out, errs)
+	}
+	t.Run("mcap", func(t *testing.T) { replayReRecord(t, mc, msgs) })
+}
+
+// replayReRecord replays in to shared memory into "edr-lite run", triggers
+// a dump and compares each topic's messages and types with msgs.
+func replayReRecord(t *testing.T, in string, msgs []typedMsg) {
+	dir := t.TempDir()
 	shmDir, dumpDir, sock := filepath.Join(dir, "shm"), filepath.Join(dir, "dumps"), filepath.Join(dir, "edr.sock")
 	cfg := filepath.Join(dir, "edr.toml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`
@@ -376,5 +399,71 @@ f33le range (m)"""
 	code, out, errs := runBin(t, "config", "check", bad)
 	if want := bad + ":7: source.udp[0].layout: layout:2:1: unknown type f33le"; code != 1 || !strings.Contains(errs, want) {
 		t.Errorf("config check of a bad layout: exit %d\n%s%s\nwant exit 1 saying %s", code, out, errs, want)
+	}
+}
+
+// TestTypedOfflineVerbs: the verbs that rewrite a dump keep every topic's
+// type and the change of the speed topic's layout at its message, in pack
+// and in MCAP: filter (a window across the change), split (the change in
+// the second part), compress, recover of a cut leftover; and a replay of
+// the MCAP export (packed topics transcoded to JSON there) into shared
+// memory is recorded with the original packed types.
+func TestTypedOfflineVerbs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "typed.pack")
+	msgs := typedTestMessages()
+	writeTypedDump(t, in, msgs)
+	bin := func(args ...string) {
+		t.Helper()
+		if code, out, errs := runBin(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+	}
+	between := func(from, to int64) []typedMsg {
+		var out []typedMsg
+		for _, m := range msgs {
+			if m.t >= from && m.t <= to {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	for _, ext := range []string{"pack", "mcap"} {
+		// filter: rounds 20 to 30 (speed changes at 25)
+		f := filepath.Join(dir, "filtered."+ext)
+		bin("filter", in, "-o", f, "--from", fmt.Sprint(t0+200e6), "--to", fmt.Sprint(t0+300e6), "--compression", "zstd")
+		sameTyped(t, "filter → "+ext, readTyped(t, f), between(t0+200e6, t0+300e6))
+		// split into 250 ms parts: the change opens the second
+		bin("split", in, "-o", filepath.Join(dir, "part."+ext), "--duration", "250ms")
+		parts, _ := filepath.Glob(filepath.Join(dir, "part*."+ext))
+		var all []typedMsg
+		for _, p := range parts {
+			all = append(all, readTyped(t, p)...)
+		}
+		if len(parts) < 2 {
+			t.Fatalf("split → %s: %v", ext, parts)
+		}
+		sameTyped(t, "split → "+ext, all, msgs)
+		// compress
+		c := filepath.Join(dir, "compressed."+ext)
+		src := in
+		if ext == "mcap" {
+			src = filepath.Join(dir, "export.mcap")
+			bin("export", "--format", "mcap", in, "-o", src)
+		}
+		bin("compress", src, "-o", c, "--compression", "lz4")
+		sameTyped(t, "compress "+ext, readTyped(t, c), msgs)
+		// recover a cut leftover: what is whole keeps its type (of the
+		// MCAP file the cut may take only the summary)
+		b, _ := os.ReadFile(c)
+		cut := filepath.Join(dir, "cut."+ext+".tmp")
+		os.WriteFile(cut, b[:len(b)*3/4], 0o644)
+		rec := filepath.Join(dir, "recovered."+ext)
+		bin("recover", cut, "-o", rec)
+		got := readTyped(t, rec)
+		if len(got) == 0 || len(got) > len(msgs) {
+			t.Fatalf("recover %s: %d messages of %d", ext, len(got), len(msgs))
+		}
+		sameTyped(t, "recover "+ext, got, msgs[:len(got)])
 	}
 }

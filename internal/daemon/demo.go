@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
-	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/demo"
 	"github.com/edr-lite/edr-lite/shm"
@@ -184,7 +183,7 @@ func openDemoProducers(dir string) ([]*shm.Producer, map[string]demo.Publisher, 
 		if tp.Size > 64<<10 {
 			capacity = 16 << 20
 		}
-		p, err := shm.NewProducer(dir, shm.ProducerOptions{Name: tp.Name, Type: ingest.Named(tp.Type), Capacity: capacity,
+		p, err := shm.NewProducer(dir, shm.ProducerOptions{Name: tp.Name, Type: tp.Type, Capacity: capacity,
 			HeartbeatPeriod: 500 * time.Millisecond})
 		if err != nil {
 			closeProducers(prods)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/media"
 )
 
 // Publisher receives one topic's messages.
@@ -15,10 +18,12 @@ type Publisher interface {
 
 // Topic is one simulated stream.
 type Topic struct {
-	Name    string
-	Type    string
+	Name string
+	// Type is what the producer declares: packed structs (a layout),
+	// foxglove.CompressedImage protobuf, JSON with a JSON Schema.
+	Type    ingest.Type
 	Hz      float64 // 0 for a latched topic published once at start
-	Size    int     // payload size in bytes
+	Size    int     // payload size in bytes; the camera's is an upper bound
 	Latched bool
 }
 
@@ -31,13 +36,32 @@ const (
 	TopicCalibration = "vehicle/calibration"
 )
 
+// The layouts of the packed topics (docs/schemas.md, the layout language).
+// The speed stays a f32le at offset 0: the shipped hard_brake rule reads
+// it there.
+const (
+	SpeedLayout = "# edr.demo.Speed, 100 Hz\nf32le speed (m/s)\nu32le seq\n"
+	BrakeLayout = "# edr.demo.BrakePedal, 50 Hz: 0 released .. 1 floored\nf32le pedal\n"
+	IMULayout   = "# edr.demo.IMU, 200 Hz\nf32le accel[3] (m/s^2)\nf32le gyro[3] (rad/s)\n"
+)
+
+// CalibrationSchema is the JSON Schema of the calibration message.
+const CalibrationSchema = `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"edr.demo.Calibration","type":"object",` +
+	`"properties":{"vehicle":{"type":"string"},"wheelbase_m":{"type":"number","description":"unit: m"},` +
+	`"camera_front":{"type":"object","properties":{"fx":{"type":"number"},"fy":{"type":"number"},"cx":{"type":"number"},"cy":{"type":"number"}}},` +
+	`"imu_to_base":{"type":"array","items":{"type":"number"},"minItems":3,"maxItems":3,"description":"unit: m"}},` +
+	`"required":["vehicle","wheelbase_m","camera_front","imu_to_base"]}`
+
 // Topics lists the simulated streams.
 var Topics = []Topic{
-	{Name: TopicSpeed, Type: "edr.demo.Speed(f32le m/s)", Hz: 100, Size: 8},
-	{Name: TopicBrake, Type: "edr.demo.BrakePedal(f32le 0..1)", Hz: 50, Size: 4},
-	{Name: TopicIMU, Type: "edr.demo.IMU(6xf32le ax,ay,az,gx,gy,gz)", Hz: 200, Size: 24},
-	{Name: TopicCamera, Type: "edr.demo.Image(gray8 512x400)", Hz: 30, Size: 512 * 400},
-	{Name: TopicCalibration, Type: "application/json", Latched: true},
+	{Name: TopicSpeed, Type: ingest.Packed("edr.demo.Speed", SpeedLayout), Hz: 100, Size: 8},
+	{Name: TopicBrake, Type: ingest.Packed("edr.demo.BrakePedal", BrakeLayout), Hz: 50, Size: 4},
+	{Name: TopicIMU, Type: ingest.Packed("edr.demo.IMU", IMULayout), Hz: 200, Size: 24},
+	{Name: TopicCamera, Type: ingest.Type{MessageEncoding: ingest.EncodingProtobuf, Schema: ingest.Schema{
+		Name: media.SchemaCompressedImage, Encoding: ingest.SchemaProtobuf, Data: media.CompressedImageDescriptor()}},
+		Hz: 30, Size: 128 << 10},
+	{Name: TopicCalibration, Type: ingest.Type{MessageEncoding: ingest.EncodingJSON, Schema: ingest.Schema{
+		Name: "edr.demo.Calibration", Encoding: ingest.SchemaJSON, Data: []byte(CalibrationSchema)}}, Latched: true},
 }
 
 // Vehicle is the simulation's script: it cruises, then brakes hard.
@@ -74,11 +98,35 @@ func Calibration() []byte {
 	return []byte(`{"vehicle":"demo-1","wheelbase_m":2.7,"camera_front":{"fx":410.2,"fy":410.9,"cx":256,"cy":200},"imu_to_base":[0,0,0.35]}`)
 }
 
+// Distance returns how far the vehicle has driven at t since the start, in
+// metres.
+func (v Vehicle) Distance(t time.Duration) float64 {
+	if t < v.BrakeAt {
+		return v.Cruise * t.Seconds()
+	}
+	d := v.Cruise * v.BrakeAt.Seconds()
+	dt := (t - v.BrakeAt).Seconds()
+	if v.Decel > 0 {
+		dt = min(dt, v.Cruise/v.Decel) // stopped
+	}
+	return d + v.Cruise*dt - v.Decel*dt*dt/2
+}
+
 // Payload fills buf (grown as needed) with the message of topic at t, the
-// n-th message of that topic, and returns it.
+// n-th message of that topic, and returns it. The camera's timestamp is t
+// itself (PayloadAt stamps it with a start time).
 func (v Vehicle) Payload(buf []byte, topic Topic, t time.Duration, n uint64) []byte {
+	return v.PayloadAt(buf, topic, 0, t, n)
+}
+
+// PayloadAt is Payload for a run that started at startNs (ns since the
+// epoch): the camera frame's timestamp is startNs + t.
+func (v Vehicle) PayloadAt(buf []byte, topic Topic, startNs int64, t time.Duration, n uint64) []byte {
 	if topic.Latched {
 		return append(buf[:0], Calibration()...)
+	}
+	if topic.Name == TopicCamera {
+		return v.cameraFrame(buf[:0], startNs+int64(t), t)
 	}
 	if cap(buf) < topic.Size {
 		buf = make([]byte, topic.Size)
@@ -95,7 +143,7 @@ func (v Vehicle) Payload(buf []byte, topic Topic, t time.Duration, n uint64) []b
 			p = 0.85
 		}
 		le.PutUint32(buf[0:], math.Float32bits(p))
-	case TopicIMU:
+	case TopicIMU: // accel[3], gyro[3]
 		ax := float32(0.1 * math.Sin(float64(n)))
 		if v.Braking(t) {
 			ax = float32(-v.Decel)
@@ -104,12 +152,6 @@ func (v Vehicle) Payload(buf []byte, topic Topic, t time.Duration, n uint64) []b
 		for i, x := range vals {
 			le.PutUint32(buf[4*i:], math.Float32bits(x))
 		}
-	case TopicCamera:
-		// a moving gradient with the frame number in the first 8 bytes
-		for i := range buf {
-			buf[i] = byte(i + int(n)*3)
-		}
-		le.PutUint64(buf[0:], n)
 	default:
 		for i := range buf {
 			buf[i] = byte(n)
@@ -118,7 +160,8 @@ func (v Vehicle) Payload(buf []byte, topic Topic, t time.Duration, n uint64) []b
 	return buf
 }
 
-// Run publishes every topic in real time for duration, starting now, using
+// Run publishes every topic in real time for duration, starting now (each
+// message due before duration, however late the loop runs), using
 // the publisher for each topic name (topics without one are skipped). The
 // latched calibration is published once at the start. genNs is the
 // simulation's own clock (wall time at publish).
@@ -140,9 +183,13 @@ func (v Vehicle) Run(ctx context.Context, duration time.Duration, pubs map[strin
 		ss = append(ss, &sched{topic: tp, pub: p})
 	}
 	for {
+		// Past the end, what was due before it is still published (a slow
+		// camera frame must not cost the other topics their last
+		// messages), then Run returns.
 		now := time.Since(start)
-		if now >= duration {
-			return nil
+		end := now >= duration
+		if end {
+			now = duration - 1
 		}
 		next := duration
 		for _, s := range ss {
@@ -158,7 +205,7 @@ func (v Vehicle) Run(ctx context.Context, duration time.Duration, pubs map[strin
 			}
 			period := time.Duration(float64(time.Second) / s.topic.Hz)
 			for s.next <= now {
-				s.buf = v.Payload(s.buf, s.topic, s.next, s.n)
+				s.buf = v.PayloadAt(s.buf, s.topic, start.UnixNano(), s.next, s.n)
 				if err := s.pub.Publish(start.Add(s.next).UnixNano(), s.buf); err != nil {
 					return fmt.Errorf("demo: publish %s: %w", s.topic.Name, err)
 				}
@@ -168,6 +215,9 @@ func (v Vehicle) Run(ctx context.Context, duration time.Duration, pubs map[strin
 			if s.next < next {
 				next = s.next
 			}
+		}
+		if end {
+			return nil
 		}
 		wait := next - time.Since(start)
 		if wait > 0 {

@@ -99,6 +99,12 @@ func compressPack(in, out, compression string, progress func(uint64)) (*Compress
 		return nil, err
 	}
 	rep := &CompressReport{Format: FormatPack}
+	// The type sections go before the frames they preceded, so each
+	// topic's type, and where it changes, survive.
+	types, err := r.Types()
+	if err != nil {
+		return fail(err)
+	}
 	var f pack.Frame
 	for {
 		if err := r.ReadInto(&f); err != nil {
@@ -106,6 +112,13 @@ func compressPack(in, out, compression string, progress func(uint64)) (*Compress
 				break
 			}
 			return fail(err)
+		}
+		for len(types) > 0 && types[0].Offset < r.Tell() {
+			tt := &types[0]
+			if err := w.SetTopicType(tt.Name, tt.Channel, tt.Type, tt.FromNs); err != nil {
+				return fail(fmt.Errorf("%s: %w", out, err))
+			}
+			types = types[1:]
 		}
 		if err := w.WriteFrame(&f); err != nil {
 			return fail(fmt.Errorf("%s: %w", out, err))

@@ -1,6 +1,7 @@
 package dumptable
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -61,7 +62,11 @@ func demoLikeDump(tb testing.TB, dir string, seconds int, noCamera bool) (string
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
 	var buf []byte
 	for _, e := range evs {
-		buf = v.Payload(buf, e.topic, e.t, e.n)
+		if e.topic.Name == demo.TopicCamera {
+			buf = grayFrame(buf, e.n) // the figures in docs/performance.md are of these
+		} else {
+			buf = v.Payload(buf, e.topic, e.t, e.n)
+		}
 		ts := t0 + int64(e.t)
 		if err := w.Add(e.topic.Name, "", nil, ts, ts, buf); err != nil {
 			tb.Fatal(err)
@@ -178,4 +183,16 @@ func median(x []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
+}
+
+// grayFrame is the n-th frame of a raw 512×400 gray camera (the demo's
+// camera before it sent JPEGs): a moving gradient with the frame number in
+// the first 8 bytes.
+func grayFrame(buf []byte, n uint64) []byte {
+	buf = append(buf[:0], make([]byte, 512*400)...)
+	for i := range buf {
+		buf[i] = byte(i + int(n)*3)
+	}
+	binary.LittleEndian.PutUint64(buf, n)
+	return buf
 }
