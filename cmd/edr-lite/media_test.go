@@ -108,6 +108,36 @@ func TestMediaJPEGRoundTrip(t *testing.T) {
 	}
 	checkGolden(t, "media/info_jpeg_pack.txt", scrubDir(out, dir))
 
+	// cat --decode shows each image's type, format, time and bytes (their size)
+	code, out, errs = runBin(t, "cat", pk, "--decode")
+	if code != 0 {
+		t.Fatalf("cat --decode: %d %s", code, errs)
+	}
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m struct {
+			Ts   int64  `json:"ts"`
+			Type string `json:"type"`
+			Data struct {
+				Format  string `json:"format"`
+				FrameID string `json:"frame_id"`
+				Data    []byte `json:"data"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("cat --decode line %q: %v", l, err)
+		}
+		if m.Type != "foxglove.CompressedImage" || m.Data.Format != "jpeg" || m.Data.FrameID != "camera/front" ||
+			!bytes.Equal(m.Data.Data, want[m.Ts]) {
+			t.Errorf("cat --decode: %s %s %q: %d bytes, want the %d bytes of the image at %d", m.Type, m.Data.Format, m.Data.FrameID,
+				len(m.Data.Data), len(want[m.Ts]), m.Ts)
+		}
+		n++
+	}
+	if n != len(want) {
+		t.Errorf("cat --decode: %d messages, want %d", n, len(want))
+	}
+
 	back := filepath.Join(dir, "back")
 	code, out, errs = runBin(t, "export", "--format", "jpeg-dir", "--topics", "camera/front", pk, "-o", back)
 	if code != 0 {
