@@ -14,6 +14,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/units"
 )
 
@@ -31,6 +32,13 @@ type Message struct {
 	Seq uint64
 	// Data is the payload. Rules never keep it past the callback.
 	Data []byte
+	// Type is the message's type (encoding and schema), nil or raw when
+	// the topic declares none: m.speed and m:f("wheel[2]") read fields by
+	// name through it. The pointer identifies the type: the same pointer
+	// for every message of one type (a rule compiles a path once per
+	// pointer), a new one when the topic's type changes; the Type it
+	// points to must not change while rules run.
+	Type *ingest.Type
 }
 
 // Trigger is what a rule's trigger{...} hands to Options.OnTrigger.
@@ -214,6 +222,17 @@ type Rule struct {
 	onDump     *lua.LFunction
 
 	cur *Message
+	// fields by name (fields.go): what the rule knows of each type, and
+	// of the current message's
+	types     map[*ingest.Type]*typeFields
+	curType   *ingest.Type
+	curFields *typeFields
+	// string constants of the script that may name fields, and the fields
+	// of storedType stored in the methods table (storeTyped)
+	usedNames  []string
+	storedType *ingest.Type
+	storedSet  bool
+	storedList []storedField
 	// now is the rule's time (its time domain); capOff maps it to capture
 	// time: capture time of the latest message minus its rule time.
 	now      int64
