@@ -7,7 +7,7 @@
 local topic  = param("topic", "vehicle/speed")
 local offset = param("offset", 0)
 local field  = param("field", "f32le")     -- any m:<accessor>
-local path   = param("path", "")           -- by name: overrides field and offset
+local path   = params.path                 -- by name (optional): overrides field and offset
 local scale  = param("scale", 1.0)         -- raw value * scale = m/s
 local decel  = param("decel", 6.0)         -- m/s^2 that counts as hard braking
 local max_gap = param("max_gap", 1.0)      -- s; no derivative across longer gaps
@@ -21,7 +21,7 @@ rule {
   max_per_minute = param("max_per_minute", 6),
 }
 
-local by_name = path ~= ""
+local by_name = path ~= nil and path ~= ""
 local last_v, last_ts
 function on_message(m)
   local v

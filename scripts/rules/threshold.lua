@@ -7,7 +7,7 @@
 local topic     = param("topic", "**")
 local field     = param("field", "f32le")
 local offset    = param("offset", 0)
-local path      = param("path", "")        -- by name: overrides field and offset
+local path      = params.path              -- by name (optional): overrides field and offset
 local scale     = param("scale", 1.0)
 local bias      = param("bias", 0.0)
 local direction = param("direction", "above")
@@ -34,7 +34,7 @@ rule {
 
 local above = direction == "above"
 local armed = true
-local by_name = path ~= ""
+local by_name = path ~= nil and path ~= ""
 function on_message(m)
   local raw
   if by_name then raw = m:f(path) else raw = m[field](m, offset) end
