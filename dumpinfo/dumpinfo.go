@@ -175,4 +175,21 @@ type TopicAccount struct {
 	// Cut: in a cut of other dumps (Info.Cut), the topic's messages the
 	// inputs hold and this file does not.
 	Cut uint64 `json:"cut,omitempty"`
+	// Order is how the topic's messages are ordered in the file: "" for
+	// capture order (or the dump-wide producer-time reorder), OrderEvent
+	// for the topic's event time (a field of its messages) through the
+	// bounded reorder stage (dump.EventOrder).
+	Order string `json:"order,omitempty"`
+	// Late counts, with Order = OrderEvent, the messages that arrived too
+	// late for the reorder stage's bound and were written in arrival
+	// order: exactly the messages whose event time is below that of a
+	// message of the topic before them in the file.
+	Late uint64 `json:"late,omitempty"`
+	// EventTimeMissing counts, with Order = OrderEvent, the messages whose
+	// event time could not be read (written in arrival order).
+	EventTimeMissing uint64 `json:"event_time_missing,omitempty"`
 }
+
+// OrderEvent is TopicAccount.Order for a topic written in event-time
+// order.
+const OrderEvent = "event"
