@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -160,5 +162,32 @@ event_time = "t"
 	resp.Body.Close()
 	if want := fmt.Sprintf("edr_dump_late_messages_total %d\n", late); !strings.Contains(string(body), want) {
 		t.Errorf("/metrics lacks %q", want)
+	}
+}
+
+// TestConfigCheckEventTime: config check checks event_time as run does: a
+// path the table's layout does not have, a unit that is no unit, a unit
+// without a field, each exit 1 naming the file, line, key and cause; a
+// [[topic]] event_time without a type there passes (it is checked against
+// the type the topic declares when it is discovered).
+func TestConfigCheckEventTime(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ body, want string }{
+		{"[[topic]]\nmatch = \"imu\"\nlayout = \"u64le t (ns)\"\nevent_time = \"stamp\"\n", ":6: topic[0].event_time: schema: no such field: \"stamp\": no field stamp"},
+		{"[[source.udp]]\nlisten = \":30490\"\nlayout = \"u64le t\"\nevent_time = \"t\"\nevent_time_unit = \"fortnights\"\n", ":7: source.udp[0].event_time_unit: schema: no such field: event time unit \"fortnights\""},
+		{"[[topic]]\nmatch = \"imu\"\nevent_time_unit = \"ns\"\n", ":6: topic[0].event_time_unit: event_time_unit without event_time"},
+		{"[[topic]]\nmatch = \"imu\"\nlayout = \"u64le t\"\nevent_time = \"t\"\n", ":7: topic[0].event_time: schema: no such field: event time \"t\": unit \"\" is not a time unit"},
+		{"[recorder]\nevent_time_window = \"0s\"\n", "recorder.event_time_window"},
+		{"[[topic]]\nmatch = \"imu\"\nevent_time = \"header.stamp\"\nevent_time_unit = \"stamp\"\n", ""},
+	} {
+		cfg := filepath.Join(dir, "edr.toml")
+		os.WriteFile(cfg, []byte("[recorder]\ndump_dir = \"/tmp/d\"\n\n"+strings.Replace(c.body, "[recorder]\n", "", 1)), 0o600)
+		code, out, errs := runBin(t, "config", "check", cfg)
+		switch {
+		case c.want == "" && code != 0:
+			t.Errorf("%s: exit %d %s %s, want 0", c.body, code, out, errs)
+		case c.want != "" && (code != 1 || !strings.Contains(errs, c.want)):
+			t.Errorf("%s: exit %d\n%s%s\nwant 1 and %q", c.body, code, out, errs, c.want)
+		}
 	}
 }
