@@ -41,6 +41,10 @@ type typeFields struct {
 	err    error
 	packed bool
 	paths  map[string]*fieldGetter
+	// et is the rule's event time on this type (TimeEvent), compiled
+	// once; etDone says it was tried (et nil: the type does not hold it)
+	et     *schema.EventTime
+	etDone bool
 	// stored are the fields storeTyped sets before each on_message (nil
 	// until computed, for packed types only)
 	stored []storedField
@@ -211,4 +215,29 @@ func (r *Rule) field(L *lua.LState, path string, method bool) lua.LValue {
 		fg.gen, fg.v = gen, out
 	}
 	return out
+}
+
+// eventTime is m's event time for a TimeEvent rule: the rule's event_time
+// field of m's type, compiled once per type. A type that does not hold it
+// is logged once (naming topic and cause) and its messages take the
+// producer's or the capture time.
+func (r *Rule) eventTime(m *Message) (int64, bool) {
+	if m.Type == nil {
+		return 0, false
+	}
+	tf := r.fieldsOf(m.Type)
+	if !tf.etDone {
+		tf.etDone = true
+		if tf.err == nil {
+			var err error
+			if tf.et, err = schema.NewEventTime(*m.Type, r.decl.EventTime, r.decl.EventTimeUnit); err != nil {
+				r.logger.Warn("rule event time not readable: producer or capture time used", "rule", r.decl.Name,
+					"topic", m.Topic, "event_time", r.decl.EventTime, "err", err)
+			}
+		}
+	}
+	if tf.et == nil {
+		return 0, false
+	}
+	return tf.et.Ns(m.Data)
 }

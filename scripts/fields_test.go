@@ -3,7 +3,9 @@ package scripts
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +200,42 @@ func TestFieldsTypeChange(t *testing.T) {
 		&Message{Topic: "s", TS: base + 2*int64(time.Millisecond), Type: a, Data: packSpeed(5, 2, [4]int16{}, 0, 0, false, "", 0)})
 	if strings.Join(got, "|") != "3 1|7 4|5 2" {
 		t.Fatalf("tags %q", got)
+	}
+}
+
+// TestEventTimeDomain: a rule with time = "event" runs on the time its
+// messages' event_time field holds: m.ts, now() and differences are that
+// time, triggers still carry capture time; a message without the field
+// (raw, too short) takes the producer's time. Declaring time = "event"
+// without the field, or a unit that is none, is a declaration error.
+func TestEventTimeDomain(t *testing.T) {
+	typ := &ingest.Type{MessageEncoding: ingest.EncodingPacked,
+		Schema: ingest.Schema{Name: "demo.Imu", Encoding: ingest.SchemaLayout, Data: []byte("u64le t (ns); f32le ax")}}
+	src := `rule{name='ev', topics='imu', time='event', event_time='t'}
+function on_message(m) trigger{tag = string.format('%d %d', (m.ts - 1796169600000000000) / 1e6, now() - m.ts)} end`
+	r, f := load(t, src, nil)
+	msg := func(ev int64) []byte { return append(binary.LittleEndian.AppendUint64(nil, uint64(ev)), f32(1)...) }
+	const ms = int64(time.Millisecond)
+	r.Feed(&Message{Topic: "imu", TS: base + 500*ms, GenTS: base + 400*ms, Type: typ, Data: msg(base + 7*ms)})
+	r.Feed(&Message{Topic: "imu", TS: base + 900*ms, GenTS: base + 800*ms, Type: typ, Data: msg(base + 3*ms)[:5]}) // too short: producer time
+	r.Feed(&Message{Topic: "imu", TS: base + 1000*ms, GenTS: base + 950*ms, Data: f32(1)})                       // untyped: producer time
+	mustNotBeDisabled(t, r)
+	var tags []string
+	var times []int64
+	for _, tr := range f.list {
+		tags, times = append(tags, tr.Tag), append(times, (tr.TimeNs-base)/int64(time.Millisecond))
+	}
+	if strings.Join(tags, "|") != "7 0|800 0|950 0" || !slices.Equal(times, []int64{500, 900, 1000}) {
+		t.Fatalf("tags %q, trigger times %v", tags, times)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"rule{name='x', topics='imu', time='event'}\nfunction on_message(m) end", `time "event" needs the field`},
+		{"rule{name='x', topics='imu', time='event', event_time='t', event_time_unit='fortnight'}\nfunction on_message(m) end", `event_time_unit: schema: no such field: event time unit "fortnight"`},
+		{"rule{name='x', topics='imu', time='later'}\nfunction on_message(m) end", `want "producer", "capture" or "event"`},
+	} {
+		_, err := LoadSource("t.lua", c.src, Options{Logger: quiet})
+		if !errors.Is(err, ErrDeclaration) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a declaration error saying %q", c.src, err, c.want)
+		}
 	}
 }

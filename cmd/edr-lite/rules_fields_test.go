@@ -1,11 +1,16 @@
 package main
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/edr-lite/edr-lite/ingest"
 )
 
 // TestRulesTestFieldsByName: rules test runs a rule reading fields by name
@@ -58,5 +63,33 @@ end
 	code, out, errs = runBin(t, "rules", "test", "--mode", "input-only", "--rules", rule, dump)
 	if !strings.Contains(out+errs, "m.sped: topic vehicle/speed (vehicle.Speed)") || !strings.Contains(out+errs, "no field sped") {
 		t.Errorf("typo: code %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestRulesTestEventTime: rules test runs a rule in the event time its
+// messages carry (rule{ time = "event", event_time = "t" }): m.ts is the
+// packed field, 250 ms before the capture time; the trigger is still
+// recorded at the capture time.
+func TestRulesTestEventTime(t *testing.T) {
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "imu.pack")
+	typ := ingest.Packed("demo.Imu", "u64le t (ns); f32le ax")
+	var msgs []typedMsg
+	for i := range 10 {
+		capNs := t0 + int64(i)*10e6
+		d := binary.LittleEndian.AppendUint64(nil, uint64(capNs-250e6))
+		msgs = append(msgs, typedMsg{"imu", typ, capNs, binary.LittleEndian.AppendUint32(d, math.Float32bits(float32(i)))})
+	}
+	writeTypedDump(t, dump, msgs)
+	rule := filepath.Join(dir, "ev.lua")
+	os.WriteFile(rule, []byte(`rule{name='ev', topics='imu', time='event', event_time='t'}
+function on_message(m)
+  if m.ax == 5 then trigger{tag = string.format('%d', (m.ts - `+strconv.FormatInt(t0, 10)+`) / 1e6)} end
+end
+`), 0o644)
+	code, out, errs := runBin(t, "rules", "test", "--mode", "input-only", "--rules", rule, dump)
+	want := fmt.Sprintf(`"time_ns":%d,`, t0+50e6)
+	if code != exitOK || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"tag":"-200"`) || !strings.Contains(out, want) {
+		t.Errorf("code %d, stdout %q, stderr %q; want tag -200 (50 ms - 250 ms) at capture time %s", code, out, errs, want)
 	}
 }

@@ -289,7 +289,8 @@ type Rule struct {
 	// Instructions is the rule's Lua instruction budget per callback
 	// (0 = the default, scripts.Budget).
 	Instructions int64 `toml:"instructions"`
-	// Time overrides the rule's time domain: "producer" or "capture"
+	// Time overrides the rule's time domain: "producer", "capture" or
+	// "event" (the rule names its event_time field)
 	// ("" = as the rule declares; producer time by default).
 	Time string `toml:"time"`
 }
@@ -606,7 +607,7 @@ func (f *File) check() Errors {
 			add(fmt.Sprintf("rule[%d]", i), "set exactly one of file or builtin")
 		}
 		if r.Time != "" {
-			if err := oneOf(r.Time, "producer", "capture"); err != nil {
+			if err := oneOf(r.Time, "producer", "capture", "event"); err != nil {
 				add(fmt.Sprintf("rule[%d].time", i), "%v", err)
 			}
 		}
