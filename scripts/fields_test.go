@@ -218,7 +218,7 @@ function on_message(m) trigger{tag = string.format('%d %d', (m.ts - 179616960000
 	const ms = int64(time.Millisecond)
 	r.Feed(&Message{Topic: "imu", TS: base + 500*ms, GenTS: base + 400*ms, Type: typ, Data: msg(base + 7*ms)})
 	r.Feed(&Message{Topic: "imu", TS: base + 900*ms, GenTS: base + 800*ms, Type: typ, Data: msg(base + 3*ms)[:5]}) // too short: producer time
-	r.Feed(&Message{Topic: "imu", TS: base + 1000*ms, GenTS: base + 950*ms, Data: f32(1)})                       // untyped: producer time
+	r.Feed(&Message{Topic: "imu", TS: base + 1000*ms, GenTS: base + 950*ms, Data: f32(1)})                         // untyped: producer time
 	mustNotBeDisabled(t, r)
 	var tags []string
 	var times []int64

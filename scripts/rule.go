@@ -135,8 +135,8 @@ type Decl struct {
 	// EventTime and EventTimeUnit name the field TimeEvent reads
 	// (rule{ event_time = "header.stamp", event_time_unit = "stamp" }).
 	EventTime, EventTimeUnit string
-	Cooldown     time.Duration
-	MaxPerMinute int
+	Cooldown                 time.Duration
+	MaxPerMinute             int
 	// Tick is the on_tick period (1s when on_tick is defined and tick is
 	// not declared; 0 when there is no on_tick).
 	Tick time.Duration
