@@ -15,6 +15,15 @@ import (
 // the message does not hold it.
 type EventTimeFunc func(msg []byte) (int64, bool)
 
+// EventField is a topic's event time: the field of its schema that holds
+// it (a field path and its unit, recorded in the dump's accounting so
+// offline verbs read the same time: dumpinfo.TopicAccount.EventTime) and
+// its reader.
+type EventField struct {
+	Path, Unit string
+	Ns         EventTimeFunc
+}
+
 // EventOrder is the Transform that writes the topics that have an event
 // time (a field of their schema, configured per topic: event_time) in
 // event-time order through a bounded reorder stage; other topics pass
@@ -33,10 +42,10 @@ type EventTimeFunc func(msg []byte) (int64, bool)
 // message whose event time cannot be read (too short, the field absent) is
 // also written at once and counted in EventTimeMissing.
 type EventOrder struct {
-	// EventTime returns the event-time reader of a topic's type span, or
-	// nil when the topic has none. It is called once per dump and
-	// TopicInfo (one pointer per topic and type span).
-	EventTime func(topic *ingest.TopicInfo) EventTimeFunc
+	// EventTime returns the event time of a topic's type span, or nil
+	// when the topic has none. It is called once per dump and TopicInfo
+	// (one pointer per topic and type span).
+	EventTime func(topic *ingest.TopicInfo) *EventField
 	// Window is how far behind capture time a message's event time may be
 	// and still be put in order (defaults.EventOrderWindow when 0).
 	Window time.Duration
@@ -73,6 +82,7 @@ func (o *EventOrder) NewStage(next MessageWriter) Stage {
 type eventTopic struct {
 	label   string
 	fn      EventTimeFunc
+	field   *EventField
 	last    int64 // event time of the last message written
 	written bool
 	late    uint64
@@ -114,7 +124,9 @@ func (s *eventStage) topic(t *ingest.TopicInfo) *eventTopic {
 	}
 	e := &eventTopic{label: label, st: st}
 	if s.o.EventTime != nil {
-		e.fn = s.o.EventTime(t)
+		if e.field = s.o.EventTime(t); e.field != nil {
+			e.fn = e.field.Ns
+		}
 	}
 	s.funcs[t] = e
 	return e
@@ -191,14 +203,15 @@ func (s *eventStage) Account(info *dumpinfo.Info) {
 		if st == nil {
 			continue
 		}
-		ordered := false
+		var field *EventField
 		for _, e := range s.funcs {
 			if e.st == st && e.fn != nil {
-				ordered = true
+				field = e.field
 			}
 		}
-		if ordered {
+		if field != nil {
 			a.Order = dumpinfo.OrderEvent
+			a.EventTime, a.EventTimeUnit = field.Path, field.Unit
 			a.Late += st.late
 			a.EventTimeMissing += st.missing
 		}

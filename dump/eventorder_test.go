@@ -23,10 +23,10 @@ func stampAt0(msg []byte) (int64, bool) {
 	return int64(binary.LittleEndian.Uint64(msg)), true
 }
 
-func onlyTopic(name string) func(*ingest.TopicInfo) EventTimeFunc {
-	return func(t *ingest.TopicInfo) EventTimeFunc {
+func onlyTopic(name string) func(*ingest.TopicInfo) *EventField {
+	return func(t *ingest.TopicInfo) *EventField {
 		if t.Name == name {
-			return stampAt0
+			return &EventField{Path: "t", Unit: "ns", Ns: stampAt0}
 		}
 		return nil
 	}
@@ -117,7 +117,7 @@ func TestEventOrderStage(t *testing.T) {
 	}
 	acc := info.Topics[0]
 	// each 200 ms straggler is late, and nothing else is
-	if acc.Late != late || late != uint64(beyond) || acc.Order != dumpinfo.OrderEvent || acc.EventTimeMissing != 1 {
+	if acc.Late != late || late != uint64(beyond) || acc.Order != dumpinfo.OrderEvent || acc.EventTimeMissing != 1 || acc.EventTime != "t" || acc.EventTimeUnit != "ns" {
 		t.Fatalf("account %+v; late in the output %d, stragglers %d", acc, late, beyond)
 	}
 	if b := info.Topics[1]; b.Order != "" || b.Late != 0 {

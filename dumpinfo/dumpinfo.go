@@ -188,6 +188,11 @@ type TopicAccount struct {
 	// EventTimeMissing counts, with Order = OrderEvent, the messages whose
 	// event time could not be read (written in arrival order).
 	EventTimeMissing uint64 `json:"event_time_missing,omitempty"`
+	// EventTime and EventTimeUnit are, with Order = OrderEvent, the field
+	// of the topic's schema that holds its event time and its unit (as
+	// schema.NewEventTime takes them), so offline verbs read the same time.
+	EventTime     string `json:"event_time,omitempty"`
+	EventTimeUnit string `json:"event_time_unit,omitempty"`
 }
 
 // OrderEvent is TopicAccount.Order for a topic written in event-time

@@ -49,6 +49,8 @@ and --to must be absolute: the start is not known in advance).
 	jsonl := c.fs.Bool("jsonl", false, "one JSON object per line (see above)")
 	payload := c.fs.String("payload", "auto", "payload `MODE`: base64 (whole), hex (preview), none, or auto (base64 in --jsonl to a pipe or file, else hex)")
 	c.enum("payload", payloadModes...)
+	timeMode := c.fs.String("time", "capture", "`WHICH` time to show (ts/time in --jsonl): capture, producer or event (a topic's event_time field as the dump recorded it); --from/--to select on capture time")
+	c.enum("time", catTimes...)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -91,6 +93,10 @@ and --to must be absolute: the start is not known in advance).
 			return c.fail(err)
 		}
 	}
+	tm, err := newCatTime(*timeMode, args[0], stdin)
+	if err != nil {
+		return c.usageErr("%v", err)
+	}
 	walk := dumpfile.Walk
 	if stdin {
 		held = filter.Held{What: "standard input", TimesUnknown: true}
@@ -106,6 +112,7 @@ and --to must be absolute: the start is not known in advance).
 		if m.TimeNs < fromNs || m.TimeNs > toNs || !sel.Match(m.Topic) {
 			return nil
 		}
+		m = tm.msg(m)
 		if *jsonl {
 			writeCatJSON(e, m, mode)
 		} else {

@@ -13,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // freePort returns a loopback port nothing listens on now.
@@ -133,13 +137,15 @@ event_time = "t"
 			Order            string `json:"order"`
 			Late             uint64 `json:"late"`
 			EventTimeMissing uint64 `json:"event_time_missing"`
+			EventTime        string `json:"event_time"`
+			EventTimeUnit    string `json:"event_time_unit"`
 		} `json:"topics"`
 	}
 	if err := json.Unmarshal([]byte(js), &in); code != 0 || err != nil || len(in.Topics) != 1 {
 		t.Fatalf("info --json: %d %v\n%s", code, err, js)
 	}
-	if tp := in.Topics[0]; tp.Order != "event" || tp.Late != late || tp.EventTimeMissing != 0 {
-		t.Errorf("info --json topic %+v, want order event, late %d", tp, late)
+	if tp := in.Topics[0]; tp.Order != "event" || tp.Late != late || tp.EventTimeMissing != 0 || tp.EventTime != "t" || tp.EventTimeUnit != "ns" {
+		t.Errorf("info --json topic %+v, want order event by t in ns (the layout's unit), late %d", tp, late)
 	}
 	if _, txt, _ := runBin(t, "info", path); !strings.Contains(txt, fmt.Sprintf("event order: imu: %d late (beyond the reorder bound", late)) {
 		t.Errorf("info does not say it:\n%s", txt)
@@ -189,5 +195,48 @@ func TestConfigCheckEventTime(t *testing.T) {
 		case c.want != "" && (code != 1 || !strings.Contains(errs, c.want)):
 			t.Errorf("%s: exit %d\n%s%s\nwant 1 and %q", c.body, code, out, errs, c.want)
 		}
+	}
+}
+
+// TestCatTimeEvent: cat --time event shows each message's event time, read
+// from the field the dump says it ordered the topic by; --time producer
+// the producer's; a bad value is a usage error.
+func TestCatTimeEvent(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "imu.pack")
+	typ := ingest.Packed("demo.Imu", "u64le t (ns); f32le ax")
+	w, err := pack.Create(path, pack.WriterOptions{Writer: "test", CreatedNs: t0 - 1e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		capNs := t0 + int64(i)*1e9
+		w.SetTopicType("imu", "", typ, capNs)
+		d := binary.LittleEndian.AppendUint64(nil, uint64(capNs-250e6))
+		if err := w.Add("imu", "", nil, capNs-100e6, capNs, binary.LittleEndian.AppendUint32(d, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.SetDumpInfo(dumpinfo.Info{Topics: []dumpinfo.TopicAccount{{Topic: pack.Topic("imu", ""), Messages: 3,
+		Order: dumpinfo.OrderEvent, EventTime: "t", EventTimeUnit: "ns"}}})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for mode, off := range map[string]int64{"capture": 0, "producer": -100e6, "event": -250e6} {
+		code, out, errs := runBin(t, "cat", "--jsonl", "--payload", "none", "--time", mode, path)
+		var got []int64
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var j struct {
+				TS int64 `json:"ts"`
+			}
+			json.Unmarshal([]byte(line), &j)
+			got = append(got, j.TS)
+		}
+		if code != 0 || len(got) != 3 || got[0] != t0+off || got[2] != t0+2e9+off {
+			t.Errorf("--time %s: exit %d, times %v (stderr %q), want t0%+d ...", mode, code, got, errs, off)
+		}
+	}
+	if code, _, errs := runBin(t, "cat", "--time", "gps", path); code != 2 || !strings.Contains(errs, `--time "gps"`) {
+		t.Errorf("--time gps: exit %d, %q", code, errs)
 	}
 }

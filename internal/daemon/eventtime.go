@@ -24,7 +24,7 @@ type eventTimes struct {
 	log     *slog.Logger
 
 	mu    sync.Mutex
-	cache map[eventKey]*schema.EventTime // nil: the path does not compile
+	cache map[eventKey]*dump.EventField // nil: the path does not compile
 }
 
 type eventRule struct {
@@ -39,7 +39,7 @@ type eventKey struct {
 
 // newEventTimes returns nil when no table names an event time.
 func newEventTimes(f *config.File) *eventTimes {
-	e := &eventTimes{sources: map[string]eventRule{}, cache: map[eventKey]*schema.EventTime{}, log: slog.Default()}
+	e := &eventTimes{sources: map[string]eventRule{}, cache: map[eventKey]*dump.EventField{}, log: slog.Default()}
 	for _, t := range f.Topics {
 		if t.EventTime != "" {
 			e.topics = append(e.topics, eventRule{match: t.Match, path: t.EventTime, unit: t.EventTimeUnit})
@@ -100,36 +100,43 @@ func (e *eventTimes) order(f *config.File) *dump.EventOrder {
 	r := f.Recorder
 	return &dump.EventOrder{
 		Window: r.EventTimeWindow.D(), MaxMessages: r.EventTimeMaxMessages, MaxBytes: int64(r.EventTimeMaxBytes),
-		EventTime: func(t *ingest.TopicInfo) dump.EventTimeFunc {
+		EventTime: func(t *ingest.TopicInfo) *dump.EventField {
 			rule, ok := e.rule(t, globs)
 			if !ok {
 				return nil
 			}
-			et := e.compile(t, rule)
-			if et == nil {
-				return nil
-			}
-			return et.Ns
+			return e.compile(t, rule)
 		},
 	}
 }
 
-func (e *eventTimes) compile(t *ingest.TopicInfo, r eventRule) *schema.EventTime {
+func (e *eventTimes) compile(t *ingest.TopicInfo, r eventRule) *dump.EventField {
 	k := eventKey{r, t.Type.ID()}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if et, ok := e.cache[k]; ok {
-		return et
+	if f, ok := e.cache[k]; ok {
+		return f
 	}
+	var f *dump.EventField
 	et, err := schema.NewEventTime(t.Type, r.path, r.unit)
 	if err != nil {
 		e.log.Warn("event time not readable: the topic is written in capture order",
 			"topic", t.Name, "channel", t.Channel, "event_time", r.path, "type", t.Type.String(), "err", err)
-		et = nil
+	} else {
+		f = &dump.EventField{Path: r.path, Unit: r.unit, Ns: et.Ns}
+		if f.Unit == "" { // a packed field's own unit: recorded, so a JSON transcoding reads it too
+			if d, err := schema.NewDecoder(t.Type); err == nil {
+				if l, ok := d.(*schema.Layout); ok {
+					if a, err := l.Accessor(r.path); err == nil {
+						f.Unit = a.Field().Unit
+					}
+				}
+			}
+		}
 	}
 	if len(e.cache) > 4096 {
 		clear(e.cache)
 	}
-	e.cache[k] = et
-	return et
+	e.cache[k] = f
+	return f
 }
