@@ -147,7 +147,7 @@ event_time = "t"
 	if tp := in.Topics[0]; tp.Order != "event" || tp.Late != late || tp.EventTimeMissing != 0 || tp.EventTime != "t" || tp.EventTimeUnit != "ns" {
 		t.Errorf("info --json topic %+v, want order event by t in ns (the layout's unit), late %d", tp, late)
 	}
-	if _, txt, _ := runBin(t, "info", path); !strings.Contains(txt, fmt.Sprintf("event order: imu: %d late (beyond the reorder bound", late)) {
+	if _, txt, _ := runBin(t, "info", path); !strings.Contains(txt, fmt.Sprintf("event order: imu by t (ns): %d late (beyond the reorder bound", late)) {
 		t.Errorf("info does not say it:\n%s", txt)
 	}
 	// status and /metrics
