@@ -99,4 +99,3 @@ func TestExportHostileSchemas(t *testing.T) {
 		t.Errorf("jsonl export: %d %s %s", code, out, errs)
 	}
 }
-
