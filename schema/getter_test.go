@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -68,8 +67,8 @@ func TestGetter(t *testing.T) {
 
 // TestGetterRecursionBounded: paths through a self-recursive protobuf type
 // (message Node { Node child = 1; ... }) and deeply nested JSON read in
-// bounded time and depth: a message nested deeper than MaxDepth reads as
-// false, never a stack overflow.
+// bounded depth: a message nested deeper than MaxDepth reads as false,
+// never a stack overflow.
 func TestGetterRecursionBounded(t *testing.T) {
 	typ, _ := vehicleType(t, "Node")
 	d, err := NewDecoder(typ)
@@ -100,7 +99,6 @@ func TestGetterRecursionBounded(t *testing.T) {
 	j, _ := NewDecoder(Type{MessageEncoding: EncodingJSON})
 	jg, _ := NewGetter(j, "a.a")
 	jm := []byte(strings.Repeat(`{"a":`, 100000) + "1" + strings.Repeat("}", 100000))
-	start := time.Now()
 	if v, ok := g.Get(m1); ok {
 		t.Errorf("%d deep: %+v, want false", MaxDepth+5, v)
 	}
@@ -109,8 +107,5 @@ func TestGetterRecursionBounded(t *testing.T) {
 	}
 	if _, ok := jg.Get(jm); ok {
 		t.Error("JSON 100000 deep: read")
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("deep messages took %v", el)
 	}
 }
