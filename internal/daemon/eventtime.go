@@ -69,8 +69,8 @@ func newEventTimes(f *config.File) *eventTimes {
 }
 
 // rule is the event-time rule of a topic: the first [[topic]] whose glob
-// matches it (whether or not it names an event time, as for every other
-// [[topic]] key), else its source's.
+// matches it, when it names an event time; else (an unset key keeps what
+// the source says, as for every [[topic]] key) its source's.
 func (e *eventTimes) rule(t *ingest.TopicInfo, f []string) (eventRule, bool) {
 	for i, g := range f {
 		if ok, _ := path.Match(g, t.Name); ok || t.Channel != "" && matchChannel(g, t) {
