@@ -69,6 +69,10 @@ type Config struct {
 	// (DefaultReorderMaxMessages when 0) messages. Off: capture order.
 	ReorderWindow      time.Duration
 	ReorderMaxMessages int
+	// Transforms are write-path transforms (transform.go: EventOrder, or a
+	// program's own), in order: the first sees the messages after the
+	// merge (and the producer-time reorder), the last writes to the file.
+	Transforms []Transform
 	// Hooks are told every dump's outcome (written or not), on their own
 	// goroutine.
 	Hooks []Hook

@@ -100,6 +100,7 @@ type PackWriter struct {
 	scratch    []byte
 	keepPacked bool
 	closed     bool
+	notes      []string // types it could not transcode (Notes)
 }
 
 // NewPackWriter writes MCAP to w; Close does not close w.
@@ -121,6 +122,14 @@ func CreatePackWriter(path string, opt FileOptions) (*PackWriter, error) {
 	return &PackWriter{w: fw.Writer, fw: fw, topics: map[topicKey]*topicState{}, types: map[topicKey]Topic{},
 		keepPacked: opt.KeepPacked}, nil
 }
+
+// maxNotes bounds the notes a PackWriter keeps (one per topic and type).
+const maxNotes = 256
+
+// Notes says what the writer could not do as asked: packed-struct topics
+// whose layout does not compile, written as they are instead of transcoded
+// (each naming the topic, its type and the cause).
+func (p *PackWriter) Notes() []string { return p.notes }
 
 // Writer returns the underlying MCAP writer (for AddMetadata and the like).
 func (p *PackWriter) Writer() *Writer { return p.w }
@@ -174,8 +183,13 @@ func (p *PackWriter) newChannel(t Topic) (*topicState, error) {
 	ts := &topicState{typ: t.Type.OrRaw(), rawID: -1, topic: t}
 	ct := t
 	if ts.typ.MessageEncoding == ingest.EncodingPacked && !p.keepPacked {
-		// A layout that does not compile is written as it is.
-		if l, err := schema.ParseLayout(ts.typ.Schema.Data); err == nil {
+		// A layout that does not compile is written as it is, and said.
+		l, err := schema.ParseLayout(ts.typ.Schema.Data)
+		if err != nil && len(p.notes) < maxNotes {
+			p.notes = append(p.notes, fmt.Sprintf("topic %s: type %s not transcoded to json, written as %s: %v",
+				TopicName(t.Name, t.Channel), ts.typ.Schema.Name, ingest.EncodingPacked, err))
+		}
+		if err == nil {
 			ts.layout = l
 			name := ts.typ.Schema.Name
 			ct.Type = ingest.Type{MessageEncoding: ingest.EncodingJSON,
@@ -407,6 +421,8 @@ type ExportStats struct {
 	Messages uint64 // pack messages read (an entry with meta and data counts once)
 	Bytes    uint64 // data and meta bytes carried
 	Written  int64  // MCAP bytes written
+	// Notes are PackWriter.Notes: topics not transcoded, and why.
+	Notes []string
 }
 
 // ExportPack converts the pack file behind r to MCAP on w, frames in file
@@ -495,6 +511,7 @@ func (p *PackWriter) finish(st *ExportStats, d dumpinfo.Info, hasInfo bool) erro
 	if hasInfo {
 		_ = p.SetDumpInfo(d)
 	}
+	st.Notes = p.notes
 	if err := p.Close(); err != nil {
 		return err
 	}

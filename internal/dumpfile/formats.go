@@ -271,7 +271,7 @@ func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, e
 	} else {
 		st, err = mcap.ExportMCAP(src.MCAP(), w, mopts)
 	}
-	return &ConvertReport{Topics: -1, Messages: st.Messages, Bytes: st.Bytes, Written: st.Written}, err
+	return &ConvertReport{Topics: -1, Messages: st.Messages, Bytes: st.Bytes, Written: st.Written, Notes: st.Notes}, err
 }
 
 // exportJSONL writes src through jsonl.Export: the header from the pack
