@@ -5,7 +5,8 @@
 // engine's window API (engine.Select, engine.WindowCursor), merges them in
 // capture order (or producer order through a bounded reorder stage), and
 // writes the file through a Writer — pack (write(2) path by default, a
-// stream or mmap writer as options) or MCAP — as NAME.tmp → fsync → rename
+// stream or mmap writer as options) or MCAP (write(2) by default, mmap as
+// an option) — as NAME.tmp → fsync → rename
 // → directory fsync. Each dump carries its trigger records and per-topic
 // accounting (dumpinfo.Info): messages, bytes, overwritten, oversize,
 // skipped while busy and lost at the source, for its window. After each

@@ -17,21 +17,30 @@ type mcapDump struct {
 	types typeTracker
 }
 
-// NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place), its
-// packed-struct topics transcoded to json for viewers (MCAPWriter(false)).
+// NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place, with
+// write(2): preallocated from the size hint, writeback started as it
+// fills), its packed-struct topics transcoded to json for viewers
+// (MCAPWriter(false)).
 func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
-	return newMCAPWriter(path, o, false)
+	return newMCAPWriter(path, o, false, false)
+}
+
+// NewMCAPMmapWriter is NewMCAPWriter through mcap's mmap sink
+// (mcap.FileOptions.Mmap): the slower path on the machines measured
+// (docs/performance.md), kept as an option.
+func NewMCAPMmapWriter(path string, o WriterOptions) (Writer, error) {
+	return newMCAPWriter(path, o, false, true)
 }
 
 // MCAPWriter returns the NewWriterFunc of MCAP dumps; keepPacked writes
 // packed-struct topics as they are (x-edr-packed with their layout)
 // instead of transcoding them to json (mcap.Options.KeepPacked).
 func MCAPWriter(keepPacked bool) NewWriterFunc {
-	return func(path string, o WriterOptions) (Writer, error) { return newMCAPWriter(path, o, keepPacked) }
+	return func(path string, o WriterOptions) (Writer, error) { return newMCAPWriter(path, o, keepPacked, false) }
 }
 
-func newMCAPWriter(path string, o WriterOptions, keepPacked bool) (Writer, error) {
-	fo := mcap.FileOptions{InPlace: true}
+func newMCAPWriter(path string, o WriterOptions, keepPacked, mmap bool) (Writer, error) {
+	fo := mcap.FileOptions{InPlace: true, Mmap: mmap, Prealloc: o.SizeHint}
 	fo.KeepPacked = keepPacked
 	fo.Library = o.WriterName
 	fo.Compression = o.Compression

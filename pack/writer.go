@@ -37,6 +37,10 @@ type WriterOptions struct {
 	// 64 MiB (with Mmap: or Window when smaller). Near a full disk it falls back to
 	// allocating exactly what a frame needs.
 	Prealloc int64
+	// MaxInFlight (write(2) path) bounds the written bytes whose writeback
+	// may still be running: past it a write waits for the oldest chunk's
+	// (durable.Options.MaxInFlight). 0: no bound.
+	MaxInFlight int64
 	// NoPrefault disables the mmap writer's populating each window before it is written
 	// (MADV_POPULATE_WRITE). For benchmarks.
 	NoPrefault bool
