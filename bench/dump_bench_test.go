@@ -27,6 +27,13 @@ func newDumpRecorder(tb testing.TB, nw ...dump.NewWriterFunc) (*engine.Recorder,
 	if len(nw) > 0 {
 		w = nw[0]
 	}
+	return newDumpRecorderExt(tb, w, "")
+}
+
+// newDumpRecorderExt is newDumpRecorder with the dump files' extension
+// (dump.Config.Extension: ".mcap" with an MCAP writer).
+func newDumpRecorderExt(tb testing.TB, w dump.NewWriterFunc, ext string) (*engine.Recorder, *dump.Dumper, ingest.TopicID, ingest.TopicID) {
+	tb.Helper()
 	r, err := engine.New(engine.Config{
 		CacheSize:  2 * dumpBytes,
 		TopicBytes: dumpBytes,
@@ -36,7 +43,7 @@ func newDumpRecorder(tb testing.TB, nw ...dump.NewWriterFunc) (*engine.Recorder,
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := dump.New(r, dump.Config{Dir: tb.TempDir(), MaxFiles: 1, Policy: dump.PolicySeparate, NewWriter: w})
+	d, err := dump.New(r, dump.Config{Dir: tb.TempDir(), MaxFiles: 1, Policy: dump.PolicySeparate, NewWriter: w, Extension: ext})
 	if err != nil {
 		r.Close()
 		tb.Fatal(err)

@@ -39,6 +39,14 @@ type Options struct {
 	// Schema that viewers plot (the default). The low-level Writer
 	// ignores it.
 	KeepPacked bool
+	// Concurrency is how many chunks are compressed at once, each on a
+	// goroutine of its own with its own compressor (chunkPipeline); the
+	// chunks are written in order and the bytes are those of the serial
+	// writer. At most Concurrency+1 closed chunks are held, with their
+	// compressed copies. 0 or 1: each chunk is compressed on the calling
+	// goroutine when it closes (the recorder's dumps). Without compression
+	// it changes nothing.
+	Concurrency int
 }
 
 type indexEntry struct {
@@ -84,6 +92,7 @@ type Writer struct {
 	comp       compressor
 	compBuf    []byte
 	head       []byte
+	pipe       *chunkPipeline // Options.Concurrency > 1 with compression
 
 	schemas  []Schema  // schemas[i].ID == i+1
 	channels []Channel // channels[i].ID == i
@@ -111,11 +120,21 @@ func NewWriter(w io.Writer, opt Options) (*Writer, error) {
 	if opt.Library == "" {
 		opt.Library = DefaultLibrary
 	}
-	comp, err := newCompressor(opt.Compression, opt.ChunkSize)
+	var comp compressor
+	var err error
+	if opt.Concurrency > 1 && opt.Compression != CompressionNone {
+		comp, err = getCompressor(opt.Compression, opt.ChunkSize) // the pipeline's, pooled
+	} else {
+		comp, err = newCompressor(opt.Compression, opt.ChunkSize)
+	}
 	if err != nil {
 		return nil, err
 	}
 	wr := &Writer{w: w, opt: opt, comp: comp, chunk: make([]byte, 0, opt.ChunkSize+opt.ChunkSize/8)}
+	if comp != nil && opt.Concurrency > 1 {
+		wr.pipe = newChunkPipeline(opt.Concurrency, comp)
+		wr.comp = nil
+	}
 	wr.stage = append(wr.stage, Magic[:]...)
 	wr.stage = AppendHeader(wr.stage, opt.Profile, opt.Library)
 	if err := wr.flushStage(); err != nil {
@@ -274,6 +293,9 @@ func (w *Writer) WriteMessage(m *Message) error {
 	}
 	w.messages++
 	if len(w.chunk) >= w.opt.ChunkSize {
+		if w.pipe != nil { // queued, compressed meanwhile; Flush would wait for it
+			return w.writeChunk()
+		}
 		return w.Flush()
 	}
 	return nil
@@ -284,6 +306,9 @@ func (w *Writer) WriteMessage(m *Message) error {
 // "edr.trigger" and "edr.topic_stats".
 func (w *Writer) AddMetadata(name string, kv map[string]string) error {
 	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := w.drainChunks(0); err != nil { // the chunks closed before it come first
 		return err
 	}
 	start := len(w.stage)
@@ -308,11 +333,17 @@ func (w *Writer) Flush() error {
 			return err
 		}
 	}
+	if err := w.drainChunks(0); err != nil {
+		return err
+	}
 	return w.flushStage()
 }
 
 func (w *Writer) writeChunk() error {
 	records := w.chunk
+	if w.pipe != nil {
+		return w.queueChunk()
+	}
 	payload := records
 	if w.comp != nil {
 		var err error
@@ -327,60 +358,77 @@ func (w *Writer) writeChunk() error {
 	if w.chunkMsgs == 0 {
 		start, end = 0, 0
 	}
-	// Chunk record header, then the payload straight from its buffer.
-	h := w.head[:0]
-	h = append(h, byte(OpChunk))
-	h = appendU64(h, uint64(chunkFixedLen+4+len(w.opt.Compression)+8+len(payload)))
-	h = appendU64(h, start)
-	h = appendU64(h, end)
-	h = appendU64(h, uint64(len(records)))
-	h = appendU32(h, crc32.ChecksumIEEE(records))
-	h = appendString(h, w.opt.Compression)
-	h = appendU64(h, uint64(len(payload)))
-	w.head = h
-	if err := w.flushStage(); err != nil {
-		return err
-	}
-	ci := chunkIndex{start: start, end: end, offset: w.pos,
-		length:           uint64(len(h) + len(payload)),
-		compressedSize:   uint64(len(payload)),
-		uncompressedSize: uint64(len(records)),
-		miFrom:           len(w.miChan)}
-	w.crc = crc32.Update(w.crc, crc32.IEEETable, h)
-	if err := w.write(h); err != nil {
-		return err
-	}
-	w.crc = crc32.Update(w.crc, crc32.IEEETable, payload)
-	if err := w.write(payload); err != nil {
+	if err := w.emitChunk(records, payload, crc32.ChecksumIEEE(records), start, end); err != nil {
 		return err
 	}
 	// MessageIndex records, one per channel with messages, by channel id,
 	// entries sorted by log time (stable: equal times keep file order).
 	slices.Sort(w.touched)
 	for _, ch := range w.touched {
-		e := w.idx[ch]
-		if !slices.IsSortedFunc(e, cmpEntry) {
-			slices.SortStableFunc(e, cmpEntry)
-		}
-		w.miChan = append(w.miChan, ch)
-		w.miOff = append(w.miOff, w.pos+uint64(len(w.stage)))
-		w.stage = append(w.stage, byte(OpMessageIndex))
-		w.stage = appendU64(w.stage, uint64(2+4+len(e)*indexEntryLen))
-		w.stage = appendU16(w.stage, ch)
-		w.stage = appendU32(w.stage, uint32(len(e)*indexEntryLen))
-		for _, x := range e {
-			w.stage = appendU64(w.stage, x.logTime)
-			w.stage = appendU64(w.stage, x.offset)
-		}
-		w.idx[ch] = e[:0]
+		w.emitMessageIndex(ch, w.idx[ch])
+		w.idx[ch] = w.idx[ch][:0]
 	}
-	ci.miTo = len(w.miChan)
-	ci.miLength = uint64(len(w.stage))
-	w.chunks = append(w.chunks, ci)
+	w.endChunk()
 	w.touched = w.touched[:0]
 	w.chunk = w.chunk[:0]
 	w.chunkMsgs = 0
 	return nil
+}
+
+// emitChunk writes a Chunk record (its header, then the payload straight
+// from its buffer) after the staged bytes, and starts its chunk index;
+// the MessageIndex records follow (emitMessageIndex), then endChunk.
+func (w *Writer) emitChunk(records, payload []byte, recordsCRC uint32, start, end uint64) error {
+	h := w.head[:0]
+	h = append(h, byte(OpChunk))
+	h = appendU64(h, uint64(chunkFixedLen+4+len(w.opt.Compression)+8+len(payload)))
+	h = appendU64(h, start)
+	h = appendU64(h, end)
+	h = appendU64(h, uint64(len(records)))
+	h = appendU32(h, recordsCRC)
+	h = appendString(h, w.opt.Compression)
+	h = appendU64(h, uint64(len(payload)))
+	w.head = h
+	if err := w.flushStage(); err != nil {
+		return err
+	}
+	w.chunks = append(w.chunks, chunkIndex{start: start, end: end, offset: w.pos,
+		length:           uint64(len(h) + len(payload)),
+		compressedSize:   uint64(len(payload)),
+		uncompressedSize: uint64(len(records)),
+		miFrom:           len(w.miChan)})
+	w.crc = crc32.Update(w.crc, crc32.IEEETable, h)
+	if err := w.write(h); err != nil {
+		return err
+	}
+	w.crc = crc32.Update(w.crc, crc32.IEEETable, payload)
+	return w.write(payload)
+}
+
+// emitMessageIndex stages channel ch's MessageIndex record of the chunk
+// just emitted, its entries sorted by log time first (stable: equal
+// times keep file order).
+func (w *Writer) emitMessageIndex(ch uint16, e []indexEntry) {
+	if !slices.IsSortedFunc(e, cmpEntry) {
+		slices.SortStableFunc(e, cmpEntry)
+	}
+	w.miChan = append(w.miChan, ch)
+	w.miOff = append(w.miOff, w.pos+uint64(len(w.stage)))
+	w.stage = append(w.stage, byte(OpMessageIndex))
+	w.stage = appendU64(w.stage, uint64(2+4+len(e)*indexEntryLen))
+	w.stage = appendU16(w.stage, ch)
+	w.stage = appendU32(w.stage, uint32(len(e)*indexEntryLen))
+	for _, x := range e {
+		w.stage = appendU64(w.stage, x.logTime)
+		w.stage = appendU64(w.stage, x.offset)
+	}
+}
+
+// endChunk completes the chunk index of the chunk just emitted.
+func (w *Writer) endChunk() {
+	ci := &w.chunks[len(w.chunks)-1]
+	ci.miTo = len(w.miChan)
+	ci.miLength = uint64(len(w.stage))
 }
 
 func cmpEntry(a, b indexEntry) int {
@@ -403,6 +451,10 @@ func (w *Writer) Close() error {
 	if err := w.Flush(); err != nil {
 		w.closed = true
 		return err
+	}
+	if w.pipe != nil { // every chunk emitted: its compressors and buffers go back
+		w.pipe.release(w.opt.Compression, w.opt.ChunkSize)
+		w.pipe = nil
 	}
 	w.closed = true
 	w.stage = appendDataEnd(w.stage, w.crc) // crc covers everything before DataEnd

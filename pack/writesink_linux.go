@@ -14,7 +14,7 @@ import (
 // newFileSink returns the write(2) sink of Create over f, preallocating in
 // opts.Prealloc steps (64 MiB when 0).
 func newFileSink(f *os.File, path string, opts WriterOptions) *fileSink {
-	d := durable.New(f, path, durable.Options{Prealloc: opts.Prealloc, MaxInFlight: opts.MaxInFlight})
+	d := durable.New(f, path, durable.Options{Prealloc: opts.Prealloc, MaxInFlight: opts.MaxInFlight, Async: opts.AsyncWrite})
 	return &fileSink{streamSink: streamSink{w: d}, d: d}
 }
 
@@ -24,6 +24,11 @@ type fileSink struct {
 	streamSink
 	d   *durable.File
 	iov [][]byte
+	// With AsyncWrite the buffer and frame head a submitted writev holds
+	// stay untouched until the next call waits for it: they alternate
+	// with spare ones.
+	spare, head, spareHead []byte
+	spareIov               [][]byte
 }
 
 // reserve preallocates the space of the record before accepting it, so
@@ -39,12 +44,20 @@ func (s *fileSink) reserve(n int) ([]byte, error) {
 // writeVec writes what is buffered, head and blocks with one writev (the
 // blocks straight from the caller's memory: the data is copied once, by
 // the kernel), preallocated first like reserve.
+//
+// With AsyncWrite it submits them to the file's writer thread and returns:
+// the buffer and head go with the write (their spares take their place),
+// the blocks are the caller's to keep unchanged (WriterOptions.AsyncWrite).
 func (s *fileSink) writeVec(head []byte, blocks [][]byte, n int64) error {
-	s.iov = append(s.iov[:0], s.buf, head)
+	s.head = append(s.head[:0], head...)
+	s.iov = append(s.iov[:0], s.buf, s.head)
 	s.iov = append(s.iov, blocks...)
-	err := s.d.Writev(s.iov, int64(len(s.buf))+n)
-	s.buf = s.buf[:0]
-	clear(s.iov) // keep no caller memory
+	// Submit waits for the previous write first: the spares are free.
+	err := s.d.Submit(s.iov, int64(len(s.buf))+n)
+	s.buf, s.spare = s.spare[:0], s.buf
+	s.head, s.spareHead = s.spareHead, s.head
+	s.iov, s.spareIov = s.spareIov, s.iov
+	clear(s.iov) // the previous write's: done, and keeps no caller memory
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -257,6 +258,7 @@ func Import(r io.Reader, format string, mk func(pack.WriterOptions) (*pack.Write
 func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error) {
 	var mopts mcap.ExportOptions
 	mopts.KeepPacked = opts.KeepPacked
+	mopts.Concurrency = runtime.GOMAXPROCS(0) // chunks compressed on every core
 	switch opts.Compression {
 	case "lz4":
 		mopts.Compression = mcap.CompressionLZ4

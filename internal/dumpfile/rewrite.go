@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -401,7 +402,7 @@ func (rw *rewriter) create(path string) (rewriteSink, error) {
 		writer = "edr-lite"
 	}
 	if rw.opts.Format == FormatMCAP {
-		mo := mcap.Options{Library: writer, KeepPacked: rw.opts.KeepPacked}
+		mo := mcap.Options{Library: writer, KeepPacked: rw.opts.KeepPacked, Concurrency: runtime.GOMAXPROCS(0)}
 		switch rw.opts.Compression {
 		case "lz4":
 			mo.Compression = mcap.CompressionLZ4

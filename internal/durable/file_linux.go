@@ -67,3 +67,31 @@ func (d *File) writev(pieces [][]byte) error {
 const maxIov = 1024
 
 func (d *File) datasync() error { return unix.Fdatasync(d.fd) }
+
+// ioprioBestEffortLowest is IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 7)
+// (linux/ioprio.h): the best-effort class at its lowest level.
+const (
+	ioprioClassShift      = 13
+	ioprioClassBE         = 2
+	ioprioWhoProcess      = 1
+	ioprioBestEffortLevel = 7
+)
+
+// lowerIOPriority puts the calling thread's I/O in the best-effort class
+// at the lowest level, so the I/O of the process's other threads goes
+// first where the block layer's scheduler honours priorities. Best effort:
+// an error (an old kernel, a seccomp filter) changes nothing.
+func lowerIOPriority() {
+	prio := ioprioClassBE<<ioprioClassShift | ioprioBestEffortLevel
+	_, _, _ = unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(unix.Gettid()), uintptr(prio))
+}
+
+// ioPriority returns the calling thread's I/O priority (class << 13 |
+// level), for tests.
+func ioPriority() (int, error) {
+	r, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(unix.Gettid()), 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), nil
+}
