@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -203,6 +204,12 @@ func (d *Dumper) IsDumping() bool { return d.writing.Load() }
 // loop is the single goroutine that writes dumps, one at a time.
 func (d *Dumper) loop() {
 	defer close(d.done)
+	if !d.cfg.KeepPriority {
+		// A thread of its own at a lower CPU and I/O priority, ended with
+		// the goroutine (never unlocked): ingest goes first.
+		runtime.LockOSThread()
+		lowerPriority()
+	}
 	tick := time.NewTicker(d.cfg.PollInterval)
 	defer tick.Stop()
 	for {

@@ -77,7 +77,7 @@ func New(f *os.File, path string, o Options) *File {
 // I/O priority, it writes what Submit hands it and answers each.
 func (d *File) writer() {
 	runtime.LockOSThread() // the thread ends with the goroutine (never unlocked)
-	lowerIOPriority()
+	LowerIOPriority()
 	for p := range d.reqs {
 		d.answers <- d.writev(p)
 	}

@@ -77,11 +77,11 @@ const (
 	ioprioBestEffortLevel = 7
 )
 
-// lowerIOPriority puts the calling thread's I/O in the best-effort class
+// LowerIOPriority puts the calling thread's I/O in the best-effort class
 // at the lowest level, so the I/O of the process's other threads goes
 // first where the block layer's scheduler honours priorities. Best effort:
 // an error (an old kernel, a seccomp filter) changes nothing.
-func lowerIOPriority() {
+func LowerIOPriority() {
 	prio := ioprioClassBE<<ioprioClassShift | ioprioBestEffortLevel
 	_, _, _ = unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(unix.Gettid()), uintptr(prio))
 }

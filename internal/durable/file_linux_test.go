@@ -14,7 +14,7 @@ func TestLowerIOPriority(t *testing.T) {
 	go func() { // a thread of its own, discarded with the goroutine
 		defer close(done)
 		runtime.LockOSThread()
-		lowerIOPriority()
+		LowerIOPriority()
 		got, err = ioPriority()
 	}()
 	<-done

@@ -20,4 +20,5 @@ func (d *File) writev(pieces [][]byte) error {
 
 func (d *File) datasync() error { return d.f.Sync() }
 
-func lowerIOPriority() {}
+// LowerIOPriority does nothing where I/O priorities are not supported.
+func LowerIOPriority() {}
