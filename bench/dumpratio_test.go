@@ -218,6 +218,8 @@ func maxOf(v []float64) float64 {
 // of its bytes, in an order rotating by round; it reports each variant's
 // median per-round ratio to the raw write (VARIANT-ratio). Variants: the
 // default (write: one writev per frame on the dumper's goroutine),
+// write-keep-priority (the default writer on a dumper that keeps the
+// process's priorities, dump.Config.KeepPriority),
 // write-async (each frame's writev on the file's writer thread at a lower
 // I/O priority, the dumper copying the next frame meanwhile),
 // write-inflight16M (writeback of older chunks waited for past 16 MiB),
@@ -229,16 +231,25 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 	variants := []struct {
 		name string
 		nw   dump.NewWriterFunc
+		keep bool // written by the dumper that keeps the process's priorities
 	}{
-		{"write", dump.NewPackWriteWriter},
-		{"write-async", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{Async: true})},
-		{"write-inflight16M", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{MaxInFlight: 16 << 20})},
-		{"stream", dump.NewPackStreamWriter},
+		{"write", dump.NewPackWriteWriter, false},
+		{"write-keep-priority", dump.NewPackWriteWriter, true},
+		{"write-async", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{Async: true}), false},
+		{"write-inflight16M", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{MaxInFlight: 16 << 20}), false},
+		{"stream", dump.NewPackStreamWriter, false},
 	}
 	cur := 0
-	_, d, _, _ := newDumpRecorderExt(b, func(path string, o dump.WriterOptions) (dump.Writer, error) {
-		return variants[cur].nw(path, o)
-	}, "")
+	sw := func(path string, o dump.WriterOptions) (dump.Writer, error) { return variants[cur].nw(path, o) }
+	r, d, _, _ := newDumpRecorderExt(b, sw, "")
+	keep, err := dump.New(r, dump.Config{Dir: b.TempDir(), MaxFiles: 1, Policy: dump.PolicySeparate, NewWriter: sw, KeepPriority: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := keep.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(keep.Stop)
 	dir := b.TempDir()
 	size := dumpOnce(b, d, "big").Bytes
 	b.SetBytes(size)
@@ -247,7 +258,7 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 	var raws []float64
 	round := 0
 	for b.Loop() {
-		var dumpT [8]time.Duration
+		dumpT := make([]time.Duration, len(variants))
 		var rawT time.Duration
 		n := len(variants) + 1
 		for k := range n {
@@ -257,8 +268,12 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 				continue
 			}
 			cur = step
+			dd := d
+			if variants[step].keep {
+				dd = keep
+			}
 			t0 := time.Now()
-			res := dumpOnce(b, d, "big")
+			res := dumpOnce(b, dd, "big")
 			dumpT[step] = time.Since(t0)
 			settle(b, res.Path)
 		}

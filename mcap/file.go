@@ -1,7 +1,6 @@
 package mcap
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -47,7 +46,7 @@ type FileWriter struct {
 	*Writer
 	f       *os.File
 	sink    *mmapSink
-	bw      *bufio.Writer
+	bw      *durable.Buffered
 	d       *durable.File
 	path    string
 	tmp     string
@@ -83,7 +82,7 @@ func Create(path string, opt FileOptions) (*FileWriter, error) {
 	if !opt.Mmap {
 		fw.sink = nil
 		fw.d = durable.New(f, tmp, durable.Options{Prealloc: opt.Prealloc})
-		fw.bw = bufio.NewWriterSize(fw.d, 1<<20)
+		fw.bw = durable.NewBuffered(fw.d) // chunks written from the Writer's buffers
 		out = fw.bw
 	}
 	fw.Writer, err = NewWriter(out, opt.Options)

@@ -401,7 +401,13 @@ func (w *Writer) emitChunk(records, payload []byte, recordsCRC uint32, start, en
 	if err := w.write(h); err != nil {
 		return err
 	}
-	w.crc = crc32.Update(w.crc, crc32.IEEETable, payload)
+	if len(payload) > 0 && len(payload) == len(records) && &payload[0] == &records[0] {
+		// uncompressed: the records' CRC extends the running CRC without
+		// a second pass over them
+		w.crc = crc32Combine(w.crc, recordsCRC, int64(len(payload)))
+	} else {
+		w.crc = crc32.Update(w.crc, crc32.IEEETable, payload)
+	}
 	return w.write(payload)
 }
 

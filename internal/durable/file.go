@@ -208,3 +208,55 @@ func advance(pieces [][]byte, n int) [][]byte {
 	}
 	return pieces
 }
+
+// Buffered is a buffered writer over a File for callers that write small
+// records and large payloads (an MCAP writer's chunk headers and chunks):
+// small writes collect in a buffer of BufferSize, a large one (bufferDirect
+// and more) goes to the kernel in one writev together with what is
+// buffered, straight from the caller's memory, not through the buffer.
+type Buffered struct {
+	d   *File
+	buf []byte
+	iov [2][]byte
+}
+
+// BufferSize is the size of Buffered's buffer.
+const BufferSize = 1 << 20
+
+// bufferDirect is the write size from which Buffered writes from the
+// caller's memory.
+const bufferDirect = 64 << 10
+
+// NewBuffered returns a Buffered writing to d.
+func NewBuffered(d *File) *Buffered { return &Buffered{d: d, buf: make([]byte, 0, BufferSize)} }
+
+// Write buffers p, or writes it with what is buffered when it is large.
+func (b *Buffered) Write(p []byte) (int, error) {
+	if len(p) >= bufferDirect {
+		b.iov[0], b.iov[1] = b.buf, p
+		err := b.d.Writev(b.iov[:], int64(len(b.buf)+len(p)))
+		b.iov[0], b.iov[1] = nil, nil
+		b.buf = b.buf[:0]
+		if err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	if len(b.buf)+len(p) > cap(b.buf) {
+		if err := b.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+// Flush writes what is buffered.
+func (b *Buffered) Flush() error {
+	if len(b.buf) == 0 {
+		return nil
+	}
+	_, err := b.d.Write(b.buf)
+	b.buf = b.buf[:0]
+	return err
+}

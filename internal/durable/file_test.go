@@ -98,3 +98,35 @@ func TestAbortTrims(t *testing.T) {
 		t.Fatalf("after Abort: %v %v, want 5 bytes", st, err)
 	}
 }
+
+// TestBuffered: small and large writes through Buffered read back in order.
+func TestBuffered(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(f, path, Options{})
+	b := NewBuffered(d)
+	var want bytes.Buffer
+	for i := range 300 {
+		n := (i * 7919) % (3 * bufferDirect)
+		if i%3 == 0 {
+			n = i % 50
+		}
+		p := bytes.Repeat([]byte{byte(i)}, n)
+		if _, err := b.Write(p); err != nil {
+			t.Fatal(err)
+		}
+		want.Write(p)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("read back %d bytes (%v), wrote %d", len(got), err, want.Len())
+	}
+}
