@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,7 +225,10 @@ func maxOf(v []float64) float64 {
 // I/O priority, the dumper copying the next frame meanwhile),
 // write-inflight16M (writeback of older chunks waited for past 16 MiB),
 // stream (pack's stream writer over a preallocated file, no early
-// writeback).
+// writeback), mcap (the MCAP dump writer, write(2)) and mcap-mmap (its
+// mmap sink), these two against a raw write + fsync without fallocate
+// (the MCAP row's baseline), the pack ones against fallocate + write +
+// fsync.
 //
 //	go test -run '^$' -bench DumpWriteSteps -benchtime 9x ./bench/
 func BenchmarkDumpWriteSteps(b *testing.B) {
@@ -238,6 +242,8 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 		{"write-async", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{Async: true}), false},
 		{"write-inflight16M", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{MaxInFlight: 16 << 20}), false},
 		{"stream", dump.NewPackStreamWriter, false},
+		{"mcap", dump.NewMCAPWriter, false},
+		{"mcap-mmap", dump.NewMCAPMmapWriter, false},
 	}
 	cur := 0
 	sw := func(path string, o dump.WriterOptions) (dump.Writer, error) { return variants[cur].nw(path, o) }
@@ -259,12 +265,16 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 	round := 0
 	for b.Loop() {
 		dumpT := make([]time.Duration, len(variants))
-		var rawT time.Duration
-		n := len(variants) + 1
+		var rawT, rawNoFallocT time.Duration
+		n := len(variants) + 2
 		for k := range n {
 			step := (k + round) % n
-			if step == len(variants) {
+			switch step {
+			case len(variants):
 				rawT = rawWrite(b, dir, size, true)
+				continue
+			case len(variants) + 1:
+				rawNoFallocT = rawWrite(b, dir, size, false)
 				continue
 			}
 			cur = step
@@ -277,8 +287,12 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 			dumpT[step] = time.Since(t0)
 			settle(b, res.Path)
 		}
-		for i := range variants {
-			ratios[i] = append(ratios[i], rawT.Seconds()/dumpT[i].Seconds())
+		for i, v := range variants {
+			base := rawT
+			if strings.HasPrefix(v.name, "mcap") { // the MCAP baseline: write + fsync
+				base = rawNoFallocT
+			}
+			ratios[i] = append(ratios[i], base.Seconds()/dumpT[i].Seconds())
 		}
 		raws = append(raws, float64(size)/rawT.Seconds()/1e6)
 		round++

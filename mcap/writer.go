@@ -6,12 +6,24 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 )
 
 // DefaultChunkSize is the uncompressed size at which a chunk is closed when
 // Options.ChunkSize is zero.
 const DefaultChunkSize = 1 << 20
+
+// ExportConcurrency is the Options.Concurrency an export or rewrite uses
+// for a compression: zstd chunks on every core (GOMAXPROCS); lz4 serially,
+// as on the 2-vCPU VM measured (docs/performance.md, MCAP export) handing
+// its chunks to other goroutines cost more than compressing them in line.
+func ExportConcurrency(compression string) int {
+	if compression == CompressionZstd {
+		return runtime.GOMAXPROCS(0)
+	}
+	return 1
+}
 
 // DefaultLibrary is written to Header.library when Options.Library is "".
 const DefaultLibrary = "edr-lite mcap"

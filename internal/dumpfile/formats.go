@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -258,13 +257,13 @@ func Import(r io.Reader, format string, mk func(pack.WriterOptions) (*pack.Write
 func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, error) {
 	var mopts mcap.ExportOptions
 	mopts.KeepPacked = opts.KeepPacked
-	mopts.Concurrency = runtime.GOMAXPROCS(0) // chunks compressed on every core
 	switch opts.Compression {
 	case "lz4":
 		mopts.Compression = mcap.CompressionLZ4
 	case "zstd":
 		mopts.Compression = mcap.CompressionZstd
 	}
+	mopts.Concurrency = mcap.ExportConcurrency(mopts.Compression)
 	var st mcap.ExportStats
 	var err error
 	if r := src.Pack(); r != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 
@@ -402,7 +401,7 @@ func (rw *rewriter) create(path string) (rewriteSink, error) {
 		writer = "edr-lite"
 	}
 	if rw.opts.Format == FormatMCAP {
-		mo := mcap.Options{Library: writer, KeepPacked: rw.opts.KeepPacked, Concurrency: runtime.GOMAXPROCS(0)}
+		mo := mcap.Options{Library: writer, KeepPacked: rw.opts.KeepPacked}
 		switch rw.opts.Compression {
 		case "lz4":
 			mo.Compression = mcap.CompressionLZ4
@@ -415,6 +414,7 @@ func (rw *rewriter) create(path string) (rewriteSink, error) {
 		if s := rw.opts.Split.Size; s > 0 {
 			mo.ChunkSize = int(min(s/4, mcap.DefaultChunkSize)) // files end near the size
 		}
+		mo.Concurrency = mcap.ExportConcurrency(mo.Compression)
 		if path == "" {
 			return mcap.NewPackWriter(rw.out.W, mo)
 		}
