@@ -23,10 +23,6 @@ type dumpRow struct {
 	ext       string
 	fallocate bool    // the baseline preallocates (the pack rows) or not (MCAP: write+fsync)
 	goal      float64 // the goal for the median ratio (0: not gated)
-	// floor is what the gate fails below when the goal is out of reach on
-	// the project's 2-vCPU VM (docs/performance.md says so with the
-	// figure); 0: the gate fails below the goal.
-	floor float64
 }
 
 var dumpRows = []dumpRow{
@@ -159,8 +155,9 @@ func BenchmarkDumpWriteRatio(b *testing.B) {
 // raw fallocate + write + fsync of the same bytes, MCAP dumps 0.85 of a
 // raw write + fsync (docs/performance.md, Dump write), as the median of
 // interleaved rounds; up to maxRounds rounds on a noisy machine before it
-// fails. A row whose goal is out of reach on the project's 2-vCPU VM fails
-// below its documented floor instead and says so in the log.
+// fails. On the project's shared 2-vCPU VM the disk is often saturated by
+// other work and the figures scatter (docs/performance.md, Dump write):
+// the log gives the rounds' spread.
 func TestDumpWriteSpeedGate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("speed gate skipped in -short mode")
@@ -173,9 +170,6 @@ func TestDumpWriteSpeedGate(t *testing.T) {
 		}
 		t.Run("writer="+row.name, func(t *testing.T) {
 			limit := row.goal
-			if row.floor > 0 {
-				limit = row.floor
-			}
 			_, d, _, _ := newDumpRecorderExt(t, row.nw, row.ext)
 			dir := t.TempDir()
 			size := dumpOnce(t, d, "big").Bytes // warm up: first file, page cache, extents
@@ -187,9 +181,6 @@ func TestDumpWriteSpeedGate(t *testing.T) {
 			m := median(ratios)
 			t.Logf("writer=%s: ratio %.3f (median of %d interleaved rounds, min %.2f max %.2f), dump %.0f MB/s, raw %.0f MB/s; goal %.2f",
 				row.name, m, len(ratios), minOf(ratios), maxOf(ratios), median(dumpMBs), median(rawMBs), row.goal)
-			if m < row.goal && row.floor > 0 {
-				t.Logf("writer=%s: GOAL NOT REACHED on this machine: %.3f < %.2f (gate floor %.2f, docs/performance.md)", row.name, m, row.goal, row.floor)
-			}
 			if m < limit {
 				t.Errorf("writer=%s: dump / raw write ratio %.3f, want >= %.2f", row.name, m, limit)
 			}
