@@ -201,7 +201,10 @@ func (d *Dumper) Stop() {
 // IsDumping reports whether a dump file is being written right now.
 func (d *Dumper) IsDumping() bool { return d.writing.Load() }
 
-// loop is the single goroutine that writes dumps, one at a time.
+// loop is the single goroutine that writes dumps, one at a time. It polls
+// the recorder's clock every PollInterval only while dumps wait for their
+// post window: an idle recorder does not wake (a trigger wakes it through
+// d.wake).
 func (d *Dumper) loop() {
 	defer close(d.done)
 	if !d.cfg.KeepPriority {
@@ -210,7 +213,7 @@ func (d *Dumper) loop() {
 		runtime.LockOSThread()
 		lowerPriority()
 	}
-	tick := time.NewTicker(d.cfg.PollInterval)
+	tick := time.NewTimer(d.cfg.PollInterval)
 	defer tick.Stop()
 	for {
 		stopping := false
@@ -230,6 +233,12 @@ func (d *Dumper) loop() {
 		}
 		if stopping {
 			return
+		}
+		d.mu.Lock()
+		waiting := len(d.pending) > 0
+		d.mu.Unlock()
+		if waiting {
+			tick.Reset(d.cfg.PollInterval)
 		}
 	}
 }

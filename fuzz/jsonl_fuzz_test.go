@@ -60,6 +60,7 @@ func FuzzImportJSONL(f *testing.F) {
 		`{"seq":0,"topic":"s","ts":10,"gen_ts":9,"data":"AQ=="}`+"\n"+
 		`{"seq":1,"topic":"s","ts":11,"gen_ts":10,"type_id":"%s","data":"AQI="}`+"\n", a.ID(), a.ID(), b.ID(), b.ID())
 	f.Add([]byte(typed))
+	addHostile(f, ".jsonl")
 	f.Fuzz(func(t *testing.T, in []byte) {
 		rep, file, err := importBytes(in)
 		if err != nil {

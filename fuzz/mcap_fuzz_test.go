@@ -15,7 +15,7 @@ import (
 const fuzzMaxChunk = 1 << 20
 
 // FuzzMCAPRead feeds arbitrary bytes to the MCAP reader as a hostile .mcap
-// file: Info, Scan, Messages, MessagesInTimeOrder and Doctor must never
+// file: Info, Scan, Verify, Messages, MessagesInTimeOrder and Doctor must never
 // panic (Doctor listing at most 100 problems), must return nil results with
 // an error, must never hand out more payload bytes
 // than a chunk may decompress to, and the time-ordered walk must be ordered
@@ -31,6 +31,7 @@ func FuzzMCAPRead(f *testing.F) {
 	f.Add(packWriterSeed(mcap.CompressionNone))
 	f.Add(packWriterSeed(mcap.CompressionLZ4))
 	f.Add(typedSeed())
+	addHostile(f, ".mcap")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := mcap.NewReader(data, "fuzz.mcap", mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk})
 		if err != nil {
@@ -45,6 +46,16 @@ func FuzzMCAPRead(f *testing.F) {
 			if (err != nil) == (info != nil) {
 				t.Fatalf("info %v with error %v", info != nil, err)
 			}
+		}
+		// Verify is Scan and more: what Scan refuses it refuses, what it
+		// passes Scan passes, with the same figures.
+		vinfo, verr := r.Verify()
+		sinfo, serr := r.Scan()
+		switch {
+		case serr != nil && verr == nil:
+			t.Fatalf("Scan fails (%v), Verify passes", serr)
+		case verr == nil && (vinfo == nil || vinfo.Messages != sinfo.Messages):
+			t.Fatalf("Verify passes with %+v, Scan says %+v", vinfo, sinfo)
 		}
 		var total int
 		err = r.Messages(func(c *mcap.Channel, m *mcap.Message) error {

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/hostile"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -75,6 +77,18 @@ func packSeeds() map[string][]byte {
 func addPackSeeds(f *testing.F) {
 	for _, b := range packSeeds() {
 		f.Add(b)
+	}
+	addHostile(f, ".pack")
+}
+
+// addHostile seeds a target with the crafted cases of internal/hostile
+// whose name ends with ext and that are small (the large ones, tens of MB,
+// run through every verb in cmd/edr-lite's TestHostileInputs).
+func addHostile(f *testing.F, ext string) {
+	for _, c := range hostile.Cases() {
+		if strings.HasSuffix(c.Name, ext) && c.Small() {
+			f.Add(c.Bytes())
+		}
 	}
 }
 

@@ -192,8 +192,7 @@ func indexTopics(lr *lineReader, h *Header, types map[string]ingest.Type) (map[s
 // sections, by name.
 func addMetadata(lr *lineReader, w *pack.Writer, h *Header) error {
 	if len(h.DumpInfo) > 0 && string(h.DumpInfo) != "null" {
-		var d dumpinfo.Info
-		if err := json.Unmarshal(h.DumpInfo, &d); err != nil {
+		if _, err := dumpinfo.Decode(h.DumpInfo); err != nil {
 			return lr.errorf("header: dump_info: %v", err)
 		}
 		if err := w.AddMetadata(dumpinfo.MetadataName, h.DumpInfo); err != nil {

@@ -4,19 +4,10 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 )
-
-// chunkCacheBytes bounds the decompressed chunks a Cursor keeps for reading
-// in time order (at least one chunk is always kept, whatever its size):
-// enough for writers that put each channel in chunks of its own, which
-// overlap in time.
-const chunkCacheBytes = 64 << 20
-
-// chunkCacheSlots bounds how many chunks the cache holds (uncompressed ones
-// cost no memory but are CRC-checked again when dropped and read again).
-const chunkCacheSlots = 256
 
 // segmentCost is what the first pass of a Cursor keeps per segment, for the
 // retain budget.
@@ -70,10 +61,12 @@ type cachedChunk struct {
 // whether its messages are in order: about 64 bytes per chunk, nothing per
 // message. Reading then decompresses each chunk again when its first message
 // is due. Chunks whose time ranges overlap are held decompressed together,
-// up to 64 MiB (beyond that the least recently used is dropped and
-// decompressed again when needed: slower, never larger), and a chunk whose
-// own messages are out of order costs 16 bytes per message while it is
-// being read (up to twice that is kept for reuse). A file in order
+// up to ReaderOptions.MaxChunkSize: a file whose overlapping chunks need
+// more at one instant is refused in time order (ErrTooLarge, at a chunk of
+// that peak) rather than decompressed again and again; file order holds one
+// chunk at a time whatever the file. A chunk whose own messages are out of
+// order costs 16 bytes per message while it is being read (up to twice
+// that is kept for reuse). A file in order
 // (edr-lite writes in order) holds one or two chunks at a time;
 // uncompressed chunks are read in place from the mapping. Reading a file
 // again the same way (SeekTime, FileOrder) allocates nothing: segment
@@ -97,18 +90,23 @@ type Cursor struct {
 	free      []*segCursor   // done with, for reuse
 	posFree   [64][][]msgPos // position slices for reuse, by capacity 2^i
 
-	cache  []cachedChunk // chunks of the segments being read
-	bytes  int           // decompression buffers in cache
-	budget int           // chunkCacheBytes (tests lower it)
-	spare  [][]byte      // buffers of dropped chunks, for reuse
-	tick   uint64
-	msg    Message
+	cache   []cachedChunk // chunks of the segments being read
+	cacheAt map[int64]int // cache index by chunk offset
+	bytes   int           // decompression buffers in cache
+	budget  int           // ReaderOptions.MaxChunkSize (tests lower it)
+	spare   [][]byte      // buffers of dropped chunks, for reuse
+	tick    uint64
+	msg     Message
+
+	peak    uint64 // most decompressed bytes of chunks overlapping at one instant
+	peakAt  int64  // a chunk of that peak
+	checked bool   // the peak was checked against the budget since the last restart
 }
 
 // Cursor makes the first pass over the file (see Cursor's costs) and
 // returns a Cursor positioned before the first message in log_time order.
 func (r *Reader) Cursor() (*Cursor, error) {
-	c := &Cursor{r: r, budget: chunkCacheBytes}
+	c := &Cursor{r: r, budget: int(min(r.opt.MaxChunkSize, math.MaxInt)), cacheAt: map[int64]int{}}
 	open := -1 // run of messages outside chunks being extended
 	info, chans, err := r.scan(func(v *visitor, m *Message) error {
 		var s *segment
@@ -150,6 +148,8 @@ func (r *Reader) Cursor() (*Cursor, error) {
 		c.byMin[i] = i
 	}
 	slices.SortStableFunc(c.byMin, func(a, b int) int { return cmp.Compare(c.segs[a].min, c.segs[b].min) })
+	c.peak, c.peakAt = c.overlap()
+	r.scratch = nil // the first pass's buffer: the cache has its own
 	c.SeekTime(0)
 	return c, nil
 }
@@ -173,7 +173,7 @@ func (c *Cursor) restart(fileOrder bool, from uint64) {
 	for _, sc := range c.h {
 		c.release(sc)
 	}
-	c.act, c.h, c.cur, c.done = 0, c.h[:0], nil, false
+	c.act, c.h, c.cur, c.done, c.checked = 0, c.h[:0], nil, false, false
 }
 
 // release keeps a segment cursor that is done, and its positions, for
@@ -208,6 +208,13 @@ func (c *Cursor) getPos(n uint64) []msgPos {
 func (c *Cursor) Next() (bool, error) {
 	if c.done {
 		return false, nil
+	}
+	if !c.checked {
+		c.checked = true
+		if !c.fileOrder && c.peak > uint64(c.budget) {
+			return false, c.fail(c.r.corrupt(c.peakAt, "Chunk", fmt.Errorf("%w: chunks overlapping in time need %d MiB decompressed at once to be read in time order, over the reader's limit of %d MiB (offline tools: --max-memory)",
+				ErrTooLarge, (c.peak+(1<<20)-1)>>20, c.budget>>20)))
+		}
 	}
 	for {
 		if c.cur != nil {
@@ -402,11 +409,10 @@ func (c *Cursor) records(seg *segment) ([]byte, error) {
 		return c.r.b[:seg.end], nil
 	}
 	c.tick++
-	for i := range c.cache {
-		if e := &c.cache[i]; e.at == seg.chunkAt {
-			e.used = c.tick
-			return e.records, nil
-		}
+	if i, ok := c.cacheAt[seg.chunkAt]; ok {
+		e := &c.cache[i]
+		e.used = c.tick
+		return e.records, nil
 	}
 	it := recIter{b: c.r.b[seg.chunkAt:], base: seg.chunkAt}
 	rec, ok, _ := it.next()
@@ -415,7 +421,7 @@ func (c *Cursor) records(seg *segment) ([]byte, error) {
 	}
 	// Drop the least recently used chunks while over budget; the new one
 	// is always kept, in a buffer of a dropped one when there is one.
-	for len(c.cache) > 0 && (c.bytes >= c.budget || len(c.cache) >= chunkCacheSlots) {
+	for len(c.cache) > 0 && c.bytes >= c.budget {
 		lru := 0
 		for i := range c.cache {
 			if c.cache[i].used < c.cache[lru].used {
@@ -430,6 +436,7 @@ func (c *Cursor) records(seg *segment) ([]byte, error) {
 		c.spare = append(c.spare, buf)
 		return nil, err
 	}
+	c.cacheAt[seg.chunkAt] = len(c.cache)
 	c.cache = append(c.cache, cachedChunk{at: seg.chunkAt, records: records, buf: buf, used: c.tick})
 	c.bytes += cap(buf)
 	return records, nil
@@ -465,11 +472,8 @@ func (c *Cursor) spareFor(rec record) []byte {
 // dropChunk forgets the decompressed records of the chunk at chunkAt (its
 // segment is done), keeping the buffer for the next chunk.
 func (c *Cursor) dropChunk(chunkAt int64) {
-	for i := range c.cache {
-		if c.cache[i].at == chunkAt {
-			c.dropCached(i)
-			return
-		}
+	if i, ok := c.cacheAt[chunkAt]; ok {
+		c.dropCached(i)
 	}
 }
 
@@ -478,8 +482,14 @@ func (c *Cursor) dropCached(i int) {
 		c.bytes -= cap(buf)
 		c.spare = append(c.spare, buf)
 	}
-	c.cache[i] = c.cache[len(c.cache)-1]
-	c.cache = c.cache[:len(c.cache)-1]
+	delete(c.cacheAt, c.cache[i].at)
+	last := len(c.cache) - 1
+	if i != last {
+		c.cache[i] = c.cache[last]
+		c.cacheAt[c.cache[i].at] = i
+	}
+	c.cache[last] = cachedChunk{}
+	c.cache = c.cache[:last]
 }
 
 // segHeap orders segment cursors by head log time, then segment.

@@ -3,6 +3,7 @@ package mcap
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -165,7 +166,16 @@ func TestCursor(t *testing.T) {
 					}
 					want := stableByTime(in)
 					sameMessages(t, cursorAll(t, c), want)
-					c.budget = 3 * chunk // a few chunks: overlapping ones are dropped and read again
+					// A budget below the chunks overlapping at one instant is
+					// refused at once; at that peak everything is read.
+					c.budget = 3 * chunk
+					c.SeekTime(0)
+					if c.peak > uint64(c.budget) {
+						if ok, err := c.Next(); ok || !errors.Is(err, ErrTooLarge) {
+							t.Fatalf("overlap of %d bytes over a budget of %d: %v %v, want ErrTooLarge", c.peak, c.budget, ok, err)
+						}
+					}
+					c.budget = max(int(c.peak), 1)
 					c.SeekTime(0)
 					sameMessages(t, cursorAll(t, c), want)
 					c.FileOrder()
@@ -185,8 +195,9 @@ func TestCursor(t *testing.T) {
 }
 
 // TestCursorMemory: reading a file in order holds at most two decompressed
-// chunks at a time; reading one whose chunks all overlap holds no more
-// than the budget plus one chunk.
+// chunks at a time; reading one whose chunks all overlap is refused when
+// they need more than the budget at once, and holds no more than the budget
+// plus two chunks otherwise.
 func TestCursorMemory(t *testing.T) {
 	base := testMessages(2000)
 	shuffled := slices.Clone(base)
@@ -199,7 +210,7 @@ func TestCursorMemory(t *testing.T) {
 		in        []sent
 		budget    int
 		maxChunks int
-	}{{"sorted", base, chunkCacheBytes, 2}, {"shuffled", shuffled, 4 * chunk, 0}} {
+	}{{"sorted", base, 64 << 20, 2}, {"shuffled", shuffled, 4 * chunk, 0}} {
 		for _, comp := range []string{CompressionLZ4, CompressionZstd} {
 			t.Run(tc.name+"/"+comp, func(t *testing.T) {
 				r, err := NewReader(encode(t, Options{Compression: comp, ChunkSize: chunk}, tc.in), "m.mcap", ReaderOptions{})
@@ -212,6 +223,13 @@ func TestCursorMemory(t *testing.T) {
 				}
 				c.budget = tc.budget
 				c.SeekTime(0)
+				if c.peak > uint64(c.budget) {
+					if ok, err := c.Next(); ok || !errors.Is(err, ErrTooLarge) {
+						t.Fatalf("overlap of %d bytes over a budget of %d: %v %v, want ErrTooLarge", c.peak, c.budget, ok, err)
+					}
+					c.budget = int(c.peak)
+					c.SeekTime(0)
+				}
 				most, mostBytes, n := 0, 0, 0
 				for {
 					ok, err := c.Next()
@@ -230,7 +248,7 @@ func TestCursorMemory(t *testing.T) {
 				if tc.maxChunks > 0 && most > tc.maxChunks {
 					t.Errorf("held %d chunks at once, want at most %d", most, tc.maxChunks)
 				}
-				if limit := tc.budget + 2*(chunk+4<<10); mostBytes > limit {
+				if limit := c.budget + 2*(chunk+4<<10); mostBytes > limit {
 					t.Errorf("held %d bytes of chunks, want at most %d", mostBytes, limit)
 				}
 				t.Logf("at most %d chunks, %d bytes", most, mostBytes)

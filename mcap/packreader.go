@@ -380,7 +380,8 @@ func (p *PackReader) Next() (bool, error) {
 func ReadDumpInfo(md []Metadata) (d dumpinfo.Info, ok bool, err error) {
 	for _, m := range md {
 		if m.Name == MetadataDump && m.KV["json"] != "" {
-			if err := json.Unmarshal([]byte(m.KV["json"]), &d); err != nil {
+			d, err := dumpinfo.Decode([]byte(m.KV["json"]))
+			if err != nil {
 				return dumpinfo.Info{}, false, fmt.Errorf("mcap: metadata %s: json: %w", MetadataDump, err)
 			}
 			return d, true, nil

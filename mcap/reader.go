@@ -10,13 +10,17 @@ import (
 )
 
 // DefaultMaxChunkSize bounds a chunk's uncompressed size when
-// ReaderOptions.MaxChunkSize is zero.
-const DefaultMaxChunkSize = 1 << 30
+// ReaderOptions.MaxChunkSize is zero: pack.DefaultMaxMemory (256 MiB), the
+// memory limit of every edr-lite reader.
+const DefaultMaxChunkSize = defaultMaxChunkSize
 
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {
-	// MaxChunkSize is the largest uncompressed chunk the reader inflates;
-	// larger ones fail with ErrTooLarge. DefaultMaxChunkSize when 0.
+	// MaxChunkSize is the most memory the reader allocates from what a
+	// file declares: the largest uncompressed chunk it inflates (larger
+	// ones fail with ErrTooLarge, as do sizes the stored bytes cannot
+	// produce), and the most decompressed chunks a Cursor holds at once
+	// for chunks overlapping in time. DefaultMaxChunkSize when 0.
 	MaxChunkSize uint64
 }
 
@@ -195,12 +199,18 @@ func (r *Reader) Scan() (*Info, error) {
 // scan is Scan with a hook called for every message after it is counted
 // (v gives its chunk and record offsets). It also returns the channels by id.
 func (r *Reader) scan(hook func(v *visitor, m *Message) error) (*Info, []*Channel, error) {
+	return r.scanWith(hook, false)
+}
+
+// scanWith is scan, with the checks of Verify when strict.
+func (r *Reader) scanWith(hook func(v *visitor, m *Message) error, strict bool) (*Info, []*Channel, error) {
 	info := &Info{Profile: r.Profile, Library: r.Library, Compression: map[string]int{}, Scanned: true}
 	chans := map[uint16]*ChannelInfo{}
 	schemas := map[uint16]Schema{}
 	var v visitor
 	v = visitor{
 		chunkAt: -1,
+		strict:  strict,
 		schema: func(s *Schema) {
 			if _, ok := schemas[s.ID]; !ok {
 				schemas[s.ID] = *s
@@ -303,17 +313,28 @@ type visitor struct {
 	kept    uint64 // bytes of Schema, Channel and Metadata records retained
 	chunkAt int64  // file offset of the chunk being walked, -1 outside chunks
 	recAt   int64  // offset of the current record (in the chunk's records when chunkAt >= 0)
+
+	// strict: Verify's checks (what may sit in a chunk, message indexes,
+	// attachments); last is the last chunk walked, for its indexes.
+	strict bool
+	last   lastChunk
 }
 
-// retainBudget bounds what a walk keeps (schemas, channels, metadata) so a
-// hostile file cannot make the reader hold more than its own size plus one
-// chunk, however well its chunks compress.
-func (r *Reader) retainBudget() uint64 { return uint64(len(r.b)) + r.opt.MaxChunkSize }
+// retainBudget bounds what a walk keeps (schemas, channels, metadata,
+// the Cursor's segments) so a hostile file cannot make the reader hold more
+// than the memory limit, however well its chunks compress or however many
+// tiny records it holds.
+func (r *Reader) retainBudget() uint64 { return r.opt.MaxChunkSize }
+
+// retainCost is what a kept record costs beyond its bytes, about: the
+// struct, its strings and map, and the slices that hold it (a metadata
+// record of 30 bytes costs close to 1 KiB held by the offline tools).
+const retainCost = 1 << 10
 
 func (r *Reader) retain(kept *uint64, n int, at int64, field string) error {
-	*kept += uint64(n)
+	*kept += uint64(n) + retainCost
 	if *kept > r.retainBudget() {
-		return r.corrupt(at, field, fmt.Errorf("%w: schemas, channels and metadata exceed %d bytes", ErrTooLarge, r.retainBudget()))
+		return r.corrupt(at, field, fmt.Errorf("%w: schemas, channels and metadata need more than the reader's limit of %d MiB (offline tools: --max-memory)", ErrTooLarge, r.retainBudget()>>20))
 	}
 	return nil
 }
@@ -363,6 +384,11 @@ func (r *Reader) walk(v *visitor) error {
 				}
 			}
 		default:
+			if v.strict {
+				if err := r.checkRecord(v, rec); err != nil {
+					return err
+				}
+			}
 			if err := r.visitRecord(v, rec, ""); err != nil {
 				return err
 			}
@@ -383,6 +409,7 @@ func (r *Reader) walkChunk(v *visitor, rec record) error {
 	}
 	v.chunkAt = rec.at
 	defer func() { v.chunkAt = -1 }()
+	v.last = lastChunk{at: rec.at, records: records, seen: true}
 	it := recIter{b: records}
 	for {
 		in, ok, trunc := it.next()
@@ -391,6 +418,10 @@ func (r *Reader) walkChunk(v *visitor, rec record) error {
 		}
 		if !ok {
 			return nil
+		}
+		if v.strict && !inChunk(in.op) {
+			return r.corrupt(rec.at, fmt.Sprintf("Chunk.records+%d: opcode", in.at),
+				fmt.Errorf("%w: a record of opcode 0x%02x inside a chunk (only Schema, Channel and Message belong there)", ErrCorrupt, uint8(in.op)))
 		}
 		if err := r.visitRecord(v, in, "chunk"); err != nil {
 			return err
@@ -419,9 +450,8 @@ func (r *Reader) chunkRecords(rec record, buf []byte) (records, bufOut []byte, c
 		}
 		records = payload
 	} else {
-		if usize > r.opt.MaxChunkSize {
-			return nil, buf, comp, r.corrupt(rec.at, "Chunk.uncompressed_size",
-				fmt.Errorf("%w: %d over limit %d", ErrTooLarge, usize, r.opt.MaxChunkSize))
+		if err := checkDecompressed(comp, len(payload), usize, r.opt.MaxChunkSize); err != nil {
+			return nil, buf, comp, r.corrupt(rec.at, "Chunk.uncompressed_size", err)
 		}
 		buf, err = r.dc.decompress(buf, comp, payload, usize)
 		if err != nil {

@@ -24,7 +24,8 @@ func (r *Reader) DumpInfo() (d dumpinfo.Info, ok bool) {
 	if !ok {
 		return dumpinfo.Info{}, false
 	}
-	if err := json.Unmarshal(b, &d); err != nil {
+	d, err := dumpinfo.Decode(b)
+	if err != nil {
 		return dumpinfo.Info{}, false
 	}
 	return d, true

@@ -93,6 +93,7 @@ type index struct {
 	topics     []TopicSummary
 	metaNames  []string
 	metaOffs   []int64
+	metaIdx    map[string]int // metaNames by name, built by Reader.Metadata
 }
 
 func (x *index) entry(i int) (off, timeNs, endNs int64) {

@@ -12,6 +12,11 @@ type ReaderOptions struct {
 	// frames for random access (repeated seeks, looped replay). It may be
 	// shared by several Readers.
 	Cache *FrameCache
+	// MaxMemory bounds what decoding one frame may allocate: its messages,
+	// its block table and, compressed, its data (DefaultMaxMemory when
+	// 0). A frame that would take more is refused as damaged
+	// (ErrMemoryLimit, with its offset) before anything is allocated.
+	MaxMemory int64
 }
 
 // Reader reads a pack file through a read-only mmap: frames in order with
@@ -81,7 +86,7 @@ func newReader(path string, b []byte, opts ReaderOptions) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{frameDecoder: frameDecoder{path: path, codec: newCodecs(), cache: opts.Cache, id: readerIDs.Add(1)},
+	r := &Reader{frameDecoder: frameDecoder{path: path, codec: newCodecs(), cache: opts.Cache, id: readerIDs.Add(1), maxMem: opts.MaxMemory},
 		data: b, hdr: h, pos: HeaderSize, last: -1, end: int64(len(b))}
 	if off, ok := parseTrailer(b); ok {
 		r.trailer = true
@@ -170,10 +175,19 @@ func (r *Reader) next(f *Frame, withData bool) error {
 // frameDecoder decodes frame records for a Reader or a StreamReader: the
 // CRC checks, the meta, the block table and decompression.
 type frameDecoder struct {
-	path  string
-	codec *codecs
-	cache *FrameCache
-	id    uint64 // cache key space of this reader
+	path   string
+	codec  *codecs
+	cache  *FrameCache
+	id     uint64 // cache key space of this reader
+	maxMem int64  // ReaderOptions.MaxMemory
+}
+
+// limit is the decoder's memory limit per frame.
+func (r *frameDecoder) limit() int64 {
+	if r.maxMem > 0 {
+		return r.maxMem
+	}
+	return DefaultMaxMemory
 }
 
 // decodeFrame decodes the frame record at b (file offset off) into f and
@@ -189,7 +203,16 @@ func (r *frameDecoder) decodeFrame(b []byte, off int64, f *Frame, withData bool)
 		f.Reset(0, 0)
 		return 0, corrupt(r.path, off+4, ErrChecksum, "frame head CRC32C %#08x, computed %#08x", h.headCRC, got)
 	}
-	if err := f.UnmarshalMeta(rec[FrameHeaderSize:h.tableOff]); err != nil {
+	meta := rec[FrameHeaderSize:h.tableOff]
+	if n, ok := countMessages(meta); ok {
+		// Bounded before anything is allocated, then allocated once.
+		if frameCost(&h, n, withData) > r.limit() {
+			f.Reset(0, 0)
+			return 0, memoryError(r.path, off, &h, n, withData, r.limit())
+		}
+		f.msgs = growTo(f.msgs, n, int(r.limit()/messageCost))
+	}
+	if err := f.UnmarshalMeta(meta); err != nil {
 		return 0, corrupt(r.path, off+FrameHeaderSize, err, "frame meta does not decode: %v", err)
 	}
 	table := rec[h.tableOff:h.dataOff]
@@ -221,6 +244,7 @@ func (r *frameDecoder) decodeFrame(b []byte, off int64, f *Frame, withData bool)
 		}
 	}
 	p := uint32(0)
+	f.blocks = growTo(f.blocks, int(h.nblocks), int(r.limit()/blockCost))
 	for i := 0; i < int(h.nblocks); i++ {
 		n := le.Uint32(table[4*i:])
 		f.blocks = append(f.blocks, data[p:p+n:p+n])
@@ -399,18 +423,26 @@ func (r *Reader) FrameOffsets() []int64 {
 // mapping: valid until Close, read-only.
 func (r *Reader) Metadata(name string) ([]byte, bool) {
 	x := r.index()
-	for i, n := range x.metaNames {
-		if n != name {
-			continue
+	if x.metaIdx == nil {
+		// One map for every lookup: callers walking MetadataNames stay
+		// linear in the number of sections.
+		x.metaIdx = make(map[string]int, len(x.metaNames))
+		for i, n := range x.metaNames {
+			if _, dup := x.metaIdx[n]; !dup {
+				x.metaIdx[n] = i
+			}
 		}
-		off := x.metaOffs[i]
-		kind, payload, _, _, err := parseSection(r.data[off:r.end])
-		if err != nil || kind != SectionMetadata {
-			return nil, false
-		}
-		if nm, data, ok := parseMetadataPayload(payload); ok && nm == name {
-			return data, true
-		}
+	}
+	i, ok := x.metaIdx[name]
+	if !ok {
+		return nil, false
+	}
+	kind, payload, _, _, err := parseSection(r.data[x.metaOffs[i]:r.end])
+	if err != nil || kind != SectionMetadata {
+		return nil, false
+	}
+	if nm, data, ok := parseMetadataPayload(payload); ok && nm == name {
+		return data, true
 	}
 	return nil, false
 }

@@ -1,7 +1,6 @@
 package pack
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -26,7 +25,10 @@ const streamGrowMin = 64 << 10
 // Memory is bounded by the records actually read: the record buffer grows
 // with the bytes that arrive (at most doubling, from 64 KiB), never to a
 // length a header declares before those bytes are there; it is as large as
-// the largest record read so far. Decompression is bounded as for Reader.
+// the largest record read so far. A record larger than the memory limit
+// (ReaderOptions.MaxMemory, DefaultMaxMemory by default), or metadata
+// sections adding up to more, are refused as damaged. Decoding a frame is
+// bounded as for Reader.
 //
 // A StreamReader is not safe for concurrent use. Bytes it puts into a
 // Frame alias its record buffer or the Frame's decompression buffer and
@@ -39,8 +41,10 @@ type StreamReader struct {
 	last  int64 // offset of the frame the last read returned; -1 before
 	buf   []byte
 	md    []namedBlob
-	index int64 // offset of the index section; -1 before it
-	err   error // sticky: a damaged record, an I/O error, io.EOF, ErrClosed
+	mdIdx map[string]int // md by name
+	mdLen int64          // bytes of metadata kept
+	index int64          // offset of the index section; -1 before it
+	err   error          // sticky: a damaged record, an I/O error, io.EOF, ErrClosed
 
 	types  []TopicType
 	bodies map[ingest.ContentID]ingest.Type
@@ -54,7 +58,13 @@ type StreamReader struct {
 // NewStreamReader reads and checks the file header from r. Errors naming
 // the stream say "<stream>" for the path.
 func NewStreamReader(r io.Reader) (*StreamReader, error) {
-	s := &StreamReader{frameDecoder: frameDecoder{codec: newCodecs()}, r: r, index: -1, last: -1,
+	return NewStreamReaderWith(r, ReaderOptions{})
+}
+
+// NewStreamReaderWith is NewStreamReader with options (MaxMemory; a Cache
+// is not used).
+func NewStreamReaderWith(r io.Reader, opts ReaderOptions) (*StreamReader, error) {
+	s := &StreamReader{frameDecoder: frameDecoder{codec: newCodecs(), maxMem: opts.MaxMemory}, r: r, index: -1, last: -1,
 		buf: make([]byte, HeaderSize, streamGrowMin)}
 	n, err := io.ReadFull(r, s.buf[:HeaderSize])
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -119,6 +129,9 @@ func (s *StreamReader) next(f *Frame, withData bool) error {
 			if reason, err := parseFrameHeaderAvail(s.buf[:FrameHeaderSize], math.MaxInt64, &h); err != nil {
 				return s.fail(f, corrupt("", s.off, err, "%s", reason))
 			}
+			if h.recLen > s.limit() {
+				return s.fail(f, corrupt("", s.off, ErrMemoryLimit, "frame record of %d bytes, over the reader's limit of %d MiB (offline tools: --max-memory)", h.recLen, s.limit()>>20))
+			}
 			if err := s.fill(FrameHeaderSize, int(h.recLen), "frame"); err != nil {
 				return s.fail(f, err)
 			}
@@ -152,6 +165,9 @@ func (s *StreamReader) section() error {
 	n := int64(le.Uint32(s.buf[12:]))
 	if n > MaxSectionSize {
 		return corrupt("", s.off, ErrCorrupt, "section length exceeds MaxSectionSize")
+	}
+	if s.mdLen+n > s.limit() {
+		return corrupt("", s.off, ErrMemoryLimit, "section of %d bytes after %d bytes of metadata, over the reader's limit of %d MiB (offline tools: --max-memory)", n, s.mdLen, s.limit()>>20)
 	}
 	if err := s.fill(SectionHeaderSize, SectionHeaderSize+int(n), "section"); err != nil {
 		return err
@@ -187,12 +203,15 @@ func (s *StreamReader) section() error {
 
 func (s *StreamReader) setMetadata(name string, data []byte) {
 	d := append([]byte(nil), data...)
-	for i := range s.md {
-		if s.md[i].name == name {
-			s.md[i].data = d
-			return
-		}
+	s.mdLen += int64(len(name) + len(data))
+	if s.mdIdx == nil {
+		s.mdIdx = map[string]int{}
 	}
+	if i, ok := s.mdIdx[name]; ok {
+		s.md[i].data = d
+		return
+	}
+	s.mdIdx[name] = len(s.md)
 	s.md = append(s.md, namedBlob{name: name, data: d})
 }
 
@@ -271,10 +290,8 @@ func (s *StreamReader) readErr(err error, what string) error {
 // that name has been read so far (Close writes them after the last frame:
 // read to io.EOF first). The bytes are the StreamReader's own copy.
 func (s *StreamReader) Metadata(name string) ([]byte, bool) {
-	for _, m := range s.md {
-		if m.name == name {
-			return m.data, true
-		}
+	if i, ok := s.mdIdx[name]; ok {
+		return s.md[i].data, true
 	}
 	return nil, false
 }
@@ -295,7 +312,8 @@ func (s *StreamReader) DumpInfo() (d dumpinfo.Info, ok bool) {
 	if !ok {
 		return dumpinfo.Info{}, false
 	}
-	if err := json.Unmarshal(b, &d); err != nil {
+	d, err := dumpinfo.Decode(b)
+	if err != nil {
 		return dumpinfo.Info{}, false
 	}
 	return d, true
@@ -317,7 +335,13 @@ func (s *StreamReader) Close() error {
 // f's decompression buffer. Damage is a *CorruptError whose offset counts
 // from the start of b.
 func DecodeFrame(b []byte, f *Frame) (int, error) {
-	d := frameDecoder{codec: newCodecs()}
+	return DecodeFrameWith(b, f, ReaderOptions{})
+}
+
+// DecodeFrameWith is DecodeFrame within opts.MaxMemory (the other options
+// do not apply).
+func DecodeFrameWith(b []byte, f *Frame, opts ReaderOptions) (int, error) {
+	d := frameDecoder{codec: newCodecs(), maxMem: opts.MaxMemory}
 	defer d.codec.close()
 	n, err := d.decodeFrame(b, 0, f, true)
 	return int(n), err

@@ -187,7 +187,8 @@ func TestStreamReaderCutAnywhere(t *testing.T) {
 }
 
 // A header that declares a huge frame followed by a few bytes costs a few
-// bytes of buffer, not the declared length.
+// bytes of buffer, not the declared length (with a memory limit above that
+// length); with the default limit it is refused at once.
 func TestStreamReaderMemoryBoundedByBytesRead(t *testing.T) {
 	b := streamFile(t, nil, WriterOptions{}, false)
 	var h [FrameHeaderSize]byte
@@ -198,8 +199,15 @@ func TestStreamReaderMemoryBoundedByBytesRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.ReadInto(&Frame{})
 	var ce *CorruptError
+	if err := s.ReadInto(&Frame{}); !errors.As(err, &ce) || !errors.Is(err, ErrMemoryLimit) || ce.Offset != HeaderSize {
+		t.Fatalf("default limit: got %v, want ErrMemoryLimit at offset %d", err, HeaderSize)
+	}
+	s, err = NewStreamReaderWith(bytes.NewReader(b), ReaderOptions{MaxMemory: 2 * MaxFrameSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.ReadInto(&Frame{})
 	if !errors.As(err, &ce) || !errors.Is(err, ErrTruncated) || ce.Offset != HeaderSize {
 		t.Fatalf("got %v, want ErrTruncated at offset %d", err, HeaderSize)
 	}

@@ -164,7 +164,7 @@ func (w *Writer) SetTopicType(name, channel string, t ingest.Type, fromNs int64)
 	if cur, ok := w.types[k]; ok && cur == id {
 		return nil
 	}
-	if w.pending != nil && w.pending.HasTopic(name, channel) {
+	if w.pendingHasTopic(k) {
 		if err := w.writePending(); err != nil {
 			return err
 		}
@@ -183,6 +183,29 @@ func (w *Writer) SetTopicType(name, channel string, t ingest.Type, fromNs int64)
 	}
 	w.types[k], w.bodies[id] = id, true
 	return nil
+}
+
+// pendingHasTopic reports whether the pending Add frame holds a message of
+// topic k, through the index of its topics (extended by the messages added
+// since the last call).
+func (w *Writer) pendingHasTopic(k topicKey) bool {
+	if w.pending == nil {
+		return false
+	}
+	msgs := w.pending.msgs
+	if len(msgs) < w.pendingIndexed { // the frame was reset elsewhere
+		clear(w.pendingTopics)
+		w.pendingIndexed = 0
+	}
+	if w.pendingTopics == nil {
+		w.pendingTopics = map[topicKey]struct{}{}
+	}
+	for _, m := range msgs[w.pendingIndexed:] {
+		w.pendingTopics[topicKey{m.Name, m.Channel}] = struct{}{}
+	}
+	w.pendingIndexed = len(msgs)
+	_, ok := w.pendingTopics[k]
+	return ok
 }
 
 // HasTopic reports whether f holds a message of topic name#channel.

@@ -37,18 +37,28 @@ func (v *VerifyReport) OK() bool { return len(v.Problems) == 0 }
 // its offset. Past a damaged region it resynchronises on the next intact
 // record, as Recover does. The error is for I/O failures only.
 func Verify(path string) (*VerifyReport, error) {
+	return VerifyWith(path, ReaderOptions{})
+}
+
+// VerifyWith is Verify with reader options (MaxMemory: a frame that would
+// take more to decode is a problem at its offset).
+func VerifyWith(path string, opts ReaderOptions) (*VerifyReport, error) {
 	b, release, err := MapFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return VerifyBytes(path, b), nil
+	return verifyBytes(path, b, opts), nil
 }
 
 // VerifyBytes is Verify over a file held in memory; name is used in reports.
 func VerifyBytes(name string, b []byte) *VerifyReport {
+	return verifyBytes(name, b, ReaderOptions{})
+}
+
+func verifyBytes(name string, b []byte, opts ReaderOptions) *VerifyReport {
 	v := &VerifyReport{Path: name, Size: int64(len(b))}
-	w := newWalker(name, b)
+	w := newWalker(name, b, opts)
 	w.onFrame = func(off int64, rec []byte, f *Frame, h *frameHeader) {
 		v.Frames++
 		v.Messages += uint64(f.Len())
@@ -108,21 +118,27 @@ type RecoverReport struct {
 // at any byte recovers up to its last whole frame. Frames are copied byte
 // for byte (same codec, same CRCs).
 func Recover(in, out string) (*RecoverReport, error) {
+	return RecoverWith(in, out, ReaderOptions{})
+}
+
+// RecoverWith is Recover with reader options (MaxMemory: a frame that
+// would take more to decode is not salvaged).
+func RecoverWith(in, out string, ropts ReaderOptions) (*RecoverReport, error) {
 	b, release, err := MapFile(in)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return recoverBytes(in, b, func(opts WriterOptions) (*Writer, error) { return Create(out, opts) })
+	return recoverBytes(in, b, ropts, func(opts WriterOptions) (*Writer, error) { return Create(out, opts) })
 }
 
 // RecoverTo is Recover writing the salvaged file to any Writer made by mk
 // (for example NewStreamWriter over a pipe). src is the damaged file's bytes.
 func RecoverTo(name string, src []byte, mk func(WriterOptions) (*Writer, error)) (*RecoverReport, error) {
-	return recoverBytes(name, src, mk)
+	return recoverBytes(name, src, ReaderOptions{}, mk)
 }
 
-func recoverBytes(name string, b []byte, mk func(WriterOptions) (*Writer, error)) (*RecoverReport, error) {
+func recoverBytes(name string, b []byte, ropts ReaderOptions, mk func(WriterOptions) (*Writer, error)) (*RecoverReport, error) {
 	rep := &RecoverReport{}
 	h, herr := parseFileHeader(name, b)
 	opts := WriterOptions{Writer: h.Writer, CreatedNs: h.CreatedNs}
@@ -138,7 +154,7 @@ func recoverBytes(name string, b []byte, mk func(WriterOptions) (*Writer, error)
 		return nil, err
 	}
 	var werr error
-	wk := newWalker(name, b)
+	wk := newWalker(name, b, ropts)
 	wk.onFrame = func(off int64, rec []byte, f *Frame, fh *frameHeader) {
 		if werr == nil {
 			werr = w.writeRaw(rec, f, fh)
@@ -252,9 +268,9 @@ func (w *walker) sectionOK(p, end int64) bool {
 	return w.ranges().crc(p+8, p+SectionHeaderSize+n) == le.Uint32(w.b[p+4:])
 }
 
-func newWalker(path string, b []byte) *walker {
+func newWalker(path string, b []byte, opts ReaderOptions) *walker {
 	w := &walker{path: path, b: b, acct: newAccounting()}
-	w.r = Reader{frameDecoder: frameDecoder{path: path, codec: newCodecs()}, data: b}
+	w.r = Reader{frameDecoder: frameDecoder{path: path, codec: newCodecs(), maxMem: opts.MaxMemory}, data: b}
 	return w
 }
 

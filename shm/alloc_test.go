@@ -51,7 +51,7 @@ func testDrainAllocs(t *testing.T, typ ingest.Type) {
 	p := newProducer(t, dir, ProducerOptions{Name: "drain", Capacity: 64 << 10, Type: typ})
 	opts := ConsumerOptions{}
 	opts.setDefaults()
-	s, err := openSegment(p.Path(), &opts, &bigBuffer{})
+	s, err := openSegment(p.Path(), &opts, &bigBuffer{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,9 @@ type cursors struct {
 	state    *atomic.Uint32
 	waiters  *atomic.Uint32 // nil when the header is mapped read-only
 	futex    *uint32        // low 32 bits of write_cursor (little-endian)
+	wakeCaps *atomic.Uint32 // producer: WakeDoorbell when it rings the doorbell
+	bellIno  *atomic.Uint64 // producer: the inode of the doorbell it rings
+	bellSlot *atomic.Uint32 // consumer: the hint bit to set; nil when read-only
 }
 
 func mapCursors(hdr []byte, writable bool) cursors {
@@ -32,12 +35,32 @@ func mapCursors(hdr []byte, writable bool) cursors {
 		hbNs:     (*atomic.Int64)(unsafe.Add(p, offHeartbeatNs)),
 		state:    (*atomic.Uint32)(unsafe.Add(p, offState)),
 		futex:    (*uint32)(unsafe.Add(p, offWriteCursor)),
+		wakeCaps: (*atomic.Uint32)(unsafe.Add(p, offWakeCaps)),
+		bellIno:  (*atomic.Uint64)(unsafe.Add(p, offDoorbellIno)),
 	}
 	if writable {
 		c.waiters = (*atomic.Uint32)(unsafe.Add(p, offWaiters))
+		c.bellSlot = (*atomic.Uint32)(unsafe.Add(p, offBellSlot))
 	}
 	return c
 }
+
+// mapBell returns the rings word and the hint bitmap of a doorbell mapping
+// (DoorbellSize bytes, page-aligned).
+func mapBell(mem []byte) (*atomic.Uint32, []atomic.Uint32) {
+	if len(mem) != DoorbellSize {
+		panic("BUG: shm: doorbell mapping is not DoorbellSize bytes")
+	}
+	p := unsafe.Pointer(unsafe.SliceData(mem))
+	return (*atomic.Uint32)(unsafe.Add(p, offBellRings)),
+		unsafe.Slice((*atomic.Uint32)(unsafe.Add(p, offBellHints)), DoorbellSlots/32)
+}
+
+// futexWord is an atomic word as a futex address.
+func futexWord(a *atomic.Uint32) *uint32 { return (*uint32)(unsafe.Pointer(a)) }
+
+// ringsWord is the rings word as a futex address.
+func (b *bell) ringsWord() *uint32 { return futexWord(b.rings) }
 
 func bigEndian() bool {
 	x := uint16(1)

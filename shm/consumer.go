@@ -23,14 +23,29 @@ import (
 type WaitMode int
 
 const (
-	// WaitFutex sleeps in FUTEX_WAIT on the segment's write cursor; the
-	// producer wakes it. Lowest latency and no idle wake-ups, but each
-	// idle segment parks one OS thread.
+	// WaitFutex lets producers wake the consumer: through the directory's
+	// doorbell (one OS thread in FUTEX_WAIT for every segment of producers
+	// that ring it), else in FUTEX_WAIT on the segment's write cursor for
+	// at most MaxFutexSleepers segments at a time, polling (PollMin to
+	// PollMax) beyond. OS threads are bounded whatever the number of
+	// segments.
 	WaitFutex WaitMode = iota
 	// WaitPoll sleeps with an adaptive back-off from PollMin to PollMax
 	// (no threads parked, latency up to PollMax).
 	WaitPoll
 )
+
+// MaxFutexSleepers bounds the segments of producers that do not ring the
+// doorbell (older ones, or ones that cannot open it) whose consumer sleeps
+// in FUTEX_WAIT on their write cursor, one OS thread each; the others are
+// polled.
+const MaxFutexSleepers = 4
+
+// DefaultSilence is how long a producer whose liveness cannot rest on its
+// pid (0, 1, beyond PID_MAX_LIMIT, or NoPIDCheck) and that promised no
+// heartbeat may publish nothing before its topic is reported offline, when
+// HeartbeatTimeout is 0.
+const DefaultSilence = 2 * time.Second
 
 // ConsumerOptions configure a Consumer. The zero value is usable.
 type ConsumerOptions struct {
@@ -78,14 +93,33 @@ type ConsumerOptions struct {
 	SkipExisting bool
 
 	// NoPIDCheck disables the pid liveness check (producers in another pid
-	// namespace); liveness then rests on state and heartbeat only.
+	// namespace); liveness then rests on state, heartbeats and activity.
 	NoPIDCheck bool
+
+	// HeartbeatTimeout is how long a producer may stay silent (no
+	// heartbeat, no record) before its topic is offline: for a producer
+	// that promised heartbeats (two of its periods when 0), and for one
+	// that did not and whose pid cannot be checked (DefaultSilence when
+	// 0). It comes back online at its next heartbeat or record.
+	HeartbeatTimeout time.Duration
+
+	// MaxSegments bounds the segments followed at once (0: no bound);
+	// the others are not opened, reported once through OnError and counted
+	// (ConsumerStats.Refused), and followed when room frees.
+	MaxSegments int
 
 	// OnError is called (from consumer goroutines) for every segment that
 	// is quarantined or not recorded, and for a declared type that is not
 	// used (a *TypeError: the topic is recorded as raw bytes). It must not
 	// block.
 	OnError func(error)
+
+	// OnLeftover is called (from consumer goroutines) for every leftover
+	// segment: one put in place before the consumer started whose producer
+	// had closed it, or died, by the time the consumer opened it. Its
+	// records are counted, not ingested (they are not live data: their
+	// capture time is unknown). It must not block.
+	OnLeftover func(SegmentStats)
 
 	// Clock judges heartbeat age; the system clock when nil.
 	Clock clock.Clock
@@ -138,12 +172,25 @@ type Consumer struct {
 	errs      []error              // most recent errors, oldest first
 	started   bool
 
+	startNs int64           // wall-clock time of Start: segments put in place before it may be leftovers
+	refused map[string]bool // MaxSegments: names not followed
+	// refused since the last report, and the first of them
+	newRefused   int
+	firstRefused string
+	leftover     SegmentStats // sums over leftover segments (Messages, Bytes, Lost)
+	nLeft        int          // leftover segments read
+
 	stop    atomic.Bool
 	stopCh  chan struct{}
 	wg      sync.WaitGroup
 	watchWG sync.WaitGroup
 	notify  *os.File // inotify, nil when polling
 	big     bigBuffer
+
+	bell    *bell         // the directory's doorbell; nil when unusable
+	pids    pidTable      // pidfds shared among segments of one process
+	sleeper chan struct{} // MaxFutexSleepers tokens for write-cursor futex waits
+	opening chan struct{} // segments opened at once: a burst of thousands stays a few threads in system calls
 }
 
 // NewConsumer returns a consumer of the segments in dir (created with mode
@@ -160,7 +207,9 @@ func NewConsumer(dir string, sink ingest.Sink, opts ConsumerOptions) (*Consumer,
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("shm: segment directory: %w", err)
 	}
-	return &Consumer{dir: dir, sink: sink, opts: opts, followers: map[string]*follower{}, finished: map[string]fileID{}, stopCh: make(chan struct{})}, nil
+	return &Consumer{dir: dir, sink: sink, opts: opts, followers: map[string]*follower{}, finished: map[string]fileID{},
+		refused: map[string]bool{}, stopCh: make(chan struct{}), sleeper: make(chan struct{}, MaxFutexSleepers),
+		opening: make(chan struct{}, 2)}, nil
 }
 
 // Start scans the directory, starts following every segment and watches for
@@ -175,8 +224,12 @@ func (c *Consumer) Start() error {
 		return nil
 	}
 	c.started = true
+	c.startNs = time.Now().UnixNano()
 	if c.opts.SkipExisting {
 		c.markExisting()
+	}
+	if c.opts.Wait == WaitFutex {
+		c.openBellLocked()
 	}
 	c.startWatchLocked()
 	return nil
@@ -201,7 +254,7 @@ func (c *Consumer) markExisting() {
 		if !isSegmentName(e.Name()) {
 			continue
 		}
-		s, err := openSegment(filepath.Join(c.dir, e.Name()), &c.opts, &c.big)
+		s, err := openSegment(filepath.Join(c.dir, e.Name()), &c.opts, &c.big, nil)
 		if err != nil {
 			continue
 		}
@@ -234,6 +287,11 @@ func (c *Consumer) Close() error {
 	c.watchWG.Wait()
 	done := make(chan struct{})
 	go func() { c.wg.Wait(); close(done) }()
+	defer func() {
+		if c.bell != nil {
+			c.bell.close() // after every follower: none rings it or holds a slot
+		}
+	}()
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	for {
@@ -250,6 +308,9 @@ func (c *Consumer) Close() error {
 	}
 }
 
+// Options returns the consumer's options, defaults applied.
+func (c *Consumer) Options() ConsumerOptions { return c.opts }
+
 // ConsumerStats sums the counters of every segment followed so far.
 type ConsumerStats struct {
 	Segments    int    // segments followed now
@@ -258,7 +319,18 @@ type ConsumerStats struct {
 	Bytes       uint64 // payload bytes ingested
 	Lost        uint64 // records overwritten before the consumer read them
 	Rejected    uint64 // records the sink refused
-	Errors      []error
+	// Refused is how many segments are not followed now for MaxSegments.
+	Refused int
+	// Leftovers counts the segments found already finished (closed, or
+	// their producer dead, before the consumer followed them), with the
+	// records and payload bytes they held: read and counted, not ingested.
+	Leftovers        int
+	LeftoverMessages uint64
+	LeftoverBytes    uint64
+	// Doorbell reports whether producers can wake the consumer through the
+	// directory's doorbell (else each idle segment is waited on apart).
+	Doorbell bool
+	Errors   []error
 }
 
 // SegmentStats are one segment's counters.
@@ -283,7 +355,9 @@ func (c *Consumer) Stats() ConsumerStats {
 	defer c.mu.Unlock()
 	st := ConsumerStats{
 		Messages: c.retired.Messages, Bytes: c.retired.Bytes, Lost: c.retired.Lost,
-		Rejected: c.retired.Rejected, Errors: slices.Clone(c.errs),
+		Rejected: c.retired.Rejected, Errors: slices.Clone(c.errs), Refused: len(c.refused),
+		Leftovers: c.nLeft, LeftoverMessages: c.leftover.Messages, LeftoverBytes: c.leftover.Bytes,
+		Doorbell: c.bell != nil,
 	}
 	for _, f := range c.followers {
 		s := f.stats()

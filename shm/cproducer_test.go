@@ -55,9 +55,16 @@ func TestCHeaderMatchesLayout(t *testing.T) {
 		"VERSION_UNTYPED": VersionUntyped, "MAX_ENCODING_LEN": MaxEncodingLen, "OFF_ENCODING_LEN": offEncodingLen,
 		"OFF_SCHEMA_ENCODING_LEN": offSchemaEncLen, "OFF_SCHEMA_LEN": offSchemaLen, "OFF_ENCODING": offEncoding,
 		"OFF_SCHEMA_ENCODING": offSchemaEncoding,
+		"OFF_WAKE_CAPS":       offWakeCaps, "OFF_DOORBELL_INO": offDoorbellIno, "OFF_BELL_SLOT": offBellSlot,
+		"DOORBELL_SIZE": DoorbellSize, "DOORBELL_VERSION": DoorbellVersion, "DOORBELL_SLOTS": DoorbellSlots,
+		"DOORBELL_OFF_RINGS": offBellRings, "DOORBELL_OFF_HINTS": offBellHints, "WAKE_DOORBELL": WakeDoorbell,
+		"WAIT_CURSOR": WaitCursor, "WAIT_DOORBELL": WaitDoorbell, "PID_MAX_LIMIT": pidMaxLimit,
 	}
 	if defs["EDR_SHM_MAX_SCHEMA_SIZE"] != "(4u << 20)" || MaxSchemaSize != 4<<20 {
 		t.Errorf("EDR_SHM_MAX_SCHEMA_SIZE = %s, Go has %d", defs["EDR_SHM_MAX_SCHEMA_SIZE"], MaxSchemaSize)
+	}
+	if defs["EDR_SHM_DOORBELL_NAME"] != `"`+DoorbellName+`"` {
+		t.Errorf("EDR_SHM_DOORBELL_NAME = %s, Go has %q", defs["EDR_SHM_DOORBELL_NAME"], DoorbellName)
 	}
 	for k, v := range want {
 		got, err := strconv.Atoi(defs["EDR_SHM_"+k])
@@ -127,7 +134,18 @@ func TestCProducerEveryMessageBitExactInOrder(t *testing.T) {
 	startConsumer(t, dir, sink, ConsumerOptions{})
 	const n, maxLen = 20_000, 200
 	var id ingest.TopicID
-	runCProducer(t, bin, dir, "c/topic", n, maxLen, 4<<20, func() { id = waitTopic(t, sink, "c/topic", "") })
+	runCProducer(t, bin, dir, "c/topic", n, maxLen, 4<<20, func() {
+		id = waitTopic(t, sink, "c/topic", "")
+		// The C producer rings the doorbell the consumer listens to.
+		b, err := os.ReadFile(filepath.Join(dir, SegmentFileName("c/topic", "")))
+		fi, ferr := os.Stat(filepath.Join(dir, DoorbellName))
+		if err != nil || ferr != nil {
+			t.Fatalf("segment %v, doorbell %v", err, ferr)
+		}
+		if caps, ino := getU32(b[offWakeCaps:]), getU64(b[offDoorbellIno:]); caps != WakeDoorbell || ino != inode(fi) {
+			t.Errorf("wake_caps %d, doorbell_ino %d; want %d and the doorbell's inode %d", caps, ino, WakeDoorbell, inode(fi))
+		}
+	})
 	sink.waitFor(t, "offline after close", func() bool { return !sink.isOnline(id) })
 	msgs := sink.messages(id)
 	if len(msgs) != n {

@@ -35,8 +35,18 @@
 // each topic has exactly one writer into the engine. The payload slice
 // handed to IngestAt is the consumer's private copy of the record (never the
 // shared mapping, which a producer may be overwriting) and is valid only
-// during the call. With WaitFutex (the default) each idle segment parks one
-// OS thread in FUTEX_WAIT; use WaitPoll for thousands of segments.
+// during the call. With WaitFutex (the default) idle segments park their
+// goroutines and producers wake them through the directory's doorbell (one
+// OS thread waits for all); producers that do not ring it are waited on in
+// FUTEX_WAIT, at most MaxFutexSleepers at a time, and polled beyond. OS
+// threads and descriptors do not grow with segments (a pidfd per producer
+// process). MaxSegments bounds the segments followed.
+//
+// Liveness: a segment's pid is a hint (0, 1 and values beyond
+// PID_MAX_LIMIT are none); a producer silent for HeartbeatTimeout is
+// offline until its next heartbeat or record; a segment whose producer
+// finished before the consumer found it is a leftover: counted and
+// reported (OnLeftover), not ingested.
 //
 // Memory: each segment that has carried data keeps a private buffer of
 // max(BatchBytes, one record of its max_payload) bytes, at most its ring
@@ -55,7 +65,7 @@
 // over is not the producer: a process that started more than a second
 // after the segment's start_ns (from /proc/<pid>/stat) does not own it. A
 // start_ns that is no wall-clock time since boot (a virtual clock) is not
-// judged that way. Each followed segment holds one pidfd.
+// judged that way. Segments of one producer process share one pidfd.
 //
 // Only little-endian Linux hosts are supported (every other platform gets
 // ErrNotSupported).

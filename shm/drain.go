@@ -20,7 +20,7 @@ func DrainFile(path string, sink ingest.Sink, opts ConsumerOptions) (st SegmentS
 	}
 	opts.setDefaults()
 	st.Path = path
-	s, err := openSegment(path, &opts, &bigBuffer{})
+	s, err := openSegment(path, &opts, &bigBuffer{}, nil)
 	if err != nil {
 		return st, err
 	}

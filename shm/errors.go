@@ -19,6 +19,9 @@ var (
 	ErrBadName      = errors.New("shm: bad topic name")
 	ErrBadOption    = errors.New("shm: bad option")
 	ErrClosed       = errors.New("shm: closed")
+	// ErrTooManySegments: segments beyond ConsumerOptions.MaxSegments are
+	// not followed.
+	ErrTooManySegments = errors.New("shm: too many segments")
 )
 
 // SegmentError reports a broken or hostile segment: which segment, which

@@ -23,7 +23,8 @@ import (
 
 // startLocked starts a follower for name; c.mu is held.
 func (c *Consumer) startLocked(name string) {
-	f := &follower{c: c, name: name, path: filepath.Join(c.dir, name), kick: make(chan struct{}, 1), spin: spinSlow}
+	f := &follower{c: c, name: name, path: filepath.Join(c.dir, name), kick: make(chan struct{}, 1), spin: spinSlow,
+		slept: activeSleep} // idle until a short sleep says otherwise
 	c.followers[name] = f
 	c.wg.Add(1)
 	go f.run()
@@ -51,6 +52,18 @@ type follower struct {
 	spin      int    // polls before sleeping, see wait
 	finished  bool   // the producer closed or died and its segment was read
 	timer     *time.Timer
+
+	slot    uint32 // doorbell hint bit, when hasSlot
+	hasSlot bool
+	slept   time.Duration // how long the last sleep lasted (see wait)
+	// silentOff: the topic is offline because its producer went silent
+	// (it comes back at the next sign of life).
+	silentOff bool
+	// Last signs of life on the consumer's clock: the write cursor and the
+	// heartbeat as last seen, and when either last changed.
+	lifeW  uint64
+	lifeHb int64
+	lifeNs int64
 }
 
 func (f *follower) stats() SegmentStats {
@@ -80,6 +93,14 @@ func (f *follower) publishState(err error) {
 		}
 	}
 	f.state.Store(s)
+}
+
+// kickNow ends the follower's current (or next) sleep on its channel.
+func (f *follower) kickNow() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
 }
 
 // wake interrupts the follower's wait.
@@ -122,6 +143,10 @@ func (f *follower) run() {
 		}()
 		f.release()
 	}
+	if f.hasSlot {
+		c.bell.release(f.slot)
+		f.hasSlot = false
+	}
 	c.mu.Lock()
 	delete(c.followers, f.name)
 	if f.finished && c.opts.KeepFiles {
@@ -152,7 +177,16 @@ func (f *follower) open() (exists bool) {
 	}
 	f.lastID = fi.id
 	f.changed.Store(false)
-	s, err := openSegment(f.path, &f.c.opts, &f.c.big)
+	f.c.opening <- struct{}{}
+	s, err := openSegment(f.path, &f.c.opts, &f.c.big, &f.c.pids)
+	if err == nil && f.isLeftover(s) {
+		<-f.c.opening
+		f.bad = false
+		f.lastID = s.id
+		f.readLeftover(s)
+		return false
+	}
+	<-f.c.opening
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false
@@ -174,6 +208,7 @@ func (f *follower) open() (exists bool) {
 	if s.typeErr != nil {
 		f.c.report(s.typeErr) // recorded all the same, as raw bytes
 	}
+	f.lifeW, f.lifeHb, f.lifeNs, f.silentOff = s.c.write.Load(), s.c.hbNs.Load(), f.c.opts.Clock.Now(), false
 	id, err := f.c.sink.Discover(s.info)
 	f.recording, f.online = err == nil, err == nil
 	if err != nil {
@@ -255,12 +290,15 @@ func (f *follower) follow() {
 		}
 	}()
 	interval := c.opts.CheckInterval
-	if hb := time.Duration(s.h.heartbeatPeriod); hb > 0 && hb/2 < interval {
-		interval = max(hb/2, time.Millisecond)
+	if limit := f.silence(s); limit > 0 && limit/2 < interval {
+		interval = max(limit/2, time.Millisecond)
 	}
 	next := time.Now().Add(interval)
 	idle := 0
 	for !c.stop.Load() {
+		if f.silentOff && s.c.write.Load() != f.lifeW {
+			f.revive(s) // a record from a silent producer: online before it is read
+		}
 		n, done, err := f.drain(drainBudget)
 		if err != nil {
 			f.quarantine(s.id, err)
@@ -311,8 +349,7 @@ func (f *follower) check() bool {
 			return false
 		}
 	}
-	dead := s.closed() || (!c.opts.NoPIDCheck && s.owner.gone())
-	if dead {
+	if f.producerDone(s) {
 		f.finalDrain()
 		if f.online {
 			c.sink.Offline(f.id)
@@ -328,18 +365,18 @@ func (f *follower) check() bool {
 		f.release()
 		return false
 	}
-	if p := s.h.heartbeatPeriod; p > 0 && f.recording {
-		stale := c.opts.Clock.Now()-s.c.hbNs.Load() > 2*p
+	// Silent producers (no heartbeat, no record for too long) are offline
+	// until they give a sign of life; liveness by pid alone never goes
+	// silent.
+	if limit := f.silence(s); limit > 0 && f.recording {
+		silent := f.silent(s, limit)
 		switch {
-		case stale && f.online:
+		case silent && f.online:
 			c.sink.Offline(f.id)
-			f.online = false
+			f.online, f.silentOff = false, true
 			f.publishState(nil)
-		case !stale && !f.online:
-			if id, err := c.sink.Discover(s.info); err == nil {
-				f.id, f.online = id, true
-				f.publishState(nil)
-			}
+		case !silent && f.silentOff:
+			f.revive(s)
 		}
 	}
 	return true
@@ -357,7 +394,11 @@ const (
 	fastWake = 100 * time.Microsecond
 )
 
-// wait sleeps until new records may be there, at most d.
+// wait sleeps until new records may be there, at most d. A producer that
+// rings the doorbell wakes the follower through it (the follower parks on
+// its channel: no OS thread); one that does not is waited on in FUTEX_WAIT
+// on its write cursor while a token of MaxFutexSleepers is free (one OS
+// thread each), and polled with a back-off otherwise.
 func (f *follower) wait(d time.Duration, idle int) {
 	s := f.seg
 	if idle < f.spin {
@@ -365,22 +406,78 @@ func (f *follower) wait(d time.Duration, idle int) {
 		return
 	}
 	if f.c.opts.Wait == WaitFutex && s.c.waiters != nil {
-		s.c.waiters.Store(1)
-		w := s.c.write.Load()
-		if w != s.lastW || f.c.stop.Load() || f.changed.Load() {
+		// A busy stream (its last sleep was short) is waited on in
+		// FUTEX_WAIT on its own write cursor while a token is free: the
+		// producer then wakes this very thread (microseconds), where the
+		// doorbell adds a hand-off between two goroutines (tens).
+		if f.slept < activeSleep && f.futexWait(s, d) {
 			return
 		}
+		if f.useBell(s) {
+			s.c.bellSlot.Store(f.slot)
+			s.c.waiters.Or(WaitDoorbell) // a bit (another consumer may sleep too); seq-cst, before the re-load (Dekker, as below)
+			if w := s.c.write.Load(); w != s.lastW || f.c.stop.Load() || f.changed.Load() {
+				return
+			}
+			t0 := time.Now()
+			f.sleep(d)
+			f.adaptSpin(time.Since(t0))
+			return
+		}
+		if f.futexWait(s, d) {
+			return
+		}
+	}
+	step := f.c.opts.PollMin << min(max(idle-f.spin, 0), 16)
+	f.sleep(min(step, f.c.opts.PollMax, d))
+}
+
+// activeSleep: a follower whose last sleep was shorter follows a busy
+// stream (see wait).
+const activeSleep = 10 * time.Millisecond
+
+// futexWait sleeps in FUTEX_WAIT on the write cursor of s, at most d, when
+// one of the consumer's MaxFutexSleepers tokens is free (one OS thread
+// each); false when none is.
+func (f *follower) futexWait(s *segment, d time.Duration) bool {
+	select {
+	case f.c.sleeper <- struct{}{}:
+	default:
+		return false
+	}
+	s.c.waiters.Or(WaitCursor)
+	w := s.c.write.Load()
+	if w == s.lastW && !f.c.stop.Load() && !f.changed.Load() {
 		t0 := time.Now()
 		futexWait(s.c.futex, uint32(w), d)
-		if time.Since(t0) < fastWake {
-			f.spin = spinFast
-		} else {
-			f.spin = spinSlow
-		}
-		return
+		f.adaptSpin(time.Since(t0))
 	}
-	step := f.c.opts.PollMin << min(idle-f.spin, 16)
-	f.sleep(min(step, f.c.opts.PollMax, d))
+	<-f.c.sleeper
+	return true
+}
+
+// useBell reports whether the producer of s rings the doorbell the consumer
+// listens to, taking a hint slot for the follower on first use.
+func (f *follower) useBell(s *segment) bool {
+	b := f.c.bell
+	if b == nil || s.c.wakeCaps.Load()&WakeDoorbell == 0 || s.c.bellIno.Load() != b.ino {
+		return false
+	}
+	if !f.hasSlot {
+		f.slot, f.hasSlot = b.acquire(f)
+	}
+	return f.hasSlot
+}
+
+// adaptSpin picks how many polls come before the next sleep from how
+// long this one lasted.
+func (f *follower) adaptSpin(slept time.Duration) {
+	f.slept = slept
+	if slept < fastWake {
+		f.spin = spinFast
+	} else {
+		f.spin = spinSlow
+	}
 }
 
 func (f *follower) sleep(d time.Duration) {
@@ -388,6 +485,12 @@ func (f *follower) sleep(d time.Duration) {
 	select {
 	case <-f.timer.C:
 	case <-f.kick:
+		if b := f.c.bell; b != nil {
+			select { // the doorbell's goroutine waits for a woken reader to run
+			case b.ack <- struct{}{}:
+			default:
+			}
+		}
 	case <-f.c.stopCh:
 	}
 }

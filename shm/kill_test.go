@@ -132,8 +132,9 @@ func TestZombieProducerGoesOffline(t *testing.T) {
 
 // TestReusedPIDIsNotTheProducer: a segment whose producer_pid now belongs
 // to a process that started after the segment did (the producer died and
-// its pid was given to someone else) is a dead producer's segment, whereas
-// the same pid with a later start_ns is a live one.
+// its pid was given to someone else) is a dead producer's segment, read as
+// a leftover (counted, not ingested), whereas the same pid with a later
+// start_ns is a live one.
 func TestReusedPIDIsNotTheProducer(t *testing.T) {
 	other := exec.Command("sleep", "60")
 	if err := other.Start(); err != nil {
@@ -160,13 +161,26 @@ func TestReusedPIDIsNotTheProducer(t *testing.T) {
 			p := newProducer(t, dir, ProducerOptions{Name: "reused", Clock: clock.Func(func() int64 { return tc.startNs })})
 			binary.LittleEndian.PutUint32(p.mem[offPID:], pid)
 			p.Publish(1, []byte("x"))
-			startConsumer(t, dir, sink, ConsumerOptions{CheckInterval: 20 * time.Millisecond})
-			id := waitTopic(t, sink, "reused", "")
-			sink.waitFor(t, "the message", func() bool { return len(sink.messages(id)) == 1 })
+			time.Sleep(leftoverMargin + 20*time.Millisecond) // in place before the consumer starts
+			left := make(chan SegmentStats, 1)
+			startConsumer(t, dir, sink, ConsumerOptions{CheckInterval: 20 * time.Millisecond,
+				OnLeftover: func(st SegmentStats) { left <- st }})
 			if tc.dead {
-				sink.waitFor(t, "offline", func() bool { return !sink.isOnline(id) })
+				select {
+				case st := <-left:
+					if st.Messages != 1 || st.Topic.Name != "reused" {
+						t.Fatalf("leftover %+v, want 1 message of reused", st)
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatal("the dead producer's segment was not read as a leftover")
+				}
+				if _, ok := sink.topic("reused", ""); ok {
+					t.Fatal("a leftover segment was discovered as a live topic")
+				}
 				return
 			}
+			id := waitTopic(t, sink, "reused", "")
+			sink.waitFor(t, "the message", func() bool { return len(sink.messages(id)) == 1 })
 			time.Sleep(300 * time.Millisecond) // about 15 liveness checks
 			if !sink.isOnline(id) {
 				t.Fatal("the segment of a live producer went offline")

@@ -22,17 +22,30 @@ const ownerSlack = int64(1e9)
 // the pid once to a pidfd (Linux 5.3+), so a pid reused later by another
 // process is never mistaken for the producer, and an exited producer that
 // nobody reaped (a zombie) counts as gone. Where pidfd_open is refused it
-// falls back to kill(pid, 0). Not safe for concurrent use.
+// falls back to kill(pid, 0). Segments of one process share one pidfd
+// (pidTable): descriptors grow with producer processes, not segments. Not
+// safe for concurrent use.
 type owner struct {
 	pid     uint32
 	startNs int64
-	fd      int  // the pidfd, when hasFD
-	hasFD   bool // the zero owner holds no descriptor
+	tab     *pidTable // nil: a pidfd of its own
+	ref     *pidRef
 	opened  bool
 	dead    bool
 }
 
-func newOwner(pid uint32, startNs int64) owner { return owner{pid: pid, startNs: startNs} }
+func newOwner(pid uint32, startNs int64, tab *pidTable) owner {
+	return owner{pid: pid, startNs: startNs, tab: tab}
+}
+
+// usablePID reports whether pid can name a producer in our pid namespace:
+// not 0, not init (1: in a container, any producer may be pid 1 of its own
+// namespace), not beyond PID_MAX_LIMIT. Liveness then rests on heartbeats
+// and activity (FORMAT.md, "Liveness and closing").
+func usablePID(pid uint32) bool { return pid > 1 && pid <= pidMaxLimit }
+
+// pidMaxLimit is the kernel's PID_MAX_LIMIT (4 Mi on 64-bit).
+const pidMaxLimit = 1 << 22
 
 // gone reports whether the producer process no longer runs.
 func (o *owner) gone() bool {
@@ -45,9 +58,7 @@ func (o *owner) gone() bool {
 			o.dead = true
 			return true
 		}
-		if fd, err := unix.PidfdOpen(int(o.pid), 0); err == nil {
-			o.fd, o.hasFD = fd, true
-		}
+		o.ref = o.tab.acquire(o.pid)
 		// Checked after the pidfd is held: the process it names cannot
 		// change any more.
 		if notProducer(o.pid, o.startNs) {
@@ -56,10 +67,8 @@ func (o *owner) gone() bool {
 			return true
 		}
 	}
-	if o.hasFD {
-		// A pidfd polls readable once the process has exited, reaped or not.
-		fds := []unix.PollFd{{Fd: int32(o.fd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
+	if o.ref != nil {
+		if o.ref.exited() {
 			o.dead = true
 			o.close()
 		}
@@ -70,16 +79,83 @@ func (o *owner) gone() bool {
 }
 
 func (o *owner) close() {
-	if o.hasFD {
-		unix.Close(o.fd)
-		o.hasFD = false
+	if o.ref != nil {
+		o.tab.release(o.ref)
+		o.ref = nil
+	}
+}
+
+// pidTable shares one pidfd among the segments of one producer process.
+// Safe for concurrent use; a nil table gives each owner a pidfd of its own.
+type pidTable struct {
+	mu   sync.Mutex
+	refs map[uint32]*pidRef // the newest pidfd of each pid
+}
+
+// pidRef is one pidfd and how many owners hold it.
+type pidRef struct {
+	pid  uint32
+	fd   int
+	refs int
+}
+
+// exited reports whether the process the pidfd names has exited (reaped
+// or not): a pidfd polls readable then.
+func (r *pidRef) exited() bool {
+	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
+// acquire returns a pidfd of process pid, shared with other holders when
+// the one the table has still names a running process (else a pid reused
+// by a new process would be judged by the old one's exit); nil where
+// pidfd_open is refused.
+func (t *pidTable) acquire(pid uint32) *pidRef {
+	if t == nil {
+		fd, err := unix.PidfdOpen(int(pid), 0)
+		if err != nil {
+			return nil
+		}
+		return &pidRef{pid: pid, fd: fd, refs: 1}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.refs[pid]; r != nil && !r.exited() {
+		r.refs++
+		return r
+	}
+	fd, err := unix.PidfdOpen(int(pid), 0)
+	if err != nil {
+		return nil
+	}
+	r := &pidRef{pid: pid, fd: fd, refs: 1}
+	if t.refs == nil {
+		t.refs = map[uint32]*pidRef{}
+	}
+	t.refs[pid] = r
+	return r
+}
+
+func (t *pidTable) release(r *pidRef) {
+	if t == nil {
+		unix.Close(r.fd)
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r.refs--; r.refs == 0 {
+		unix.Close(r.fd)
+		if t.refs[r.pid] == r {
+			delete(t.refs, r.pid)
+		}
 	}
 }
 
 // ownerGone is the one-shot form of owner.gone, for a producer deciding
 // whether it may replace a segment.
 func ownerGone(pid uint32, startNs int64) bool {
-	o := newOwner(pid, startNs)
+	o := newOwner(pid, startNs, nil)
 	defer o.close()
 	return o.gone()
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/edr-lite/edr-lite/ingest"
@@ -97,6 +98,10 @@ type Producer struct {
 	unlink bool
 	clk    clock.Clock
 	closed bool
+
+	bell      []byte // the directory's doorbell, nil when it could not be opened
+	bellRings *atomic.Uint32
+	bellHints []atomic.Uint32
 }
 
 // NewProducer creates the segment for opts.Name/opts.Channel in dir
@@ -143,7 +148,7 @@ func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
 	}
 	base := SegmentFileName(opts.Name, opts.Channel)
 	final := filepath.Join(dir, base)
-	if err := checkReplaceable(final); err != nil {
+	if err := checkReplaceable(final, clk.Now()); err != nil {
 		return nil, err
 	}
 	tmp := filepath.Join(dir, "."+base+"."+strconv.Itoa(os.Getpid())+".tmp")
@@ -192,6 +197,17 @@ func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
 	if fi, err := fstat(fd); err == nil {
 		p.id = fi.id
 	}
+	// The doorbell (created when missing): without it the consumer wakes
+	// on this segment's write cursor, as with producers older than it.
+	if d, err := openDoorbell(dir, true, false, mode, opts.Group); err == nil {
+		p.bell = d.mem
+		p.bellRings, p.bellHints = mapBell(d.mem)
+		p.c.bellIno.Store(d.ino)
+		p.c.wakeCaps.Store(WakeDoorbell)
+	}
+	// The mapping is all a producer needs: one descriptor less per topic.
+	closeFD(fd)
+	p.fd = -1
 	if err := os.Rename(tmp, final); err != nil {
 		return fail(fmt.Errorf("shm: publish segment: %w", err))
 	}
@@ -213,8 +229,8 @@ func roundCapacity(n int) (uint64, error) {
 }
 
 // checkReplaceable refuses to replace the segment at path when its producer
-// is alive and has not closed it. Anything unreadable there is replaced.
-func checkReplaceable(path string) error {
+// still holds it (segmentInUse). Anything unreadable there is replaced.
+func checkReplaceable(path string, now int64) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		return nil
@@ -225,12 +241,29 @@ func checkReplaceable(path string) error {
 		return nil
 	}
 	le := binary.LittleEndian
-	state := le.Uint32(b[offState:])
 	pid := le.Uint32(b[offPID:])
-	if state == StateLive && !ownerGone(pid, int64(le.Uint64(b[offStartNs:]))) {
+	if segmentInUse(le.Uint32(b[offState:]), pid, int64(le.Uint64(b[offStartNs:])),
+		int64(le.Uint64(b[offHeartbeatPeriod:])), int64(le.Uint64(b[offHeartbeatNs:])), now) {
 		return fmt.Errorf("%w: %s (pid %d)", ErrInUse, path, pid)
 	}
 	return nil
+}
+
+// segmentInUse reports whether a segment's producer still holds it, so a
+// new producer for the topic must not replace it: the segment is live,
+// its pid (when usable: usablePID) still names its producer, and, when the
+// producer promised heartbeats, its last one is at most two periods old at
+// now. A segment whose pid cannot be checked (0, 1, beyond PID_MAX_LIMIT)
+// is held only by fresh heartbeats: pid 0, 1 or -1 never holds a topic
+// forever.
+func segmentInUse(state, pid uint32, startNs, period, hbNs, now int64) bool {
+	if state != StateLive || (usablePID(pid) && ownerGone(pid, startNs)) {
+		return false
+	}
+	if period > 0 {
+		return now-hbNs <= 2*period
+	}
+	return usablePID(pid)
 }
 
 // Path is the segment file's path.
@@ -300,10 +333,31 @@ func (p *Producer) Publish(genNs int64, payload []byte) error {
 	// next_seq is for monitoring only: a plain store, no ordering needed.
 	binary.LittleEndian.PutUint64(p.hdr[offNextSeq:], p.seq)
 	p.c.write.Store(end) // seq-cst: ordered before the waiters load (Dekker)
-	if p.c.waiters.Load() != 0 && p.c.waiters.Swap(0) != 0 {
-		futexWake(p.c.futex)
+	if p.c.waiters.Load() != 0 {
+		p.wake(p.c.waiters.Swap(0))
 	}
 	return nil
+}
+
+// wake wakes the consumers that were asleep as the bits of w say: on the
+// doorbell (the hint bit it asked for, then a ring), on the write cursor,
+// or both (two consumers of one segment).
+func (p *Producer) wake(w uint32) {
+	if w == 0 {
+		return
+	}
+	rang := false
+	if w&WaitDoorbell != 0 && p.bell != nil {
+		if s := p.c.bellSlot.Load(); s < DoorbellSlots {
+			p.bellHints[s/32].Or(1 << (s % 32))
+		}
+		p.bellRings.Add(1)
+		futexWake(futexWord(p.bellRings))
+		rang = true
+	}
+	if w&^WaitDoorbell != 0 || !rang {
+		futexWake(p.c.futex)
+	}
 }
 
 // Heartbeat stamps the segment's heartbeat time. It may be called
@@ -338,8 +392,8 @@ func (p *Producer) Close() error {
 		return nil
 	}
 	p.c.state.Store(StateClosed)
-	p.c.waiters.Store(0)
-	futexWake(p.c.futex)
+	p.wake(p.c.waiters.Swap(0))
+	futexWake(p.c.futex) // a consumer older than the doorbell may sleep there
 	p.closed = true
 	var err error
 	if p.unlink {
@@ -355,6 +409,10 @@ func (p *Producer) release() error {
 	err := unmap(p.mem)
 	p.mem, p.hdr, p.ring = nil, nil, nil
 	p.c = cursors{}
+	if p.bell != nil {
+		unmap(p.bell)
+		p.bell, p.bellRings, p.bellHints = nil, nil, nil
+	}
 	if p.fd >= 0 {
 		err = errors.Join(err, closeFD(p.fd))
 		p.fd = -1

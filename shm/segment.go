@@ -28,6 +28,8 @@ type segment struct {
 	info     ingest.TopicInfo
 	typeErr  *TypeError // the declared type was not used (schema.go)
 	owner    owner      // the producer process, for liveness
+	pids     *pidTable
+	ctime    int64 // the file's inode change time (put in place), ns
 
 	rpos    uint64 // next record position to read
 	nextSeq uint64 // sequence number expected next
@@ -48,17 +50,21 @@ type segment struct {
 // encoding; the schema itself is copied once, at open).
 const frozenLen = offImmutableEnd
 
-// openSegment opens, checks and maps the segment file at path.
-func openSegment(path string, opts *ConsumerOptions, big *bigBuffer) (*segment, error) {
+// openSegment opens, checks and maps the segment file at path; pids (nil:
+// none) shares pidfds among segments of one producer process. Only the
+// mappings are kept: the file descriptor is closed before it returns.
+func openSegment(path string, opts *ConsumerOptions, big *bigBuffer, pids *pidTable) (*segment, error) {
 	fd, writable, err := openSegmentFile(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &segment{path: path, fd: fd, writable: writable, batch: opts.BatchBytes, big: big}
+	s := &segment{path: path, fd: fd, writable: writable, batch: opts.BatchBytes, big: big, pids: pids}
 	if err := s.init(opts); err != nil {
 		s.close()
 		return nil, err
 	}
+	closeFD(s.fd)
+	s.fd = -1
 	return s, nil
 }
 
@@ -71,7 +77,7 @@ func (s *segment) init(opts *ConsumerOptions) error {
 	if err != nil {
 		return err
 	}
-	s.id = fi.id
+	s.id, s.ctime = fi.id, fi.ctime
 	if !fi.reg {
 		return s.fail("file", 0, fmt.Errorf("%w: not a regular file", ErrCorrupt))
 	}
@@ -89,7 +95,7 @@ func (s *segment) init(opts *ConsumerOptions) error {
 		return s.fail(fe.field, fe.offset, fe.err)
 	}
 	s.h = h
-	s.owner = newOwner(h.pid, h.startNs)
+	s.owner = newOwner(h.pid, h.startNs, s.pids)
 	s.frozen = bytes.Clone(s.hdrMem[:frozenLen])
 	if want := SegmentFileName(h.name, h.chn); want != baseName(s.path) {
 		return s.fail("name", offName, corruptf(ErrBadName, "topic %q channel %q belongs in file %q", h.name, h.chn, want))

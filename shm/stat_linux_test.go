@@ -1,6 +1,8 @@
 package shm
 
 import (
+	"os"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -12,4 +14,10 @@ func statGID(t testing.TB, path string) uint32 {
 		t.Fatal(err)
 	}
 	return st.Gid
+}
+
+func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
+
+func getU32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }

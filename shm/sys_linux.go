@@ -43,10 +43,11 @@ type fileID struct {
 }
 
 type fileInfo struct {
-	id   fileID
-	uid  uint32
-	size int64
-	reg  bool
+	id    fileID
+	uid   uint32
+	size  int64
+	reg   bool
+	ctime int64 // inode change time, ns: a segment's rename into place
 }
 
 func fstat(fd int) (fileInfo, error) {
@@ -67,10 +68,11 @@ func lstat(path string) (fileInfo, error) {
 
 func statInfo(st *unix.Stat_t) fileInfo {
 	return fileInfo{
-		id:   fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)},
-		uid:  st.Uid,
-		size: st.Size,
-		reg:  st.Mode&unix.S_IFMT == unix.S_IFREG,
+		id:    fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)},
+		uid:   st.Uid,
+		size:  st.Size,
+		reg:   st.Mode&unix.S_IFMT == unix.S_IFREG,
+		ctime: st.Ctim.Nano(),
 	}
 }
 

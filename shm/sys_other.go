@@ -15,18 +15,22 @@ func pidGone(pid uint32) bool { return true }
 
 type owner struct{ pid uint32 }
 
-func newOwner(pid uint32, startNs int64) owner { return owner{pid: pid} }
-func (o *owner) gone() bool                    { return pidGone(o.pid) }
-func (o *owner) close()                        {}
-func ownerGone(pid uint32, startNs int64) bool { return pidGone(pid) }
+type pidTable struct{}
+
+func newOwner(pid uint32, startNs int64, tab *pidTable) owner { return owner{pid: pid} }
+func usablePID(pid uint32) bool                               { return pid > 1 }
+func (o *owner) gone() bool                                   { return pidGone(o.pid) }
+func (o *owner) close()                                       {}
+func ownerGone(pid uint32, startNs int64) bool                { return pidGone(pid) }
 
 type fileID struct{ dev, ino uint64 }
 
 type fileInfo struct {
-	id   fileID
-	uid  uint32
-	size int64
-	reg  bool
+	id    fileID
+	uid   uint32
+	size  int64
+	reg   bool
+	ctime int64
 }
 
 func fstat(fd int) (fileInfo, error)                 { return fileInfo{}, ErrNotSupported }
@@ -45,3 +49,19 @@ func futexWake(addr *uint32)                              {}
 func platformSupported() error                            { return ErrNotSupported }
 
 const oNoFollow = 0
+
+type doorbellFile struct {
+	mem []byte
+	uid uint32
+	ino uint64
+}
+
+func openDoorbell(dir string, create, replace bool, mode os.FileMode, gid int) (doorbellFile, error) {
+	return doorbellFile{}, ErrNotSupported
+}
+
+func replaceDoorbell(dir string, mode os.FileMode) (doorbellFile, error) {
+	return doorbellFile{}, ErrNotSupported
+}
+
+func lockDoorbell(dir string, ino uint64) (int, bool, error) { return -1, false, ErrNotSupported }

@@ -57,6 +57,7 @@ func (c *Consumer) watch() {
 				c.scan()
 			} else {
 				c.notice(name)
+				c.reportRefused()
 			}
 		case <-t.C:
 			c.scan()
@@ -64,16 +65,40 @@ func (c *Consumer) watch() {
 	}
 }
 
-// scan notices every name in the directory.
+// scan notices every name in the directory (and forgets refused names
+// that are gone).
 func (c *Consumer) scan() {
 	ents, err := os.ReadDir(c.dir)
 	if err != nil {
 		c.report(fmt.Errorf("shm: scan %s: %w", c.dir, err))
 		return
 	}
+	seen := make(map[string]bool, len(ents))
 	for _, e := range ents {
+		seen[e.Name()] = true
 		c.notice(e.Name())
 	}
+	c.mu.Lock()
+	for name := range c.refused {
+		if !seen[name] {
+			delete(c.refused, name)
+		}
+	}
+	c.mu.Unlock()
+	c.reportRefused()
+}
+
+// reportRefused reports, in one error, the segments refused since the last
+// report for MaxSegments.
+func (c *Consumer) reportRefused() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.newRefused == 0 {
+		return
+	}
+	c.reportLocked(fmt.Errorf("%w: %d more segments of %s not followed (%d refused in all, first %s): %d segments are followed, the most allowed (max_topics)",
+		ErrTooManySegments, c.newRefused, c.dir, len(c.refused), c.firstRefused, len(c.followers)))
+	c.newRefused, c.firstRefused = 0, ""
 }
 
 // isSegmentName accepts the names a producer gives segments; temporary files
@@ -105,5 +130,15 @@ func (c *Consumer) notice(name string) {
 		}
 		delete(c.finished, name)
 	}
+	if m := c.opts.MaxSegments; m > 0 && len(c.followers) >= m {
+		if !c.refused[name] {
+			c.refused[name] = true
+			if c.newRefused++; c.firstRefused == "" {
+				c.firstRefused = name
+			}
+		}
+		return
+	}
+	delete(c.refused, name)
 	c.startLocked(name)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -91,6 +92,8 @@ and --to must be absolute: the start is not known in advance).
 			return c.fail(err)
 		}
 	}
+	out := bufio.NewWriterSize(e.stdout, 64<<10)
+	defer out.Flush()
 	walk := dumpfile.Walk
 	if stdin {
 		held = filter.Held{What: "standard input", TimesUnknown: true}
@@ -107,9 +110,9 @@ and --to must be absolute: the start is not known in advance).
 			return nil
 		}
 		if *jsonl {
-			writeCatJSON(e, m, mode)
+			writeCatJSON(out, m, mode)
 		} else {
-			writeCatText(e, m, mode)
+			writeCatText(out, m, mode)
 		}
 		n++
 		if *limit > 0 && n >= *limit {
@@ -118,6 +121,7 @@ and --to must be absolute: the start is not known in advance).
 		return nil
 	})
 	if err != nil && !errors.Is(err, errLimit) {
+		out.Flush()
 		return c.fail(err)
 	}
 	if *jsonl && *payload == "auto" && mode == "hex" && n > 0 {
@@ -129,43 +133,46 @@ and --to must be absolute: the start is not known in advance).
 	return exitOK
 }
 
-// catJSON is one line of cat --jsonl.
-type catJSON struct {
-	Topic   string `json:"topic"`
-	TS      int64  `json:"ts"`
-	Time    string `json:"time"`
-	GenTS   int64  `json:"gen_ts"`
-	GenTime string `json:"gen_time,omitempty"`
-	Size    int    `json:"size"`
-	Data    string `json:"data,omitempty"`
-	DataHex string `json:"data_hex,omitempty"`
-}
-
-func writeCatJSON(e *env, m *dumpfile.Msg, mode string) {
-	j := catJSON{Topic: m.Topic, TS: m.TimeNs, Time: rfc3339(m.TimeNs), GenTS: m.GenNs, Size: len(m.Data)}
+// writeCatJSON writes one line of cat --jsonl: topic, ts, time, gen_ts,
+// gen_time (when set), size, and data (base64) or data_hex (a preview). A
+// payload is encoded straight into the output, never held whole as base64
+// or as a JSON line (a 32 MiB message would take hundreds of MB).
+func writeCatJSON(out *bufio.Writer, m *dumpfile.Msg, mode string) {
+	topic, _ := json.Marshal(m.Topic)
+	fmt.Fprintf(out, `{"topic":%s,"ts":%d,"time":"%s","gen_ts":%d`, topic, m.TimeNs, rfc3339(m.TimeNs), m.GenNs)
 	if m.GenNs != 0 {
-		j.GenTime = rfc3339(m.GenNs)
+		fmt.Fprintf(out, `,"gen_time":"%s"`, rfc3339(m.GenNs))
 	}
-	switch mode {
-	case "base64":
-		j.Data = base64.StdEncoding.EncodeToString(m.Data)
-	case "hex":
-		j.DataHex = hexPreview(m.Data)
+	fmt.Fprintf(out, `,"size":%d`, len(m.Data))
+	switch {
+	case mode == "base64" && len(m.Data) > 0:
+		out.WriteString(`,"data":"`)
+		writeBase64(out, m.Data)
+		out.WriteByte('"')
+	case mode == "hex" && len(m.Data) > 0:
+		fmt.Fprintf(out, `,"data_hex":"%s"`, hexPreview(m.Data))
 	}
-	b, _ := json.Marshal(&j)
-	fmt.Fprintf(e.stdout, "%s\n", b)
+	out.WriteString("}\n")
 }
 
-func writeCatText(e *env, m *dumpfile.Msg, mode string) {
-	var data string
-	switch mode {
-	case "base64":
-		data = base64.StdEncoding.EncodeToString(m.Data)
-	case "hex":
-		data = hexPreview(m.Data)
+// writeCatText writes one line of cat's text output, the payload as a
+// hex preview, streamed base64 or nothing.
+func writeCatText(out *bufio.Writer, m *dumpfile.Msg, mode string) {
+	fmt.Fprintf(out, "%s %-24s %8s", fmtTime(m.TimeNs), m.Topic, units.FormatSize(int64(len(m.Data))))
+	switch {
+	case mode == "base64" && len(m.Data) > 0:
+		out.WriteString("  ")
+		writeBase64(out, m.Data)
+	case mode == "hex" && len(m.Data) > 0:
+		out.WriteString("  " + hexPreview(m.Data))
 	}
-	line := fmt.Sprintf("%s %-24s %8s  %s", fmtTime(m.TimeNs), m.Topic, units.FormatSize(int64(len(m.Data))), data)
-	fmt.Fprintln(e.stdout, strings.TrimRight(line, " "))
+	out.WriteByte('\n')
+}
+
+func writeBase64(out *bufio.Writer, b []byte) {
+	enc := base64.NewEncoder(base64.StdEncoding, out)
+	enc.Write(b)
+	enc.Close()
 }
 
 // hexPreview is the hex of a payload's first previewLen bytes, with "…"

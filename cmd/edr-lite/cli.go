@@ -12,6 +12,9 @@ import (
 	"strings"
 
 	"github.com/edr-lite/edr-lite/internal/config"
+	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // exit codes
@@ -109,13 +112,23 @@ type command struct {
 	logFmt   *string
 	logLevel *string
 	enums    map[string][]string // flag name -> the values completion offers
+	maxMem   *string
 }
+
+// readsDumps are the verbs that read dump files: each has --max-memory.
+var readsDumps = map[string]bool{"info": true, "cat": true, "verify": true, "recover": true, "merge": true,
+	"export": true, "import": true, "replay": true, "rules": true, "ls": true, "filter": true, "split": true,
+	"compress": true, "list": true, "upload": true, "report": true}
 
 func newCommand(e *env, name, usage, desc, example string, minArgs, maxArgs int) *command {
 	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), e: e, usage: usage, desc: desc,
 		example: example, minArgs: minArgs, maxArgs: maxArgs}
 	c.fs.SetOutput(io.Discard) // parse prints the help (-h) or the error and a hint (bad flag)
 	c.fs.Usage = func() {}
+	if readsDumps[name] {
+		c.maxMem = c.fs.String("max-memory", units.FormatSize(pack.DefaultMaxMemory),
+			"the most a reader allocates for one frame or chunk of a dump (a file that needs more is refused as damaged)")
+	}
 	return c
 }
 
@@ -257,6 +270,14 @@ func (c *command) parse() (args []string, code int, ok bool) {
 		args = append(args, rest[0])
 		rest = rest[1:]
 	}
+	if c.maxMem != nil {
+		n, err := units.ParseSize(*c.maxMem)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(c.e.stderr, "%s: --max-memory %q: want a size such as 256MiB\n", c.fs.Name(), *c.maxMem)
+			return nil, exitUsage, false
+		}
+		dumpfile.SetMaxMemory(n)
+	}
 	if len(args) < c.minArgs || (c.maxArgs >= 0 && len(args) > c.maxArgs) {
 		fmt.Fprintf(c.e.stderr, "%s: wrong number of arguments\n", c.fs.Name())
 		fmt.Fprintf(c.e.stderr, "Usage:\n  %s\nRun \"edr-lite %s --help\" for more.\n", c.usage, c.fs.Name())
@@ -301,8 +322,8 @@ func (c *command) usageErr(format string, a ...any) int {
 // ("dumpfile: ", "units: ") name code, not anything a user can act on:
 // userError removes them. TestInternalPrefixesListed keeps the list in
 // step with the directory.
-var internalPackages = []string{"checkpayload", "clock", "config", "control", "daemon", "defaults", "demo", "deptest",
-	"dumpfile", "dumptable", "filter", "kway", "s3test", "testutil", "units"}
+var internalPackages = []string{"checkpayload", "clock", "config", "control", "daemon", "defaults", "demo", "demodump", "deptest",
+	"dumpfile", "dumptable", "filter", "hostile", "kway", "s3test", "testutil", "units"}
 
 var internalPrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(internalPackages, "|") + `): `)
 

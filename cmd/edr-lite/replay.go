@@ -189,6 +189,9 @@ func runReplay(e *env) int {
 	}
 	defer p.Close()
 	if len(p.Topics()) == 0 || (opts.ClockHz > 0 && len(p.Topics()) == 1) {
+		if f.sel.Topics.All() {
+			return c.fail(fmt.Errorf("%s: no message to replay", strings.Join(args, ", ")))
+		}
 		return c.fail(fmt.Errorf("no topic of the dumps matches %s", f.sel.Topics))
 	}
 	if udp != nil {

@@ -39,7 +39,7 @@ func TestReplayExcludeRemapDuration(t *testing.T) {
 	if s := drainSeg(t, seg, "sim/speed"); s.n != 50 || s.info.Type.Schema.Name != "f32" || s.first[0] != 0 {
 		t.Errorf("sim/speed: %d messages, type %q", s.n, s.info.Type.Schema.Name)
 	}
-	m, _ := filepath.Glob(filepath.Join(seg, "*"))
+	m, _ := filepath.Glob(filepath.Join(seg, "*"+shm.SegmentSuffix))
 	if len(m) != 1 {
 		t.Errorf("segments %v: want only sim/speed (camera excluded, speed renamed)", m)
 	}

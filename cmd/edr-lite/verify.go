@@ -118,7 +118,8 @@ intact chunk. A file cut inside a chunk keeps that chunk's complete records
 taken from the summary when it survived; otherwise their messages are
 counted as lost. Attachments are counted, not copied.
 
-Exit 0 when OUT was written (even if data was lost), 1 when it could not be.`,
+Exit 0 when OUT was written (even if data was lost), 1 when it could not be
+or IN holds nothing of a dump (no pack header, frame or section).`,
 		"edr-lite recover dumps/20261202T101500Z_hard-brake_0001.pack.tmp -o salvaged.pack\nedr-lite recover cut.mcap -o fixed.mcap", 1, 1)
 	out := c.fs.String("o", "", "output `FILE` (required; must not exist)")
 	args, code, ok := c.parse()

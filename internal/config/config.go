@@ -189,6 +189,10 @@ type Recorder struct {
 	// DumpGroup is the dump files' group, a name or gid ("" = the
 	// recorder's).
 	DumpGroup string `toml:"dump_group"`
+	// MaxTopics bounds the recorder's topic table and the shared-memory
+	// segments each shm source follows (0 = engine.DefaultMaxTopics, the
+	// default).
+	MaxTopics int `toml:"max_topics"`
 }
 
 // FileMode parses DumpMode: octal permission bits that let the owner
@@ -449,6 +453,7 @@ func defaultFile() *File {
 			ReorderWindow:      Duration(defaults.ReorderWindow),
 			StopDeadline:       Duration(defaults.StopDeadline),
 			DumpMode:           "0640",
+			MaxTopics:          defaults.MaxTopics,
 		},
 		Rotation: Rotation{MaxFiles: defaults.MaxFiles, MaxTotalBytes: Size(defaults.MaxTotalBytes),
 			MinFreeDisk: Size(defaults.MinFreeDisk)},

@@ -16,20 +16,20 @@ var defaultTmpl string
 // defaultValues are the values the commented default file shows: the one
 // table of defaults (internal/defaults/defaults.go), nothing written here.
 var defaultValues = struct {
-	DumpDir, Format, Compression, Coalesce, UDPTopic, ControlSocket         string
-	CacheSize, MaxPacket, TopicBytes, MaxTotalBytes, MinFreeDisk, UDPRcvBuf int64
-	FrameSize, DumpsPerMinute, ManualPerMinute, MaxFiles, UDPMaxPacket      int
-	Pre, Post, Guard, ReorderWindow, StopDeadline, HookTimeout              time.Duration
-	Upload                                                                  Upload
-	UploadPartSize                                                          int64
-	UploadRetryMin, UploadRetryMax, UploadStall                             time.Duration
+	DumpDir, Format, Compression, Coalesce, UDPTopic, ControlSocket               string
+	CacheSize, MaxPacket, TopicBytes, MaxTotalBytes, MinFreeDisk, UDPRcvBuf       int64
+	FrameSize, DumpsPerMinute, ManualPerMinute, MaxFiles, UDPMaxPacket, MaxTopics int
+	Pre, Post, Guard, ReorderWindow, StopDeadline, HookTimeout                    time.Duration
+	Upload                                                                        Upload
+	UploadPartSize                                                                int64
+	UploadRetryMin, UploadRetryMax, UploadStall                                   time.Duration
 }{
 	DumpDir: defaults.DumpDir, Format: defaults.Format, Compression: defaults.Compression, Coalesce: defaults.Coalesce,
 	UDPTopic: defaults.UDPTopic, ControlSocket: defaults.ControlSocket,
 	CacheSize: defaults.CacheSize, MaxPacket: defaults.MaxPacket, TopicBytes: defaults.TopicBytes,
 	MaxTotalBytes: defaults.MaxTotalBytes, MinFreeDisk: defaults.MinFreeDisk, UDPRcvBuf: defaults.UDPRcvBuf,
 	FrameSize: defaults.FrameSize, DumpsPerMinute: defaults.DumpsPerMinute, ManualPerMinute: defaults.ManualPerMinute,
-	MaxFiles: defaults.MaxFiles, UDPMaxPacket: defaults.UDPMaxPacket,
+	MaxFiles: defaults.MaxFiles, UDPMaxPacket: defaults.UDPMaxPacket, MaxTopics: defaults.MaxTopics,
 	Pre: defaults.Pre, Post: defaults.Post, Guard: defaults.Guard, ReorderWindow: defaults.ReorderWindow,
 	StopDeadline: defaults.StopDeadline, HookTimeout: defaults.HookTimeout,
 	Upload: uploadDefaults(), UploadPartSize: int64(uploadDefaults().PartSize),

@@ -136,14 +136,20 @@ func New(opts Options) (d *Daemon, err error) {
 			uids[j] = uint32(u)
 		}
 		dir := s.Dir
-		c, err := shm.NewConsumer(s.Dir, d.rec, shm.ConsumerOptions{AllowUIDs: uids, OnError: func(err error) {
-			var te *shm.TypeError
-			if errors.As(err, &te) {
-				d.log.Warn("shm segment's type not used, recording it as raw bytes", "dir", dir, "topic", te.Topic, "err", err)
-				return
-			}
-			d.log.Warn("shm segment not recorded", "dir", dir, "err", err)
-		}})
+		c, err := shm.NewConsumer(s.Dir, d.rec, shm.ConsumerOptions{AllowUIDs: uids,
+			HeartbeatTimeout: s.Heartbeat.D(), MaxSegments: maxTopics(ec),
+			OnError: func(err error) {
+				var te *shm.TypeError
+				if errors.As(err, &te) {
+					d.log.Warn("shm segment's type not used, recording it as raw bytes", "dir", dir, "topic", te.Topic, "err", err)
+					return
+				}
+				d.log.Warn("shm segment not recorded", "dir", dir, "err", err)
+			},
+			OnLeftover: func(st shm.SegmentStats) {
+				d.log.Info("shm leftover segment read, not recorded: its producer finished before the recorder found it",
+					"segment", st.Path, "topic", st.Topic.Name, "channel", st.Topic.Channel, "messages", st.Messages, "bytes", st.Bytes)
+			}})
 		if err != nil {
 			return nil, fmt.Errorf("source.shm[%d] (%s): %w", i, s.Dir, err)
 		}
@@ -220,6 +226,15 @@ func New(opts Options) (d *Daemon, err error) {
 	return d, nil
 }
 
+// maxTopics is the recorder's topic table size: each shm source follows
+// at most as many segments.
+func maxTopics(ec engine.Config) int {
+	if ec.MaxTopics > 0 {
+		return ec.MaxTopics
+	}
+	return engine.DefaultMaxTopics
+}
+
 // RecorderConfig maps the configuration file onto the recorder's and the
 // dump pipeline's configurations. Every value is the file's (the file was
 // decoded over the one table of defaults): zero windows are zero.
@@ -237,6 +252,7 @@ func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 		Exclude:          r.Exclude,
 		DestroyOnOffline: r.DestroyOnOffline,
 		BusySkipData:     r.BusySkipData,
+		MaxTopics:        r.MaxTopics,
 	}
 	mode, err := r.FileMode()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
@@ -369,4 +370,50 @@ func TestUDPSourceFromConfig(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestSHMSourceLimitsAndLeftovers: max_topics is the recorder's topic table
+// and the segments each shm source follows (the default agrees with
+// engine.DefaultMaxTopics), heartbeat_timeout reaches the consumer, and
+// leftover segments show in status and /metrics.
+func TestSHMSourceLimitsAndLeftovers(t *testing.T) {
+	def, err := config.Parse("default", []byte(config.Default()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Recorder.MaxTopics != engine.DefaultMaxTopics {
+		t.Fatalf("default max_topics %d, engine.DefaultMaxTopics %d", def.Recorder.MaxTopics, engine.DefaultMaxTopics)
+	}
+	dir := t.TempDir()
+	f := testConfig(t, dir)
+	f.Recorder.MaxTopics = 2
+	f.Sources.SHM[0].Heartbeat = config.Duration(300 * time.Millisecond)
+	shmDir := f.Sources.SHM[0].Dir
+	left, err := shm.NewProducer(shmDir, shm.ProducerOptions{Name: "left", Capacity: shm.MinCapacity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left.Publish(1, []byte("old"))
+	left.Close()
+	for i := range 3 {
+		p, err := shm.NewProducer(shmDir, shm.ProducerOptions{Name: "live/" + string(rune('a'+i)), Capacity: shm.MinCapacity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+	}
+	os.MkdirAll(f.Recorder.DumpDir, 0o700)
+	time.Sleep(100 * time.Millisecond) // the leftover is older than the recorder
+	d := startDaemon(t, f)
+	waitFor(t, "1 leftover of 1 message, 1 refused segment, 2 topics", func() bool {
+		st := d.Status()
+		return len(st.Sources) == 1 && st.Sources[0].LeftoverSegments == 1 && st.Sources[0].LeftoverMessages == 1 &&
+			st.Sources[0].RefusedSegments == 1 && len(st.Topics) == 2
+	})
+	if got := d.shms[0].Options().HeartbeatTimeout; got != 300*time.Millisecond {
+		t.Errorf("heartbeat_timeout reached the consumer as %v", got)
+	}
+	if d.shms[0].Stats().Doorbell != true {
+		t.Error("no doorbell")
+	}
 }

@@ -110,6 +110,12 @@ type SourceStat struct {
 	Lost     uint64 `json:"lost"`
 	Rejected uint64 `json:"rejected"`
 	Errors   uint64 `json:"errors"`
+	// shm: segments found finished (their producer closed them or died
+	// before the recorder found them), read and counted, not recorded;
+	// and segments not followed for max_topics.
+	LeftoverSegments uint64 `json:"leftover_segments,omitempty"`
+	LeftoverMessages uint64 `json:"leftover_messages,omitempty"`
+	RefusedSegments  uint64 `json:"refused_segments,omitempty"`
 }
 
 // Status returns a snapshot of everything.
@@ -178,7 +184,8 @@ func (d *Daemon) Status() Status {
 	for i, c := range d.shms {
 		s := c.Stats()
 		out.Sources = append(out.Sources, SourceStat{Kind: "shm", Name: d.cfg.Sources.SHM[i].Dir, Messages: s.Messages,
-			Bytes: s.Bytes, Lost: s.Lost, Rejected: s.Rejected, Errors: uint64(len(s.Errors))})
+			Bytes: s.Bytes, Lost: s.Lost, Rejected: s.Rejected, Errors: uint64(len(s.Errors)),
+			LeftoverSegments: uint64(s.Leftovers), LeftoverMessages: s.LeftoverMessages, RefusedSegments: uint64(s.Refused)})
 	}
 	for i, u := range d.udps {
 		s := u.Stats()
@@ -220,11 +227,15 @@ var (
 	descRuleCall     = prometheus.NewDesc("edr_rule_call_seconds", "Seconds the rule has been inside its current callback (0 when idle).", []string{"rule"}, nil)
 	descRuleStuck    = prometheus.NewDesc("edr_rule_stuck", "1 when the rule has been inside one callback for over a second.", []string{"rule"}, nil)
 	descSourceLost   = prometheus.NewDesc("edr_source_lost_total", "Messages a source lost before the recorder could read them.", []string{"kind", "source"}, nil)
+	descLeftoverSegs = prometheus.NewDesc("edr_source_leftover_segments_total", "Shared-memory segments found finished (producer closed or dead before the recorder found them): read, counted, not recorded.", []string{"kind", "source"}, nil)
+	descLeftoverMsgs = prometheus.NewDesc("edr_source_leftover_messages_total", "Messages in leftover segments, not recorded.", []string{"kind", "source"}, nil)
+	descRefusedSegs  = prometheus.NewDesc("edr_source_refused_segments", "Shared-memory segments not followed now: max_topics reached.", []string{"kind", "source"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped, descTopicEvicted,
-		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descRuleCall, descRuleStuck, descSourceLost} {
+		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descRuleCall, descRuleStuck, descSourceLost,
+		descLeftoverSegs, descLeftoverMsgs, descRefusedSegs} {
 		ch <- d
 	}
 	for _, d := range uploadDescs() {
@@ -277,6 +288,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range st.Sources {
 		ch <- prometheus.MustNewConstMetric(descSourceLost, prometheus.CounterValue, float64(s.Lost), s.Kind, s.Name)
+		if s.Kind == "shm" {
+			ch <- prometheus.MustNewConstMetric(descLeftoverSegs, prometheus.CounterValue, float64(s.LeftoverSegments), s.Kind, s.Name)
+			ch <- prometheus.MustNewConstMetric(descLeftoverMsgs, prometheus.CounterValue, float64(s.LeftoverMessages), s.Kind, s.Name)
+			ch <- prometheus.MustNewConstMetric(descRefusedSegs, prometheus.GaugeValue, float64(s.RefusedSegments), s.Kind, s.Name)
+		}
 	}
 	collectUpload(ch, st.Upload)
 }

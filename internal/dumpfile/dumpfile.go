@@ -148,7 +148,7 @@ func MessageTime(m *pack.Message, frameNs int64) int64 {
 }
 
 func packInfo(path string) (*Info, error) {
-	r, err := pack.Open(path)
+	r, err := pack.OpenWith(path, packOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +272,7 @@ func mcapInfo(path string) (*Info, error) {
 }
 
 func mcapInfoOf(path string) (*Info, error) {
-	r, err := mcap.Open(path, mcap.ReaderOptions{})
+	r, err := mcap.Open(path, mcapOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func Walk(path string, fn func(m *Msg) error) error {
 }
 
 func walkMCAP(path string, fn func(m *Msg) error) error {
-	r, err := mcap.Open(path, mcap.ReaderOptions{})
+	r, err := mcap.Open(path, mcapOptions())
 	if err != nil {
 		return err
 	}
@@ -374,7 +374,7 @@ func walkMCAP(path string, fn func(m *Msg) error) error {
 }
 
 func walkPack(path string, fn func(m *Msg) error) error {
-	r, err := pack.Open(path)
+	r, err := pack.OpenWith(path, packOptions())
 	if err != nil {
 		return err
 	}

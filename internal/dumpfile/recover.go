@@ -55,9 +55,13 @@ func Recover(in, out string) (*RecoverResult, error) {
 }
 
 func recoverPack(in, out string) (*RecoverResult, error) {
-	rep, err := pack.Recover(in, out)
+	rep, err := pack.RecoverWith(in, out, pack.ReaderOptions{MaxMemory: MaxMemory()})
 	if err != nil {
 		return nil, err
+	}
+	if rep.HeaderRebuilt && rep.Frames == 0 && rep.Metadata == 0 {
+		os.Remove(out)
+		return nil, fmt.Errorf("%s: no pack header, frame or section found: not a pack dump (nothing salvaged)", in)
 	}
 	r := &RecoverResult{Format: FormatPack, Records: rep.Frames, Messages: rep.Messages, Metadata: rep.Metadata,
 		HeaderRebuilt: rep.HeaderRebuilt, LostRecords: rep.LostFrames, LostBytes: rep.LostBytes}
@@ -69,7 +73,7 @@ func recoverPack(in, out string) (*RecoverResult, error) {
 }
 
 func recoverMCAP(in, out string) (*RecoverResult, error) {
-	rep, err := mcap.RecoverFile(in, out, mcap.RecoverOptions{})
+	rep, err := mcap.RecoverFile(in, out, mcap.RecoverOptions{ReaderOptions: mcapOptions()})
 	if err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func OpenBytes(name string, b []byte, mopts mcap.ReaderOptions) (*Source, error)
 }
 
 func openPack(path string) (*Source, error) {
-	r, err := pack.Open(path)
+	r, err := pack.OpenWith(path, packOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func openPackBytes(name string, b []byte, _ mcap.ReaderOptions) (*Source, error)
 }
 
 func openMCAP(path string) (*Source, error) {
-	r, err := mcap.Open(path, mcap.ReaderOptions{})
+	r, err := mcap.Open(path, mcapOptions())
 	if err != nil {
 		return nil, err
 	}

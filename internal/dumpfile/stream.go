@@ -21,7 +21,7 @@ func openStream(name string, r io.Reader) (*pack.StreamReader, error) {
 	if f.Name != FormatPack {
 		return nil, fmt.Errorf("%s: a %s file cannot be read from a stream (its reader needs the whole file): save it to a file first", name, f.title)
 	}
-	s, err := pack.NewStreamReader(br)
+	s, err := pack.NewStreamReaderWith(br, packOptions())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -35,11 +35,12 @@ func (v *VerifyResult) OK() bool { return len(v.Problems) == 0 && v.Complete }
 
 // Verify checks a pack or MCAP dump. A pack file is checked by pack.Verify:
 // every frame, past damaged regions too. An MCAP file is read record by
-// record with every chunk CRC, the data section CRC and the summary CRC
-// checked, and the summary's statistics compared with the data; an MCAP
-// reader cannot locate records after a damaged one, so the data section's
-// first problem is reported (and the summary's). The error is for files
-// that cannot be read at all.
+// record by mcap.Reader.Verify (every chunk CRC, the data section CRC, what
+// chunks hold, message and chunk indexes, attachments, the Footer and
+// closing magic), its summary CRC checked and the summary's statistics
+// compared with the data; an MCAP reader cannot locate records after a
+// damaged one, so the data section's first problem is reported (and the
+// summary's). The error is for files that cannot be read at all.
 func Verify(path string) (*VerifyResult, error) {
 	f, err := detectFile(path)
 	if err != nil {
@@ -49,7 +50,7 @@ func Verify(path string) (*VerifyResult, error) {
 }
 
 func verifyPack(path string) (*VerifyResult, error) {
-	rep, err := pack.Verify(path)
+	rep, err := pack.VerifyWith(path, packOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func verifyMCAP(path string) (*VerifyResult, error) {
 		return nil, err
 	}
 	v := &VerifyResult{Path: path, Format: FormatMCAP, Size: st.Size(), Complete: true}
-	r, err := mcap.Open(path, mcap.ReaderOptions{})
+	r, err := mcap.Open(path, mcapOptions())
 	if err != nil {
 		if ce := (*mcap.CorruptError)(nil); errors.As(err, &ce) {
 			v.Complete = false
@@ -89,14 +90,16 @@ func verifyMCAP(path string) (*VerifyResult, error) {
 		}
 		v.Problems = append(v.Problems, pr)
 	}
-	data, err := r.Scan()
+	data, err := r.Verify()
+	if data != nil {
+		v.Records, v.Messages = data.Chunks, data.Messages
+	}
 	if err != nil {
 		problem(err)
 		if errors.Is(err, mcap.ErrTruncated) {
 			v.Complete = false
 		}
-	} else {
-		v.Records, v.Messages = data.Chunks, data.Messages
+		data = nil
 	}
 	sum, err := r.Info()
 	switch {

@@ -46,3 +46,37 @@ func TestVerifyMCAPSummaryMismatch(t *testing.T) {
 		t.Fatalf("summary off by one: %+v, %v", v, err)
 	}
 }
+
+// TestVerifyMCAPEveryCut: an MCAP dump (chunks, message indexes, metadata,
+// a summary with its offsets) cut at every byte fails verification with a
+// problem at an offset inside what is left, whether the cut falls in the
+// data section, the summary, the summary offsets or the footer (issue 17:
+// 21 cut points of 300 inside the summary used to pass).
+func TestVerifyMCAPEveryCut(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.pack")
+	writeRichPack(t, p, 300, "a")
+	for _, comp := range []string{mcap.CompressionNone, mcap.CompressionLZ4} {
+		b, err := os.ReadFile(exportToMCAP(t, p, comp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := filepath.Join(dir, "cut.mcap")
+		for n := 1; n < len(b); n++ {
+			os.WriteFile(cut, b[:n], 0o644)
+			v, err := Verify(cut)
+			if err != nil {
+				if n < 8 { // not even the magic: not an MCAP file
+					continue
+				}
+				t.Fatalf("%s cut at %d of %d: %v", comp, n, len(b), err)
+			}
+			if v.OK() || len(v.Problems) == 0 {
+				t.Fatalf("%s cut at %d of %d: verify passes (%+v)", comp, n, len(b), v)
+			}
+			if off := v.Problems[0].Offset; off < 0 || off > int64(n) {
+				t.Fatalf("%s cut at %d: problem at offset %d, outside the file: %v", comp, n, off, v.Problems[0].Reason)
+			}
+		}
+	}
+}

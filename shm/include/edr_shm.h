@@ -1,7 +1,8 @@
 /*
  * edr_shm.h — header-only C99 producer for edr-lite shared-memory segments.
  *
- * Implements the producer side of shm/FORMAT.md (versions 1 and 2), exactly like
+ * Implements the producer side of shm/FORMAT.md (versions 1 and 2, with the
+ * doorbell of the segment directory), exactly like
  * the Go producer (shm.NewProducer): one segment file per topic in a
  * directory (default /dev/shm/edr), a ring that the producer overwrites when
  * the recorder lags — publishing never blocks and never waits for the
@@ -98,7 +99,22 @@
 #define EDR_SHM_OFF_OVERSIZE 1048
 #define EDR_SHM_OFF_HEARTBEAT_NS 1152
 #define EDR_SHM_OFF_STATE 1160
+#define EDR_SHM_OFF_WAKE_CAPS 1164
+#define EDR_SHM_OFF_DOORBELL_INO 1168
 #define EDR_SHM_OFF_WAITERS 1280
+#define EDR_SHM_OFF_BELL_SLOT 1284
+
+/* The directory's doorbell (FORMAT.md, "Waking the consumer"). */
+#define EDR_SHM_DOORBELL_NAME ".doorbell"
+#define EDR_SHM_DOORBELL_SIZE 4096
+#define EDR_SHM_DOORBELL_VERSION 1
+#define EDR_SHM_DOORBELL_SLOTS 16384
+#define EDR_SHM_DOORBELL_OFF_RINGS 64
+#define EDR_SHM_DOORBELL_OFF_HINTS 2048
+#define EDR_SHM_WAKE_DOORBELL 1
+#define EDR_SHM_WAIT_CURSOR 1
+#define EDR_SHM_WAIT_DOORBELL 2
+#define EDR_SHM_PID_MAX_LIMIT 4194304
 
 #define EDR_SHM_KIND_MESSAGE 1
 #define EDR_SHM_KIND_PADDING 2
@@ -133,7 +149,8 @@ typedef struct edr_shm_producer {
 	int fd;
 	uint8_t *mem;
 	uint8_t *ring;
-	uint64_t hdr; /* bytes before the ring: the header and the schema area */
+	uint8_t *bell; /* the directory's doorbell, NULL when it could not be opened */
+	uint64_t hdr;  /* bytes before the ring: the header and the schema area */
 	uint64_t cap, mask, w, tail, seq;
 	uint32_t max_payload;
 	int closed, unlink_on_close;
@@ -219,20 +236,99 @@ static inline void edr_shm_file_name(char out[256], const char *name, const char
 	snprintf(out, 256, "%.*s%s", EDR_SHM_MAX_ESCAPED_NAME, buf, EDR_SHM_SUFFIX);
 }
 
-/* A live producer owns path: refuse to replace it. */
+/* A pid that can name a producer of our pid namespace: not 0, not init
+ * (in a container any producer may be pid 1), not beyond PID_MAX_LIMIT. */
+static inline int edr_shm__usable_pid(uint32_t pid) { return pid > 1 && pid <= EDR_SHM_PID_MAX_LIMIT; }
+
+/* A producer still holds path (shm.segmentInUse): live, its pid (when
+ * usable) exists, and its heartbeat, when promised, is at most two periods
+ * old. A segment whose pid cannot be checked is held only by heartbeats.
+ * (The Go producer also tells a pid reused by a newer process apart.) */
 static inline int edr_shm__in_use(const char *path) {
 	uint8_t b[EDR_SHM_HEADER_SIZE];
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	ssize_t n;
 	uint32_t state, pid;
+	int64_t period, hb;
 	if (fd < 0) return 0;
 	n = pread(fd, b, sizeof b, 0);
 	close(fd);
 	if (n != (ssize_t)sizeof b || memcmp(b, "EDRSHM\0\1", 8) != 0) return 0;
 	state = edr_shm__get32(b + EDR_SHM_OFF_STATE);
 	pid = edr_shm__get32(b + EDR_SHM_OFF_PID);
-	if (state != EDR_SHM_STATE_LIVE || pid == 0) return 0;
-	return !(kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+	memcpy(&period, b + EDR_SHM_OFF_HEARTBEAT_PERIOD, 8);
+	memcpy(&hb, b + EDR_SHM_OFF_HEARTBEAT_NS, 8);
+	if (state != EDR_SHM_STATE_LIVE) return 0;
+	if (edr_shm__usable_pid(pid) && kill((pid_t)pid, 0) != 0 && errno == ESRCH) return 0;
+	if (period > 0) return edr_shm_now_ns() - hb <= 2 * period;
+	return edr_shm__usable_pid(pid);
+}
+
+/* Maps dir's doorbell read-write, creating it (mode, gid) when missing:
+ * written to a temporary file and linked into place, so that a half-made
+ * doorbell is never seen. Returns the mapping or NULL, and its inode. */
+static inline uint8_t *edr_shm__open_doorbell(const char *dir, mode_t mode, gid_t gid, uint64_t *ino) {
+	char path[4096], tmp[4096];
+	uint8_t b[EDR_SHM_DOORBELL_SIZE], *m;
+	struct stat st;
+	int fd, tries;
+	uint32_t v;
+	if (snprintf(path, sizeof path, "%s/" EDR_SHM_DOORBELL_NAME, dir) >= (int)sizeof path ||
+	    snprintf(tmp, sizeof tmp, "%s/" EDR_SHM_DOORBELL_NAME ".%ld.tmp", dir, (long)getpid()) >= (int)sizeof tmp)
+		return NULL;
+	for (tries = 0; tries < 3; tries++) {
+		fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) break;
+		if (errno != ENOENT) return NULL;
+		unlink(tmp);
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd < 0) return NULL;
+		memset(b, 0, sizeof b);
+		memcpy(b, "EDRBELL\1", 8);
+		v = EDR_SHM_DOORBELL_VERSION; memcpy(b + 8, &v, 4);
+		v = EDR_SHM_DOORBELL_SLOTS; memcpy(b + 12, &v, 4);
+		if (fchmod(fd, mode) != 0 || (gid > 0 && fchown(fd, (uid_t)-1, gid) != 0) ||
+		    pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b) {
+			close(fd);
+			unlink(tmp);
+			return NULL;
+		}
+		close(fd);
+		fd = -1;
+		if (link(tmp, path) != 0 && errno != EEXIST) { unlink(tmp); return NULL; }
+		unlink(tmp);
+	}
+	if (fd < 0) return NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != EDR_SHM_DOORBELL_SIZE) { close(fd); return NULL; }
+	m = (uint8_t *)mmap(NULL, EDR_SHM_DOORBELL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) return NULL;
+	if (memcmp(m, "EDRBELL\1", 8) != 0 || edr_shm__get32(m + 8) != EDR_SHM_DOORBELL_VERSION ||
+	    edr_shm__get32(m + 12) != EDR_SHM_DOORBELL_SLOTS) {
+		munmap(m, EDR_SHM_DOORBELL_SIZE);
+		return NULL;
+	}
+	*ino = (uint64_t)st.st_ino;
+	return m;
+}
+
+/* Wakes the consumers asleep as the bits of w say: on the doorbell (its hint
+ * bit, then a ring), on the write cursor, or both (two consumers of one
+ * segment). */
+static inline void edr_shm__wake(edr_shm_producer *p, uint32_t w) {
+	int rang = 0;
+	if (w == 0) return;
+	if ((w & EDR_SHM_WAIT_DOORBELL) && p->bell) {
+		uint32_t slot = __atomic_load_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_BELL_SLOT), __ATOMIC_SEQ_CST);
+		uint32_t *rings = EDR_SHM__A32(p->bell, EDR_SHM_DOORBELL_OFF_RINGS);
+		if (slot < EDR_SHM_DOORBELL_SLOTS)
+			__atomic_fetch_or(EDR_SHM__A32(p->bell, EDR_SHM_DOORBELL_OFF_HINTS + 4 * (slot / 32)), 1u << (slot % 32), __ATOMIC_SEQ_CST);
+		__atomic_fetch_add(rings, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, rings, FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+		rang = 1;
+	}
+	if ((w & ~(uint32_t)EDR_SHM_WAIT_DOORBELL) || !rang)
+		syscall(SYS_futex, EDR_SHM__A32(p->mem, EDR_SHM_OFF_WRITE_CURSOR), FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
 }
 
 /* ---- API --------------------------------------------------------------- */
@@ -320,14 +416,26 @@ static inline int edr_shm_create(edr_shm_producer *p, const char *dir, const edr
 	p->max_payload = maxp;
 	p->unlink_on_close = o->unlink_on_close;
 	if (fstat(p->fd, &st) == 0) { p->dev = st.st_dev; p->ino = st.st_ino; }
+	{ /* the doorbell: without it the consumer wakes on the write cursor */
+		uint64_t bino = 0;
+		p->bell = edr_shm__open_doorbell(dir, mode, o->gid, &bino);
+		if (p->bell) {
+			edr_shm__put64(h + EDR_SHM_OFF_DOORBELL_INO, bino);
+			edr_shm__put32(h + EDR_SHM_OFF_WAKE_CAPS, EDR_SHM_WAKE_DOORBELL);
+		}
+	}
+	close(p->fd); /* the mapping is all a producer needs */
+	p->fd = -1;
 	if (rename(tmp, p->path) != 0) goto fail;
 	return 0;
 fail:
 	err = -errno;
 	if (p->mem) munmap(p->mem, (size_t)total);
-	close(p->fd);
+	if (p->bell) munmap(p->bell, EDR_SHM_DOORBELL_SIZE);
+	if (p->fd >= 0) close(p->fd);
 	unlink(tmp);
 	p->mem = NULL;
+	p->bell = NULL;
 	p->fd = -1;
 	return err;
 }
@@ -378,9 +486,8 @@ static inline int edr_shm_publish(edr_shm_producer *p, int64_t gen_ns, const voi
 	p->w = end;
 	__atomic_store_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_NEXT_SEQ), p->seq, __ATOMIC_RELAXED); /* monitoring only */
 	__atomic_store_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_WRITE_CURSOR), end, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), __ATOMIC_SEQ_CST) != 0 &&
-	    __atomic_exchange_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), 0, __ATOMIC_SEQ_CST) != 0)
-		syscall(SYS_futex, EDR_SHM__A32(p->mem, EDR_SHM_OFF_WRITE_CURSOR), FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+	if (__atomic_load_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), __ATOMIC_SEQ_CST) != 0)
+		edr_shm__wake(p, __atomic_exchange_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), 0, __ATOMIC_SEQ_CST));
 	return 0;
 }
 
@@ -399,14 +506,16 @@ static inline int edr_shm_close(edr_shm_producer *p) {
 	struct stat st;
 	if (p->closed || !p->mem) return 0;
 	__atomic_store_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_STATE), EDR_SHM_STATE_CLOSED, __ATOMIC_SEQ_CST);
-	__atomic_store_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), 0, __ATOMIC_SEQ_CST);
+	edr_shm__wake(p, __atomic_exchange_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), 0, __ATOMIC_SEQ_CST));
+	/* a consumer older than the doorbell may sleep on the write cursor */
 	syscall(SYS_futex, EDR_SHM__A32(p->mem, EDR_SHM_OFF_WRITE_CURSOR), FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
 	p->closed = 1;
 	if (p->unlink_on_close && lstat(p->path, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino && unlink(p->path) != 0)
 		err = -errno;
 	if (munmap(p->mem, (size_t)(p->hdr + p->cap)) != 0 && !err) err = -errno;
-	if (close(p->fd) != 0 && !err) err = -errno;
+	if (p->bell && munmap(p->bell, EDR_SHM_DOORBELL_SIZE) != 0 && !err) err = -errno;
 	p->mem = NULL;
+	p->bell = NULL;
 	p->fd = -1;
 	return err;
 }
