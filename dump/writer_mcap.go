@@ -15,6 +15,7 @@ import (
 type mcapDump struct {
 	w     *mcap.PackWriter
 	types typeTracker
+	held  []byte // reserved data moved aside before a type change
 }
 
 // NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place, with
@@ -59,6 +60,25 @@ func newMCAPWriter(path string, o WriterOptions, keepPacked, mmap bool) (Writer,
 
 func (m *mcapDump) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
 	if m.types.changed(t) { // a new channel from this message on (types.go)
+		if err := m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type}); err != nil {
+			return err
+		}
+	}
+	return m.w.Add(t.Name, t.Channel, nil, genNs, captureNs, data)
+}
+
+// Reserve returns room for the next message's payload in the open chunk
+// (mcap.PackWriter.Reserve), so the dumper copies it there straight from
+// the ring.
+func (m *mcapDump) Reserve(n int) []byte { return m.w.Reserve(n) }
+
+// Commit adds the payload last reserved as one message, in place. A type
+// change declares the topic's new channel first, which may reuse the
+// reserved bytes: the payload is moved aside before it.
+func (m *mcapDump) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
+	if m.types.changed(t) {
+		m.held = append(m.held[:0], data...)
+		data = m.held
 		if err := m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type}); err != nil {
 			return err
 		}

@@ -273,6 +273,28 @@ func (w *Writer) AddTopic(t Topic) (uint16, error) {
 	return w.AddChannel(sid, TopicName(t.Name, t.Channel), typ.MessageEncoding, md)
 }
 
+// Reserve returns n bytes of the open chunk where the data of the next
+// message can be written in place: a WriteMessage (the next call on the
+// Writer) whose Data is the slice returned does not copy it. Any other
+// call may reuse those bytes (AddSchema, AddChannel append to the chunk):
+// write the data aside first if one comes before the message.
+func (w *Writer) Reserve(n int) []byte {
+	w.chunk = slices.Grow(w.chunk, messageHeaderLen+n)
+	at := len(w.chunk) + messageHeaderLen
+	return w.chunk[at : at+n : at+n]
+}
+
+// messageHeaderLen is a Message record's bytes before its data.
+const messageHeaderLen = 1 + 8 + messageFixedLen
+
+// reserved reports whether data is what Reserve returned for the next
+// message: where that message's data goes in the open chunk.
+func (w *Writer) reserved(data []byte) bool {
+	n := len(data)
+	at := len(w.chunk) + messageHeaderLen
+	return n > 0 && cap(w.chunk)-at >= n && &w.chunk[:at+1][at] == &data[0]
+}
+
 // WriteMessage appends a Message record to the open chunk, closing the chunk
 // when it reaches the chunk size. m.Data is copied; m is not retained. It
 // allocates nothing once the writer's buffers have grown to size.
@@ -288,7 +310,14 @@ func (w *Writer) WriteMessage(m *Message) error {
 		w.touched = append(w.touched, ch)
 	}
 	w.idx[ch] = append(w.idx[ch], indexEntry{m.LogTime, uint64(len(w.chunk))})
-	w.chunk = AppendMessage(w.chunk, m)
+	if w.reserved(m.Data) {
+		// the data is in place (Reserve): the header goes before it
+		n := len(m.Data)
+		w.chunk = appendMessageHeader(w.chunk, m)
+		w.chunk = w.chunk[:len(w.chunk)+n]
+	} else {
+		w.chunk = AppendMessage(w.chunk, m)
+	}
 	if w.chunkMsgs == 0 || m.LogTime < w.chunkStart {
 		w.chunkStart = m.LogTime
 	}
