@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -12,8 +11,6 @@ import (
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/testutil"
-
-	"golang.org/x/sys/unix"
 )
 
 // dumpBytes is the payload volume of one benchmarked dump.
@@ -96,36 +93,35 @@ func BenchmarkDumpWrite(b *testing.B) {
 }
 
 // BenchmarkRawWrite is the same run's durable-write baseline for the same
-// number of bytes: fallocate + write in 1 MiB chunks + fsync.
+// number of bytes: fallocate + write in 1 MiB chunks + fsync (rawWrite;
+// its untimed settling is timed here).
 func BenchmarkRawWrite(b *testing.B) {
 	r, d, _, _ := newDumpRecorder(b)
 	size := dumpOnce(b, d, "big").Bytes
 	d.Stop()
 	r.Close()
 	dir := b.TempDir()
-	chunk := makePayload(1 << 20)
 	b.SetBytes(size)
 	b.ReportAllocs()
 	for b.Loop() {
-		path := filepath.Join(dir, "raw")
-		f, err := os.Create(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
-			b.Fatal(err)
-		}
-		for left := size; left > 0; left -= int64(len(chunk)) {
-			if _, err := f.Write(chunk[:min(left, int64(len(chunk)))]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := f.Sync(); err != nil {
-			b.Fatal(err)
-		}
-		f.Close()
-		os.Remove(path)
+		rawWrite(b, dir, size, true)
 	}
+}
+
+// newKeepDumper starts a second dumper on r that keeps the process's
+// priorities (dump.Config.KeepPriority), writing with nw (nil: the
+// default writer), stopped at the end of the test.
+func newKeepDumper(tb testing.TB, r *engine.Recorder, nw dump.NewWriterFunc) *dump.Dumper {
+	tb.Helper()
+	keep, err := dump.New(r, dump.Config{Dir: tb.TempDir(), MaxFiles: 1, Policy: dump.PolicySeparate, NewWriter: nw, KeepPriority: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := keep.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(keep.Stop)
+	return keep
 }
 
 // BenchmarkIngestLatency measures single 256-byte IngestAt calls on the "hot"
@@ -144,14 +140,7 @@ func BenchmarkRawWrite(b *testing.B) {
 func BenchmarkIngestLatency(b *testing.B) {
 	nw := map[string]dump.NewWriterFunc{"stream": dump.NewPackStreamWriter, "mmap": dump.NewPackMmapWriter}[os.Getenv("LATENCY_WRITER")]
 	r, d, _, hot := newDumpRecorder(b, nw)
-	keep, err := dump.New(r, dump.Config{Dir: b.TempDir(), MaxFiles: 1, Policy: dump.PolicySeparate, NewWriter: nw, KeepPriority: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := keep.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(keep.Stop)
+	keep := newKeepDumper(b, r, nw)
 	lat := newLatencyRounds()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -239,14 +228,7 @@ func TestIngestLatencyGate(t *testing.T) {
 	testutil.SkipUnderEmulation(t, "latency ratios")
 	const goal, minRounds, maxRounds = 1.5, 9, 25
 	r, d, _, hot := newDumpRecorder(t)
-	keep, err := dump.New(r, dump.Config{Dir: t.TempDir(), MaxFiles: 1, Policy: dump.PolicySeparate, KeepPriority: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(keep.Stop)
+	keep := newKeepDumper(t, r, nil)
 	lat := newLatencyRounds()
 	n := 0
 	for ; n < minRounds || n < maxRounds && func() bool { m, _ := lat.ratios(); return m > goal }(); n++ {

@@ -241,14 +241,7 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 	cur := 0
 	sw := func(path string, o dump.WriterOptions) (dump.Writer, error) { return variants[cur].nw(path, o) }
 	r, d, _, _ := newDumpRecorderExt(b, sw, "")
-	keep, err := dump.New(r, dump.Config{Dir: b.TempDir(), MaxFiles: 1, Policy: dump.PolicySeparate, NewWriter: sw, KeepPriority: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := keep.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(keep.Stop)
+	keep := newKeepDumper(b, r, sw)
 	dir := b.TempDir()
 	size := dumpOnce(b, d, "big").Bytes
 	b.SetBytes(size)
