@@ -7,7 +7,8 @@
 // them through the write-path transforms of Config.Transforms (EventOrder:
 // topics in the order of their event time; transform.go), and writes the
 // file through a Writer — pack (write(2) path by default, a
-// stream or mmap writer as options) or MCAP — as NAME.tmp → fsync → rename
+// stream or mmap writer as options) or MCAP (write(2) by default, mmap as
+// an option) — as NAME.tmp → fsync → rename
 // → directory fsync. Each dump carries its trigger records and per-topic
 // accounting (dumpinfo.Info): messages, bytes, overwritten, oversize,
 // skipped while busy and lost at the source, for its window. After each

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,6 +208,12 @@ func (d *Dumper) IsDumping() bool { return d.writing.Load() }
 // d.wake).
 func (d *Dumper) loop() {
 	defer close(d.done)
+	if !d.cfg.KeepPriority {
+		// A thread of its own at a lower CPU and I/O priority, ended with
+		// the goroutine (never unlocked): ingest goes first.
+		runtime.LockOSThread()
+		lowerPriority()
+	}
 	tick := time.NewTimer(d.cfg.PollInterval)
 	defer tick.Stop()
 	for {

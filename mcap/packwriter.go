@@ -98,6 +98,7 @@ type PackWriter struct {
 	info       *dumpinfo.Info
 	msg        Message
 	scratch    []byte
+	held       []byte // reserved data moved aside (Add)
 	keepPacked bool
 	closed     bool
 	notes      []string // types it could not transcode (Notes)
@@ -130,6 +131,13 @@ const maxNotes = 256
 // whose layout does not compile, written as they are instead of transcoded
 // (each naming the topic, its type and the cause).
 func (p *PackWriter) Notes() []string { return p.notes }
+
+// Reserve returns n bytes where the data of the next Add can be written
+// in place (Writer.Reserve): an Add whose data is that slice does not copy
+// it, unless its topic needs a new channel first (then Add copies it
+// aside). Valid until the next call on the PackWriter; DeclareTopic may
+// reuse the bytes.
+func (p *PackWriter) Reserve(n int) []byte { return p.w.Reserve(n) }
 
 // Writer returns the underlying MCAP writer (for AddMetadata and the like).
 func (p *PackWriter) Writer() *Writer { return p.w }
@@ -235,6 +243,14 @@ func nonNegative(ns int64) uint64 { return uint64(max(ns, 0)) }
 // data are copied. It allocates only when a topic is seen for the first
 // time (and, for a transcoded topic, while its JSON buffer grows).
 func (p *PackWriter) Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error {
+	if p.w.reserved(data) {
+		if ts, ok := p.topics[topicKey{name, channel}]; !ok || ts.layout != nil {
+			// a new channel (or a raw one for a packed message that does
+			// not transcode) would be appended over the reserved data
+			p.held = append(p.held[:0], data...)
+			data = p.held
+		}
+	}
 	ts, err := p.topic(name, channel)
 	if err != nil {
 		return err

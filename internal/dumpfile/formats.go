@@ -263,6 +263,7 @@ func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, e
 	case "zstd":
 		mopts.Compression = mcap.CompressionZstd
 	}
+	mopts.Concurrency = mcap.ExportConcurrency(mopts.Compression)
 	var st mcap.ExportStats
 	var err error
 	if r := src.Pack(); r != nil {
