@@ -97,6 +97,8 @@ type Frame struct {
 	own     []byte            // copies made by AddMeta/AddMetaWithData
 	scratch []byte            // decompressed data (reader)
 	names   map[string]string // interned names and channels (reader)
+
+	lastName, lastChan string // the last interned name and channel (reader)
 }
 
 // NewFrame returns an empty Bundle frame with the given id and time (ns

@@ -1,0 +1,164 @@
+package pack
+
+import "sync"
+
+// Read-ahead (ReaderOptions.ReadAhead): helper goroutines decode the frames
+// after the one the caller reads (both CRCs, meta, decompression) into Frames
+// of their own, in file order; ReadInto then swaps the next decoded Frame
+// with the caller's, so nothing is copied and the caller's old buffers go
+// back to the helpers. Each Frame owns exactly one set of buffers at a time,
+// so steady state allocates nothing and the caller holding a Frame never
+// stalls the helpers.
+//
+// Bounds: at most aheadSlotsPerWorker * ReadAhead frames are in flight, and
+// their decoded (decompressed) bytes together stay within the reader's
+// MaxMemory (one frame is always allowed, as without read-ahead).
+//
+// Damage: dispatching stops at the first record whose header does not
+// parse, and a frame a helper found damaged is not handed out: the pipeline
+// is drained and the same read runs on the caller's goroutine, so errors,
+// their offsets and the position after them are exactly those of a reader
+// without read-ahead.
+
+const aheadSlotsPerWorker = 4
+
+type aheadSlot struct {
+	f    Frame
+	off  int64 // frame offset
+	rec  int64 // record length
+	cost int64 // decoded bytes the slot may allocate (compressed frames)
+	err  error
+	done chan struct{} // a helper finished the slot (capacity 1)
+}
+
+type readAhead struct {
+	jobs     chan *aheadSlot
+	wg       sync.WaitGroup
+	ring     []*aheadSlot // in flight, file order
+	head, n  int
+	scan     int64 // offset of the next record to dispatch
+	stop     bool  // the scan reached the end or a record it cannot parse
+	expect   int64 // Reader.pos the pipeline continues from
+	inflight int64 // sum of cost over the ring
+}
+
+func (r *Reader) startAhead(workers int) {
+	k := workers * aheadSlotsPerWorker
+	a := &readAhead{jobs: make(chan *aheadSlot, k), ring: make([]*aheadSlot, k), scan: r.pos, expect: r.pos}
+	for i := range a.ring {
+		a.ring[i] = &aheadSlot{done: make(chan struct{}, 1)}
+	}
+	a.wg.Add(workers)
+	for i := 0; i < workers; i++ {
+		go r.aheadWorker(a)
+	}
+	r.ahead = a
+}
+
+// aheadWorker decodes slots until the jobs channel closes. It reads r.data,
+// which does not change until Close has stopped the workers.
+func (r *Reader) aheadWorker(a *readAhead) {
+	defer a.wg.Done()
+	d := frameDecoder{path: r.path, codec: newCodecs(), id: r.id, maxMem: r.maxMem}
+	defer d.codec.close()
+	for s := range a.jobs {
+		_, s.err = d.decodeFrame(r.data[s.off:r.end], s.off, &s.f, true)
+		s.done <- struct{}{}
+	}
+}
+
+// fill dispatches records from a.scan while slots and the memory bound
+// allow.
+func (r *Reader) fill(a *readAhead) {
+	for !a.stop && a.n < len(a.ring) {
+		if a.scan >= r.end {
+			a.stop = true
+			return
+		}
+		b := r.data[a.scan:r.end]
+		if len(b) >= 4 && le.Uint32(b) == sectionMagic {
+			_, _, rec, _, err := parseSection(b)
+			if err != nil {
+				a.stop = true
+				return
+			}
+			a.scan += rec
+			continue
+		}
+		var h frameHeader
+		if _, err := parseFrameHeader(b, &h); err != nil {
+			a.stop = true // a trailer, or damage: the caller's own read reports it
+			return
+		}
+		cost := int64(0)
+		if h.codec != CompressNone {
+			cost = int64(h.rawLen)
+		}
+		if a.n > 0 && a.inflight+cost > r.limit() {
+			return
+		}
+		s := a.ring[(a.head+a.n)%len(a.ring)]
+		s.off, s.rec, s.cost, s.err = a.scan, h.recLen, cost, nil
+		a.n++
+		a.inflight += cost
+		a.scan += h.recLen
+		a.jobs <- s // never blocks: the channel holds every slot
+	}
+}
+
+// pop removes the head slot once its helper is done with it.
+func (a *readAhead) pop() *aheadSlot {
+	s := a.ring[a.head]
+	<-s.done
+	a.head = (a.head + 1) % len(a.ring)
+	a.n--
+	a.inflight -= s.cost
+	return s
+}
+
+// drain waits for every slot in flight and discards them; the next read
+// dispatches from Reader.pos again.
+func (r *Reader) drain() {
+	a := r.ahead
+	for a.n > 0 {
+		a.pop()
+	}
+	a.stop = false
+}
+
+// readAheadInto is ReadInto through the pipeline.
+func (r *Reader) readAheadInto(f *Frame) error {
+	a := r.ahead
+	if a.expect != r.pos { // the reader moved (Seek*, Rewind, a meta read)
+		r.drain()
+		a.scan = r.pos
+	}
+	r.fill(a)
+	if a.n == 0 { // the end, or a record the scan could not parse
+		a.expect = -1
+		return r.next(f, true)
+	}
+	s := a.pop()
+	if s.err != nil {
+		r.drain()
+		a.expect = -1 // dispatch again from wherever the caller goes next
+		return r.next(f, true)
+	}
+	*f, s.f = s.f, *f
+	r.last = s.off
+	r.pos = s.off + s.rec
+	a.expect = r.pos
+	r.fill(a)
+	return nil
+}
+
+// stopAhead ends the helpers (Close).
+func (r *Reader) stopAhead() {
+	if r.ahead == nil {
+		return
+	}
+	r.drain()
+	close(r.ahead.jobs)
+	r.ahead.wg.Wait()
+	r.ahead = nil
+}
