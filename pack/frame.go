@@ -98,7 +98,9 @@ type Frame struct {
 	scratch []byte            // decompressed data (reader)
 	names   map[string]string // interned names and channels (reader)
 
-	lastName, lastChan string // the last interned name and channel (reader)
+	recentNames [4]string // the last names interned (reader)
+	recentNext  int
+	lastChan    string // the last channel interned (reader)
 }
 
 // NewFrame returns an empty Bundle frame with the given id and time (ns

@@ -319,6 +319,10 @@ func uvarint(b []byte) (uint64, int) {
 	if len(b) > 0 && b[0] < 0x80 {
 		return uint64(b[0]), 1
 	}
+	return uvarintLong(b)
+}
+
+func uvarintLong(b []byte) (uint64, int) {
 	if len(b) > 1 && b[1] < 0x80 {
 		return uint64(b[0]&0x7f) | uint64(b[1])<<7, 2
 	}
@@ -333,14 +337,19 @@ func uvarint(b []byte) (uint64, int) {
 }
 
 // internName and internChannel return v as a string, first comparing it
-// with the previous message's name (channel): the messages of a frame
-// mostly repeat one topic, and the comparison costs less than a map lookup.
+// with the last few names (the previous channel): the messages of a frame
+// mostly cycle through a few topics, and comparing short strings costs less
+// than a map lookup.
 func (f *Frame) internName(v []byte) string {
-	if string(v) == f.lastName {
-		return f.lastName
+	for i := range f.recentNames {
+		if s := f.recentNames[i]; len(s) == len(v) && s == string(v) {
+			return s
+		}
 	}
-	f.lastName = f.intern(v)
-	return f.lastName
+	s := f.intern(v)
+	f.recentNames[f.recentNext%len(f.recentNames)] = s
+	f.recentNext++
+	return s
 }
 
 func (f *Frame) internChannel(v []byte) string {
