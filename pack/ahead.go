@@ -11,8 +11,10 @@ import "sync"
 // stalls the helpers.
 //
 // Bounds: at most aheadSlotsPerWorker * ReadAhead frames are in flight, and
-// their decoded (decompressed) bytes together stay within the reader's
-// MaxMemory (one frame is always allowed, as without read-ahead).
+// the decompression buffers the slots hold (in flight or kept for reuse)
+// stay within the reader's MaxMemory, except that one frame is always
+// allowed, as without read-ahead: a slot's kept buffer is dropped when
+// keeping it would pass the limit.
 //
 // Damage: dispatching stops at the first record whose header does not
 // parse, and a frame a helper found damaged is not handed out: the pipeline
@@ -26,20 +28,20 @@ type aheadSlot struct {
 	f    Frame
 	off  int64 // frame offset
 	rec  int64 // record length
-	cost int64 // decoded bytes the slot may allocate (compressed frames)
+	held int64 // decompression buffer bytes the slot holds or may allocate
 	err  error
 	done chan struct{} // a helper finished the slot (capacity 1)
 }
 
 type readAhead struct {
-	jobs     chan *aheadSlot
-	wg       sync.WaitGroup
-	ring     []*aheadSlot // in flight, file order
-	head, n  int
-	scan     int64 // offset of the next record to dispatch
-	stop     bool  // the scan reached the end or a record it cannot parse
-	expect   int64 // Reader.pos the pipeline continues from
-	inflight int64 // sum of cost over the ring
+	jobs    chan *aheadSlot
+	wg      sync.WaitGroup
+	ring    []*aheadSlot // in flight, file order
+	head, n int
+	scan    int64 // offset of the next record to dispatch
+	stop    bool  // the scan reached the end or a record it cannot parse
+	expect  int64 // Reader.pos the pipeline continues from
+	held    int64 // sum of held over every slot
 }
 
 func (r *Reader) startAhead(workers int) {
@@ -94,13 +96,24 @@ func (r *Reader) fill(a *readAhead) {
 		if h.codec != CompressNone {
 			cost = int64(h.rawLen)
 		}
-		if a.n > 0 && a.inflight+cost > r.limit() {
-			return
-		}
 		s := a.ring[(a.head+a.n)%len(a.ring)]
-		s.off, s.rec, s.cost, s.err = a.scan, h.recLen, cost, nil
+		need := max(s.held, cost)
+		if a.held-s.held+need > r.limit() {
+			if a.n > 0 {
+				return // wait for the frames in flight
+			}
+			// Nothing in flight: this frame is always allowed, and the
+			// buffers the other slots keep for reuse go.
+			for _, x := range a.ring {
+				if x != s {
+					a.held -= x.held
+					x.f.scratch, x.held = nil, 0
+				}
+			}
+		}
+		a.held += need - s.held
+		s.off, s.rec, s.held, s.err = a.scan, h.recLen, need, nil
 		a.n++
-		a.inflight += cost
 		a.scan += h.recLen
 		a.jobs <- s // never blocks: the channel holds every slot
 	}
@@ -112,8 +125,19 @@ func (a *readAhead) pop() *aheadSlot {
 	<-s.done
 	a.head = (a.head + 1) % len(a.ring)
 	a.n--
-	a.inflight -= s.cost
 	return s
+}
+
+// keep accounts for the buffer slot s holds after a hand-over (the caller's
+// old Frame's), dropping it when keeping it would pass limit.
+func (a *readAhead) keep(s *aheadSlot, limit int64) {
+	held := int64(cap(s.f.scratch))
+	a.held += held - s.held
+	s.held = held
+	if a.held > limit {
+		a.held -= s.held
+		s.f.scratch, s.held = nil, 0
+	}
 }
 
 // drain waits for every slot in flight and discards them; the next read
@@ -121,7 +145,7 @@ func (a *readAhead) pop() *aheadSlot {
 func (r *Reader) drain() {
 	a := r.ahead
 	for a.n > 0 {
-		a.pop()
+		a.keep(a.pop(), r.limit())
 	}
 	a.stop = false
 }
@@ -145,6 +169,7 @@ func (r *Reader) readAheadInto(f *Frame) error {
 		return r.next(f, true)
 	}
 	*f, s.f = s.f, *f
+	a.keep(s, r.limit())
 	r.last = s.off
 	r.pos = s.off + s.rec
 	a.expect = r.pos

@@ -145,8 +145,9 @@ func TestReadAheadDamageSameError(t *testing.T) {
 	}
 }
 
-// The decoded bytes in flight stay within MaxMemory: a limit just above one
-// frame still reads the whole file, one frame at a time.
+// The decompression buffers the read-ahead slots hold stay within
+// MaxMemory: a limit just above one frame still reads the whole file, one
+// frame at a time.
 func TestReadAheadMemoryBound(t *testing.T) {
 	frames := benchFrames(30, 4, 64<<10, sensorData(1<<20, 9))
 	path := filepath.Join(t.TempDir(), "a.pack")
@@ -168,8 +169,15 @@ func TestReadAheadMemoryBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.ahead.inflight > 300<<10 {
-			t.Fatalf("frame %d: %d decoded bytes in flight, limit %d", i, r.ahead.inflight, 300<<10)
+		if r.ahead.held > 300<<10 {
+			t.Fatalf("frame %d: the slots hold %d bytes of buffers, limit %d", i, r.ahead.held, 300<<10)
+		}
+		var sum int64
+		for _, s := range r.ahead.ring {
+			sum += s.held
+		}
+		if sum != r.ahead.held {
+			t.Fatalf("frame %d: slots hold %d bytes, accounted %d", i, sum, r.ahead.held)
 		}
 	}
 }
