@@ -46,10 +46,41 @@ func joinBlocks(f *Frame) []byte {
 	return b
 }
 
+// aheadSmallFrames makes read-ahead run over the tests' small frames.
+func aheadSmallFrames(t testing.TB) {
+	old := aheadMinFrame
+	aheadMinFrame = 0
+	t.Cleanup(func() { aheadMinFrame = old })
+}
+
+// An indexed file of small frames is read without helpers (the hand-over
+// would cost more than it moves); one of large frames with them.
+func TestReadAheadSkipsSmallFrames(t *testing.T) {
+	small := filepath.Join(t.TempDir(), "small.pack")
+	writeFile(t, small, sampleFrames(50), WriterOptions{})
+	large := filepath.Join(t.TempDir(), "large.pack")
+	writeFile(t, large, benchFrames(8, 4, 16<<10, sensorData(1<<20, 5)), WriterOptions{})
+	for _, tc := range []struct {
+		path  string
+		ahead bool
+	}{{small, false}, {large, true}} {
+		r, err := OpenWith(tc.path, ReaderOptions{ReadAhead: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := readAll(t, r)
+		if (r.ahead != nil) != tc.ahead || len(got) == 0 {
+			t.Errorf("%s: read ahead %v, want %v (%d frames)", tc.path, r.ahead != nil, tc.ahead, len(got))
+		}
+		r.Close()
+	}
+}
+
 // Read-ahead hands out the same frames, offsets and positions as the plain
 // reader, for every codec, across rewinds, seeks and meta-only reads in
 // between.
 func TestReadAheadSameFrames(t *testing.T) {
+	aheadSmallFrames(t)
 	frames := sampleFrames(200)
 	for _, c := range []Compression{CompressNone, CompressLZ4, CompressZstd} {
 		path := filepath.Join(t.TempDir(), "a.pack")
@@ -60,6 +91,9 @@ func TestReadAheadSameFrames(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, offs := readAll(t, r)
+			if r.ahead == nil {
+				t.Fatal("the reader did not read ahead")
+			}
 			if len(got) != len(frames) {
 				t.Fatalf("codec %v workers %d: %d frames, want %d", c, workers, len(got), len(frames))
 			}
@@ -110,6 +144,7 @@ func TestReadAheadSameFrames(t *testing.T) {
 // A damaged frame gives the same error, offset and position with and
 // without read-ahead, and the frames before it are read.
 func TestReadAheadDamageSameError(t *testing.T) {
+	aheadSmallFrames(t)
 	frames := sampleFrames(40)
 	for _, c := range []Compression{CompressNone, CompressLZ4} {
 		var buf bytes.Buffer
@@ -149,6 +184,7 @@ func TestReadAheadDamageSameError(t *testing.T) {
 // MaxMemory: a limit just above one frame still reads the whole file, one
 // frame at a time.
 func TestReadAheadMemoryBound(t *testing.T) {
+	aheadSmallFrames(t)
 	frames := benchFrames(30, 4, 64<<10, sensorData(1<<20, 9))
 	path := filepath.Join(t.TempDir(), "a.pack")
 	writeFile(t, path, frames, WriterOptions{Compression: CompressLZ4})

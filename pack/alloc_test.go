@@ -50,6 +50,7 @@ func TestReadIntoAllocs(t *testing.T) {
 // Read-ahead hands frames over by swapping buffers: nothing is allocated
 // per frame once every slot's buffers have grown.
 func TestReadAheadAllocs(t *testing.T) {
+	aheadSmallFrames(t)
 	frames := sampleFrames(64)
 	for _, c := range []Compression{CompressNone, CompressLZ4, CompressZstd} {
 		path := filepath.Join(t.TempDir(), "a.pack")

@@ -20,9 +20,11 @@ type ReaderOptions struct {
 	// ReadAhead, when > 0, has that many helper goroutines decode the
 	// frames after the one ReadInto returns (CRC checks, decompression) on
 	// other cores, in file order, bounded to 4 frames per helper and to
-	// MaxMemory of decoded bytes in flight. Frames are handed over without
+	// MaxMemory of decompression buffers. Frames are handed over without
 	// copying; results and errors are those of a reader without it. Close
-	// ends the helpers. Ignored with a Cache; ReadMetaInto does not use it.
+	// ends the helpers. Ignored with a Cache, and for an indexed file whose
+	// frames average under 16 KiB (the hand-over costs more than it
+	// moves); ReadMetaInto does not use it.
 	ReadAhead int
 }
 
@@ -150,6 +152,12 @@ func (r *Reader) Indexed() bool { return r.indexed }
 func (r *Reader) ReadInto(f *Frame) error {
 	if r.aheadN > 0 && !r.closed {
 		if r.ahead == nil {
+			if r.indexed && r.idx.n > 0 && (r.end-HeaderSize)/int64(r.idx.n) < aheadMinFrame {
+				// Small frames: the hand-over would cost more than the
+				// decoding it moves to another core.
+				r.aheadN = 0
+				return r.next(f, true)
+			}
 			r.startAhead(r.aheadN)
 		}
 		return r.readAheadInto(f)
