@@ -17,10 +17,10 @@ import "sync"
 // keeping it would pass the limit.
 //
 // Damage: dispatching stops at the first record whose header does not
-// parse, and a frame a helper found damaged is not handed out: the pipeline
-// is drained and the same read runs on the caller's goroutine, so errors,
-// their offsets and the position after them are exactly those of a reader
-// without read-ahead.
+// parse (the caller's own read then reports it), and a frame a helper found
+// damaged is not handed out: the pipeline is drained and its error
+// returned, the position left before it, exactly as a reader without
+// read-ahead does (TestReadAheadDamageSameError).
 
 const aheadSlotsPerWorker = 4
 
@@ -169,10 +169,15 @@ func (r *Reader) readAheadInto(f *Frame) error {
 		return r.next(f, true)
 	}
 	s := a.pop()
-	if s.err != nil {
+	if err := s.err; err != nil {
+		// What the caller's own read would return: the sections before the
+		// frame parsed (fill stops at one that does not), the frame is
+		// decoded the same way, and the position stays before it.
+		a.keep(s, r.limit())
 		r.drain()
 		a.expect = -1 // dispatch again from wherever the caller goes next
-		return r.next(f, true)
+		f.Reset(0, 0)
+		return err
 	}
 	*f, s.f = s.f, *f
 	a.keep(s, r.limit())
