@@ -100,6 +100,7 @@ type Frame struct {
 
 	recentNames [4]string // the last names interned (reader)
 	recentNext  int
+	recentMiss  int    // names of this frame that matched none of them
 	lastChan    string // the last channel interned (reader)
 }
 

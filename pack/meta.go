@@ -153,6 +153,7 @@ var errMeta = ErrBadMeta
 // as protobuf does. On error the frame is left empty.
 func (f *Frame) UnmarshalMeta(b []byte) error {
 	f.Reset(0, 0)
+	f.recentMiss = 0
 	f.protoVersion = 0
 	if err := f.unmarshalMeta(b); err != nil {
 		f.Reset(0, 0)
@@ -311,6 +312,8 @@ func (f *Frame) unmarshalMessage(m *Message, b []byte) error {
 	return nil
 }
 
+const recentMissMax = 8
+
 // uvarint decodes a protobuf varint at the start of b: the value and its
 // length, or n < 0 when b holds no valid varint (protowire's rules). One-
 // and two-byte values, the lengths and small indexes of a meta, are decoded
@@ -339,12 +342,16 @@ func uvarintLong(b []byte) (uint64, int) {
 // internName and internChannel return v as a string, first comparing it
 // with the last few names (the previous channel): the messages of a frame
 // mostly cycle through a few topics, and comparing short strings costs less
-// than a map lookup.
+// than a map lookup. A frame of many topics (recentMissMax names that
+// matched none) goes straight to the map.
 func (f *Frame) internName(v []byte) string {
-	for i := range f.recentNames {
-		if s := f.recentNames[i]; len(s) == len(v) && s == string(v) {
-			return s
+	if f.recentMiss < recentMissMax {
+		for i := range f.recentNames {
+			if s := f.recentNames[i]; len(s) == len(v) && s == string(v) {
+				return s
+			}
 		}
+		f.recentMiss++
 	}
 	s := f.intern(v)
 	f.recentNames[f.recentNext%len(f.recentNames)] = s
