@@ -2,8 +2,8 @@
 // (pack files, shm segments, packets, configuration and replay checks
 // files, Lua-facing accessors, MP4 files and the JPEG time readers, the
 // upload queue's journal and ledger, key templates and schedule windows,
-// and the closed loop's comparison of untrusted outputs) with their seed
-// corpora under testdata/fuzz.
+// the closed loop's comparison of untrusted outputs, the report of a dump
+// and its camera thumbnails) with their seed corpora under testdata/fuzz.
 //
 // It is not for: library code.
 //

@@ -335,7 +335,13 @@ func (s *StreamReader) Close() error {
 // f's decompression buffer. Damage is a *CorruptError whose offset counts
 // from the start of b.
 func DecodeFrame(b []byte, f *Frame) (int, error) {
-	d := frameDecoder{codec: newCodecs()}
+	return DecodeFrameWith(b, f, ReaderOptions{})
+}
+
+// DecodeFrameWith is DecodeFrame within opts.MaxMemory (the other options
+// do not apply).
+func DecodeFrameWith(b []byte, f *Frame, opts ReaderOptions) (int, error) {
+	d := frameDecoder{codec: newCodecs(), maxMem: opts.MaxMemory}
 	defer d.codec.close()
 	n, err := d.decodeFrame(b, 0, f, true)
 	return int(n), err

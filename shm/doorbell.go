@@ -100,6 +100,7 @@ const kickPause = time.Millisecond
 type bell struct {
 	mem   []byte
 	ino   uint64
+	lock  int // the descriptor holding the doorbell's flock (lockDoorbell)
 	rings *atomic.Uint32
 	hints []atomic.Uint32
 
@@ -116,7 +117,7 @@ type bell struct {
 }
 
 func newBell(mem []byte, ino uint64) *bell {
-	b := &bell{mem: mem, ino: ino, stop: make(chan struct{}), done: make(chan struct{}), ack: make(chan struct{}, 1)}
+	b := &bell{mem: mem, ino: ino, lock: -1, stop: make(chan struct{}), done: make(chan struct{}), ack: make(chan struct{}, 1)}
 	b.rings, b.hints = mapBell(mem)
 	b.slots = make([]*follower, DoorbellSlots)
 	return b
@@ -217,6 +218,9 @@ func (b *bell) close() {
 			<-b.done
 		}
 		unmap(b.mem)
+		if b.lock >= 0 {
+			closeFD(b.lock)
+		}
 	})
 }
 
@@ -238,7 +242,19 @@ func (c *Consumer) openBellLocked() {
 		c.reportLocked(fmt.Errorf("shm: doorbell of %s unusable, idle segments are waited on one by one: %w", c.dir, err))
 		return
 	}
+	// One consumer answers a directory's doorbell: another one already
+	// does (a node under test beside the closed loop's collector), so this
+	// one waits on each segment apart, as without a doorbell.
+	fd, ok, err := lockDoorbell(c.dir, d.ino)
+	if !ok {
+		unmap(d.mem)
+		if err != nil {
+			c.reportLocked(fmt.Errorf("shm: doorbell of %s unusable, idle segments are waited on one by one: %w", c.dir, err))
+		}
+		return
+	}
 	c.bell = newBell(d.mem, d.ino)
+	c.bell.lock = fd
 	c.bell.started.Store(true) // before the goroutine: close waits for it
 	go c.bell.run(time.Second)
 }

@@ -98,3 +98,30 @@ func replaceDoorbell(dir string, mode os.FileMode) (doorbellFile, error) {
 	}
 	return mapDoorbell(path)
 }
+
+// lockDoorbell takes the directory's doorbell for this consumer alone: an
+// exclusive flock(2) on the file of inode ino, held by the returned
+// descriptor. The hint bits of the doorbell name slots of one consumer's
+// followers, so a second consumer of the directory (a node under test
+// beside the closed loop's collector, a viewer beside the recorder) must
+// not answer it: it would take the first one's wake-ups. ok is false when
+// another consumer holds it or the file is no longer that inode.
+func lockDoorbell(dir string, ino uint64) (fd int, ok bool, err error) {
+	fd, err = unix.Open(filepath.Join(dir, DoorbellName), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, false, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || uint64(st.Ino) != ino {
+		unix.Close(fd)
+		return -1, false, err
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return -1, false, nil
+		}
+		return -1, false, os.NewSyscallError("flock", err)
+	}
+	return fd, true, nil
+}

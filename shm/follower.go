@@ -415,7 +415,7 @@ func (f *follower) wait(d time.Duration, idle int) {
 		}
 		if f.useBell(s) {
 			s.c.bellSlot.Store(f.slot)
-			s.c.waiters.Store(WaitDoorbell) // seq-cst, before the re-load (Dekker, as below)
+			s.c.waiters.Or(WaitDoorbell) // a bit (another consumer may sleep too); seq-cst, before the re-load (Dekker, as below)
 			if w := s.c.write.Load(); w != s.lastW || f.c.stop.Load() || f.changed.Load() {
 				return
 			}
@@ -445,7 +445,7 @@ func (f *follower) futexWait(s *segment, d time.Duration) bool {
 	default:
 		return false
 	}
-	s.c.waiters.Store(WaitCursor)
+	s.c.waiters.Or(WaitCursor)
 	w := s.c.write.Load()
 	if w == s.lastW && !f.c.stop.Load() && !f.changed.Load() {
 		t0 := time.Now()

@@ -339,18 +339,23 @@ func (p *Producer) Publish(genNs int64, payload []byte) error {
 	return nil
 }
 
-// wake wakes a consumer that was asleep as w says: on the doorbell (the hint
-// bit it asked for, then a ring) or on the write cursor.
+// wake wakes the consumers that were asleep as the bits of w say: on the
+// doorbell (the hint bit it asked for, then a ring), on the write cursor,
+// or both (two consumers of one segment).
 func (p *Producer) wake(w uint32) {
-	switch {
-	case w == 0:
-	case w == WaitDoorbell && p.bell != nil:
+	if w == 0 {
+		return
+	}
+	rang := false
+	if w&WaitDoorbell != 0 && p.bell != nil {
 		if s := p.c.bellSlot.Load(); s < DoorbellSlots {
 			p.bellHints[s/32].Or(1 << (s % 32))
 		}
 		p.bellRings.Add(1)
 		futexWake(futexWord(p.bellRings))
-	default:
+		rang = true
+	}
+	if w&^WaitDoorbell != 0 || !rang {
 		futexWake(p.c.futex)
 	}
 }

@@ -258,3 +258,49 @@ func TestLeftoverSegments(t *testing.T) {
 		t.Errorf("a segment made while the consumer runs counted as a leftover")
 	}
 }
+
+// TestTwoConsumersOneDirectory: two consumers of one directory (the closed
+// loop's node under test beside its collector; a viewer beside the
+// recorder). One answers the doorbell, the other waits on each segment
+// apart, and a publish after a long idle wakes both at once. The doorbell's
+// hint bits name one consumer's readers: when both answered it, one took
+// the other's wake-ups, and that one read the message only at its next
+// liveness check (10 s here; 1 s in a closed loop's lockstep steps).
+func TestTwoConsumersOneDirectory(t *testing.T) {
+	dir := t.TempDir()
+	ps := []*Producer{
+		newProducer(t, dir, ProducerOptions{Name: "a", Capacity: MinCapacity}),
+		newProducer(t, dir, ProducerOptions{Name: "b", Capacity: MinCapacity}),
+	}
+	sa, sb := newRecSink(), newRecSink()
+	ca := startConsumer(t, dir, sa, ConsumerOptions{CheckInterval: 10 * time.Second, KeepFiles: true})
+	cb := startConsumer(t, dir, sb, ConsumerOptions{CheckInterval: 10 * time.Second, KeepFiles: true})
+	sa.waitFor(t, "both topics (a)", func() bool { return ca.Stats().Segments == 2 && sa.count() == 2 })
+	sb.waitFor(t, "both topics (b)", func() bool { return cb.Stats().Segments == 2 && sb.count() == 2 })
+	if !ca.Stats().Doorbell || cb.Stats().Doorbell {
+		t.Fatalf("doorbell: first consumer %v, second %v; want only the first to answer it", ca.Stats().Doorbell, cb.Stats().Doorbell)
+	}
+	for round := range 3 {
+		time.Sleep(300 * time.Millisecond) // every reader of both asleep
+		for k, p := range ps {
+			start := time.Now()
+			if err := p.Publish(int64(round+1), []byte("wake")); err != nil {
+				t.Fatal(err)
+			}
+			name := []string{"a", "b"}[k]
+			for _, s := range []*recSink{sa, sb} {
+				id, _ := s.topic(name, "")
+				s.waitFor(t, "the message", func() bool { return len(s.messages(id)) == round+1 })
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("round %d, segment %s: both consumers read it after %v: a wake-up was lost", round, name, d)
+			}
+		}
+	}
+	// the doorbell is free again once its consumer closes
+	ca.Close()
+	cc := startConsumer(t, dir, newRecSink(), ConsumerOptions{KeepFiles: true})
+	if !cc.Stats().Doorbell {
+		t.Errorf("a consumer started after the first closed does not answer the doorbell: %v", cc.Stats().Errors)
+	}
+}

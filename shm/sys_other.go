@@ -63,3 +63,5 @@ func openDoorbell(dir string, create, replace bool, mode os.FileMode, gid int) (
 func replaceDoorbell(dir string, mode os.FileMode) (doorbellFile, error) {
 	return doorbellFile{}, ErrNotSupported
 }
+
+func lockDoorbell(dir string, ino uint64) (int, bool, error) { return -1, false, ErrNotSupported }

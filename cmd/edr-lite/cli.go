@@ -118,7 +118,7 @@ type command struct {
 // readsDumps are the verbs that read dump files: each has --max-memory.
 var readsDumps = map[string]bool{"info": true, "cat": true, "verify": true, "recover": true, "merge": true,
 	"export": true, "import": true, "replay": true, "rules": true, "ls": true, "filter": true, "split": true,
-	"compress": true, "list": true, "upload": true}
+	"compress": true, "list": true, "upload": true, "report": true}
 
 func newCommand(e *env, name, usage, desc, example string, minArgs, maxArgs int) *command {
 	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), e: e, usage: usage, desc: desc,
@@ -322,7 +322,7 @@ func (c *command) usageErr(format string, a ...any) int {
 // ("dumpfile: ", "units: ") name code, not anything a user can act on:
 // userError removes them. TestInternalPrefixesListed keeps the list in
 // step with the directory.
-var internalPackages = []string{"checkpayload", "clock", "config", "control", "daemon", "defaults", "demo", "deptest",
+var internalPackages = []string{"checkpayload", "clock", "config", "control", "daemon", "defaults", "demo", "demodump", "deptest",
 	"dumpfile", "dumptable", "filter", "hostile", "kway", "s3test", "testutil", "units"}
 
 var internalPrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(internalPackages, "|") + `): `)

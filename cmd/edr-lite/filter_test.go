@@ -269,6 +269,7 @@ func TestSelectionErrors(t *testing.T) {
 		"filter": {"filter", pk, "-o", out("f.pack")},
 		"split":  {"split", pk, "-o", out("s.pack"), "--duration", "1s"},
 		"replay": {"replay", pk, "-o", "discard", "--asfast"},
+		"report": {"report", pk, "-o", out("r.html")},
 	}
 	for name, base := range verbs {
 		f := func(want int, has []string, args ...string) {

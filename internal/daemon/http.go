@@ -77,9 +77,11 @@ func (d *Daemon) httpGuard(h http.Handler) http.Handler {
 	})
 }
 
-// httpHandler routes /metrics, /status and, when enabled, /debug/pprof.
+// httpHandler routes /metrics, /status, the report pages (/, /dumps/;
+// report.go) and, when enabled, /debug/pprof.
 func (d *Daemon) httpHandler() http.Handler {
 	mux := http.NewServeMux()
+	d.reportRoutes(mux)
 	mux.Handle("/metrics", d.metricsHandler())
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -70,6 +70,8 @@ var rules = []rule{
 		mod + "pack", mod + "mcap", mod + "replay"}, cmdOnly), "camera files are read and written as messages; no recorder, dump formats, Lua or sockets"},
 	{mod + "schema", join([]string{mod + "engine", mod + "dump", mod + "scripts", lua, "net", mod + "shm", mod + "capture",
 		mod + "pack", mod + "mcap", mod + "replay"}, cmdOnly), "schemas and decoders are about bytes of one message: no recorder, files, Lua or sockets"},
+	{mod + "report", join([]string{mod + "engine", mod + "dump", mod + "scripts", lua, "net", mod + "shm", mod + "capture",
+		mod + "replay"}, cmdOnly), "the report analyses messages it is fed and writes pages: no recorder, Lua, sockets or sources"},
 	{mod + "upload", join([]string{mod + "scripts", lua, mod + "shm", mod + "capture", mod + "replay",
 		mod + "table", "github.com/parquet-go/"}, cmdOnly),
 		"the upload queue moves finished files: no recorder, Lua or sources; Parquet comes in through a ConvertFunc"},

@@ -312,20 +312,23 @@ static inline uint8_t *edr_shm__open_doorbell(const char *dir, mode_t mode, gid_
 	return m;
 }
 
-/* Wakes a consumer asleep as w says: on the doorbell (its hint bit, then a
- * ring) or on the write cursor. */
+/* Wakes the consumers asleep as the bits of w say: on the doorbell (its hint
+ * bit, then a ring), on the write cursor, or both (two consumers of one
+ * segment). */
 static inline void edr_shm__wake(edr_shm_producer *p, uint32_t w) {
+	int rang = 0;
 	if (w == 0) return;
-	if (w == EDR_SHM_WAIT_DOORBELL && p->bell) {
+	if ((w & EDR_SHM_WAIT_DOORBELL) && p->bell) {
 		uint32_t slot = __atomic_load_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_BELL_SLOT), __ATOMIC_SEQ_CST);
 		uint32_t *rings = EDR_SHM__A32(p->bell, EDR_SHM_DOORBELL_OFF_RINGS);
 		if (slot < EDR_SHM_DOORBELL_SLOTS)
 			__atomic_fetch_or(EDR_SHM__A32(p->bell, EDR_SHM_DOORBELL_OFF_HINTS + 4 * (slot / 32)), 1u << (slot % 32), __ATOMIC_SEQ_CST);
 		__atomic_fetch_add(rings, 1, __ATOMIC_SEQ_CST);
 		syscall(SYS_futex, rings, FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
-		return;
+		rang = 1;
 	}
-	syscall(SYS_futex, EDR_SHM__A32(p->mem, EDR_SHM_OFF_WRITE_CURSOR), FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+	if ((w & ~(uint32_t)EDR_SHM_WAIT_DOORBELL) || !rang)
+		syscall(SYS_futex, EDR_SHM__A32(p->mem, EDR_SHM_OFF_WRITE_CURSOR), FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
 }
 
 /* ---- API --------------------------------------------------------------- */
