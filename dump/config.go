@@ -69,6 +69,10 @@ type Config struct {
 	// (DefaultReorderMaxMessages when 0) messages. Off: capture order.
 	ReorderWindow      time.Duration
 	ReorderMaxMessages int
+	// Transforms are write-path transforms (transform.go: EventOrder, or a
+	// program's own), in order: the first sees the messages after the
+	// merge (and the producer-time reorder), the last writes to the file.
+	Transforms []Transform
 	// Hooks are told every dump's outcome (written or not), on their own
 	// goroutine.
 	Hooks []Hook
@@ -99,7 +103,18 @@ type Config struct {
 	// MinFreeDisk. Then rotation deletes them too, as far as MaxFiles and
 	// MaxTotalBytes require, and tells the Keeper.
 	Keeper Keeper
+	// KeepPriority leaves the dumper's thread at the process's CPU and I/O
+	// priority. By default the goroutine that writes dumps runs on an OS
+	// thread of its own whose I/O priority is the best-effort class's
+	// lowest and whose nice value is raised by WriterNice, so the
+	// recorder's ingest (sources, shm consumers) goes first when the CPUs
+	// or the disk are contended (dump/prio_linux.go). For comparisons.
+	KeepPriority bool
 }
+
+// WriterNice is how much the dumper's thread's nice value is raised
+// (Config.KeepPriority).
+const WriterNice = 5
 
 func (d Config) withDefaults() Config {
 	if d.FileMode == 0 {

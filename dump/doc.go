@@ -3,9 +3,12 @@
 // waits until the largest post window of the selected topics has passed,
 // reads each topic's window out of the recorder's rings through the
 // engine's window API (engine.Select, engine.WindowCursor), merges them in
-// capture order (or producer order through a bounded reorder stage), and
-// writes the file through a Writer — pack (write(2) path by default, a
-// stream or mmap writer as options) or MCAP — as NAME.tmp → fsync → rename
+// capture order (or producer order through a bounded reorder stage), passes
+// them through the write-path transforms of Config.Transforms (EventOrder:
+// topics in the order of their event time; transform.go), and writes the
+// file through a Writer — pack (write(2) path by default, a
+// stream or mmap writer as options) or MCAP (write(2) by default, mmap as
+// an option) — as NAME.tmp → fsync → rename
 // → directory fsync. Each dump carries its trigger records and per-topic
 // accounting (dumpinfo.Info): messages, bytes, overwritten, oversize,
 // skipped while busy and lost at the source, for its window. After each

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,7 @@ type Dumper struct {
 	refusedDisk                atomic.Uint64
 	hookDropped                atomic.Uint64
 	rotated                    atomic.Uint64
+	late                       atomic.Uint64
 	lastErr                    atomic.Pointer[string]
 	gid                        int // group of dump files, -1: the process's
 }
@@ -206,6 +208,12 @@ func (d *Dumper) IsDumping() bool { return d.writing.Load() }
 // d.wake).
 func (d *Dumper) loop() {
 	defer close(d.done)
+	if !d.cfg.KeepPriority {
+		// A thread of its own at a lower CPU and I/O priority, ended with
+		// the goroutine (never unlocked): ingest goes first.
+		runtime.LockOSThread()
+		lowerPriority()
+	}
 	tick := time.NewTimer(d.cfg.PollInterval)
 	defer tick.Stop()
 	for {
@@ -317,6 +325,7 @@ func (d *Dumper) runJob(j *job) {
 		d.lastErr.Store(&s)
 	} else {
 		d.written.Add(1)
+		d.late.Add(res.Late)
 		d.rotated.Add(uint64(d.rotate(res.Path, false)))
 	}
 	j.res = res
@@ -387,14 +396,27 @@ func (d *Dumper) write(j *job) Result {
 		return res
 	}
 	out := w
+	var chain *stageChain
+	if len(dc.Transforms) > 0 {
+		chain = newStageChain(w, dc.Transforms)
+		out = chain
+	}
 	var ro *reorderStage
 	if dc.ReorderWindow > 0 {
-		ro = newReorderStage(w, int64(dc.ReorderWindow), dc.ReorderMaxMessages)
+		ro = newReorderStage(out, int64(dc.ReorderWindow), dc.ReorderMaxMessages)
 		out = ro
 	}
 	info, err := d.copyWindows(j, out, &res)
 	if err == nil && ro != nil {
 		err = ro.flush()
+	}
+	if err == nil && chain != nil {
+		if err = chain.flush(); err == nil {
+			chain.account(&info)
+			for _, a := range info.Topics {
+				res.Late += a.Late
+			}
+		}
 	}
 	if err == nil {
 		err = w.SetInfo(info)

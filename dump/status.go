@@ -16,6 +16,9 @@ type Status struct {
 	// ManualRefused and RuleRefused count triggers refused because they
 	// selected no topic or no message.
 	ManualRefused, RuleRefused uint64
+	// Late counts, over every dump written, messages a topic's event-time
+	// order could not place (dumpinfo.TopicAccount.Late).
+	Late uint64
 	// Pending is the number of dumps waiting for their post window.
 	Pending int
 	// Dumping reports a dump being written now.
@@ -40,6 +43,7 @@ func (d *Dumper) Status() Status {
 		RuleRefused:         d.refusedRule.Load(),
 		HookResultsDropped:  d.hookDropped.Load(),
 		Rotated:             d.rotated.Load(),
+		Late:                d.late.Load(),
 		Dumping:             d.writing.Load(),
 	}
 	if e := d.lastErr.Load(); e != nil {

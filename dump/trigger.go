@@ -93,6 +93,9 @@ type Result struct {
 	// Oversize, SkippedBusy and LostAtSource sum the topics' other losses
 	// inside the window (see dumpinfo.TopicAccount).
 	Oversize, SkippedBusy, LostAtSource uint64
+	// Late sums the topics' messages written out of event-time order
+	// (dumpinfo.TopicAccount.Late).
+	Late uint64
 	// StartNs and EndNs bound the dumped window (capture time).
 	StartNs, EndNs int64
 	// Err is nil on success.

@@ -15,23 +15,33 @@ import (
 type mcapDump struct {
 	w     *mcap.PackWriter
 	types typeTracker
+	held  []byte // reserved data moved aside before a type change
 }
 
-// NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place), its
-// packed-struct topics transcoded to json for viewers (MCAPWriter(false)).
+// NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place, with
+// write(2): preallocated from the size hint, writeback started as it
+// fills), its packed-struct topics transcoded to json for viewers
+// (MCAPWriter(false)).
 func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
-	return newMCAPWriter(path, o, false)
+	return newMCAPWriter(path, o, false, false)
+}
+
+// NewMCAPMmapWriter is NewMCAPWriter through mcap's mmap sink
+// (mcap.FileOptions.Mmap): the slower path on the machines measured
+// (docs/performance.md), kept as an option.
+func NewMCAPMmapWriter(path string, o WriterOptions) (Writer, error) {
+	return newMCAPWriter(path, o, false, true)
 }
 
 // MCAPWriter returns the NewWriterFunc of MCAP dumps; keepPacked writes
 // packed-struct topics as they are (x-edr-packed with their layout)
 // instead of transcoding them to json (mcap.Options.KeepPacked).
 func MCAPWriter(keepPacked bool) NewWriterFunc {
-	return func(path string, o WriterOptions) (Writer, error) { return newMCAPWriter(path, o, keepPacked) }
+	return func(path string, o WriterOptions) (Writer, error) { return newMCAPWriter(path, o, keepPacked, false) }
 }
 
-func newMCAPWriter(path string, o WriterOptions, keepPacked bool) (Writer, error) {
-	fo := mcap.FileOptions{InPlace: true}
+func newMCAPWriter(path string, o WriterOptions, keepPacked, mmap bool) (Writer, error) {
+	fo := mcap.FileOptions{InPlace: true, Mmap: mmap, Prealloc: o.SizeHint}
 	fo.KeepPacked = keepPacked
 	fo.Library = o.WriterName
 	fo.Compression = o.Compression
@@ -50,6 +60,25 @@ func newMCAPWriter(path string, o WriterOptions, keepPacked bool) (Writer, error
 
 func (m *mcapDump) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
 	if m.types.changed(t) { // a new channel from this message on (types.go)
+		if err := m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type}); err != nil {
+			return err
+		}
+	}
+	return m.w.Add(t.Name, t.Channel, nil, genNs, captureNs, data)
+}
+
+// Reserve returns room for the next message's payload in the open chunk
+// (mcap.PackWriter.Reserve), so the dumper copies it there straight from
+// the ring.
+func (m *mcapDump) Reserve(n int) []byte { return m.w.Reserve(n) }
+
+// Commit adds the payload last reserved as one message, in place. A type
+// change declares the topic's new channel first, which may reuse the
+// reserved bytes: the payload is moved aside before it.
+func (m *mcapDump) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
+	if m.types.changed(t) {
+		m.held = append(m.held[:0], data...)
+		data = m.held
 		if err := m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type}); err != nil {
 			return err
 		}

@@ -54,13 +54,17 @@ type NewWriterFunc func(path string, opts WriterOptions) (Writer, error)
 // capture time; the frame time is its first capture time.
 type packWriter struct {
 	w       *pack.Writer
-	scratch []byte   // payloads the pending frame borrows (Reserve/Commit)
-	err     error    // sticky error of a frame written by Reserve
-	file    *os.File // stream mode: the file, synced and closed by Close
-	f       *pack.Frame
-	size    int
-	frame   uint64
-	types   typeTracker
+	scratch []byte // payloads the pending frame borrows (Reserve/Commit)
+	// spare is the scratch of the frame written last: with pack's
+	// AsyncWrite its writev may still be reading it, until the next frame
+	// is written (the two alternate).
+	spare []byte
+	err   error    // sticky error of a frame written by Reserve
+	file  *os.File // stream mode: the file, synced and closed by Close
+	f     *pack.Frame
+	size  int
+	frame uint64
+	types typeTracker
 }
 
 // NewPackMmapWriter writes a pack dump with pack's mmap writer (Create).
@@ -77,11 +81,38 @@ func NewPackStreamWriter(path string, opts WriterOptions) (Writer, error) {
 // NewPackWriteWriter writes a pack dump with pack's write(2) path (Create's
 // default): the file is preallocated from the size hint at the first
 // write, writeback starts every 8 MiB (sync_file_range) so the closing fsync
-// finds little left, and Close trims the preallocation and fsyncs. Where
-// that path is not supported (not Linux) it is NewPackStreamWriter.
+// finds little left, and Close trims the preallocation and fsyncs. Each
+// frame of large messages goes to the kernel as one writev straight from
+// the scratch the messages were copied into. Where that path is not
+// supported (not Linux) it is NewPackStreamWriter.
 func NewPackWriteWriter(path string, opts WriterOptions) (Writer, error) {
+	return newPackWriteWriter(path, opts, PackWriteTuning{})
+}
+
+// PackWriteTuning varies NewPackWriteWriter, to measure what each of its
+// steps is worth (bench/, docs/performance.md). The zero value is
+// NewPackWriteWriter.
+type PackWriteTuning struct {
+	// Async hands each frame's writev to the file's writer thread at a
+	// lower I/O priority (pack.WriterOptions.AsyncWrite) while the dumper
+	// copies the next frame out of the rings. Measured slower on the
+	// project's 2-vCPU VM (docs/performance.md), so not the default.
+	Async bool
+	// MaxInFlight bounds the bytes whose writeback may be running
+	// (pack.WriterOptions.MaxInFlight).
+	MaxInFlight int64
+}
+
+// NewPackWriteWriterTuned is NewPackWriteWriter varied by t.
+func NewPackWriteWriterTuned(t PackWriteTuning) NewWriterFunc {
+	return func(path string, opts WriterOptions) (Writer, error) { return newPackWriteWriter(path, opts, t) }
+}
+
+func newPackWriteWriter(path string, opts WriterOptions, t PackWriteTuning) (Writer, error) {
 	po := packOptions(opts) // Create's default is the write(2) path
 	po.Prealloc = opts.SizeHint
+	po.AsyncWrite = t.Async // packWriter keeps a written frame's scratch (spare)
+	po.MaxInFlight = t.MaxInFlight
 	w, err := pack.Create(path, po)
 	if errors.Is(err, pack.ErrNotSupported) {
 		return openPackWriter(path, opts, true)
@@ -150,7 +181,10 @@ func (p *packWriter) flushFrame() error {
 	err := p.w.WriteFrame(p.f)
 	p.frame++
 	p.f.Reset(p.frame, 0)
-	p.scratch = p.scratch[:0] // the frame no longer borrows it
+	// The frame no longer borrows its scratch, but its write may still be
+	// reading it (AsyncWrite): the frame before it is done, so its scratch
+	// is the next one's.
+	p.scratch, p.spare = p.spare[:0], p.scratch
 	if err != nil {
 		p.err = err
 	}
@@ -162,7 +196,6 @@ func (p *packWriter) flushFrame() error {
 func (p *packWriter) Reserve(n int) []byte {
 	if cap(p.scratch)-len(p.scratch) < n {
 		p.flushFrame() // sticky error, returned by Commit
-		p.scratch = p.scratch[:0]
 		if cap(p.scratch) < n {
 			p.scratch = make([]byte, 0, max(n, 2*p.size))
 		}
@@ -208,6 +241,9 @@ func (p *packWriter) setType(t *ingest.TopicInfo, captureNs int64, data []byte) 
 		held := append([]byte(nil), data...) // rare: a type change mid-dump
 		if err := p.flushFrame(); err != nil {
 			return nil, err
+		}
+		if cap(p.scratch) < len(held) {
+			p.scratch = make([]byte, 0, max(len(held), 2*p.size))
 		}
 		data = p.scratch[:len(held)]
 		copy(data, held)

@@ -175,4 +175,26 @@ type TopicAccount struct {
 	// Cut: in a cut of other dumps (Info.Cut), the topic's messages the
 	// inputs hold and this file does not.
 	Cut uint64 `json:"cut,omitempty"`
+	// Order is how the topic's messages are ordered in the file: "" for
+	// capture order (or the dump-wide producer-time reorder), OrderEvent
+	// for the topic's event time (a field of its messages) through the
+	// bounded reorder stage (dump.EventOrder).
+	Order string `json:"order,omitempty"`
+	// Late counts, with Order = OrderEvent, the messages that arrived too
+	// late for the reorder stage's bound and were written in arrival
+	// order: exactly the messages whose event time is below that of a
+	// message of the topic before them in the file.
+	Late uint64 `json:"late,omitempty"`
+	// EventTimeMissing counts, with Order = OrderEvent, the messages whose
+	// event time could not be read (written in arrival order).
+	EventTimeMissing uint64 `json:"event_time_missing,omitempty"`
+	// EventTime and EventTimeUnit are, with Order = OrderEvent, the field
+	// of the topic's schema that holds its event time and its unit (as
+	// schema.NewEventTime takes them), so offline verbs read the same time.
+	EventTime     string `json:"event_time,omitempty"`
+	EventTimeUnit string `json:"event_time_unit,omitempty"`
 }
+
+// OrderEvent is TopicAccount.Order for a topic written in event-time
+// order.
+const OrderEvent = "event"

@@ -146,9 +146,9 @@ func descriptorSet(files ...*descriptorpb.FileDescriptorProto) []byte {
 
 // FuzzSchemaDecode builds a decoder from arbitrary schema bytes for each
 // message encoding and decodes an arbitrary message with it. Properties:
-// NewDecoder and NewEventTime never panic and return a decoder or an
-// error; every decoder keeps its contract (checkDecoder); event-time reads
-// never panic.
+// NewDecoder, NewGetter and NewEventTime never panic and return a value or
+// an error; every decoder keeps its contract (checkDecoder); getter and
+// event-time reads never panic.
 func FuzzSchemaDecode(f *testing.F) {
 	// Seeds stay small: the fuzzer minimizes what it finds interesting,
 	// and a 10 KB descriptor set makes that take minutes.
@@ -194,6 +194,15 @@ func FuzzSchemaDecode(f *testing.F) {
 			return
 		}
 		checkDecoder(t, d, msg)
+		// a field by path (what Lua's m.x reads): compiles or says why,
+		// and reads without panicking; a packed read stays in the message
+		if g, err := schema.NewGetter(d, path); (g == nil) == (err == nil) {
+			t.Fatalf("getter %v with error %v", g != nil, err)
+		} else if g != nil {
+			if v, ok := g.Get(msg); ok && enc%6 == 3 && len(v.Bytes) > len(msg) {
+				t.Fatalf("%s: %d bytes read from a %d-byte message", path, len(v.Bytes), len(msg))
+			}
+		}
 		for _, unit := range []string{schema.UnitNs, schema.UnitS, schema.UnitStamp} {
 			e, err := schema.NewEventTime(typ, path, unit)
 			if (e == nil) == (err == nil) {

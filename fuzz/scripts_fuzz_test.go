@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/scripts"
 )
 
@@ -24,6 +25,8 @@ func FuzzRuleMessage(f *testing.F) {
 	f.Add([]byte{}, uint8(0), uint8(3), int64(0))
 	f.Add([]byte{1, 'h', 'i', 0}, uint8(0), uint8(0), int64(-5))
 	f.Add([]byte{0xff, 0xff, 0xff, 0x7f, 0, 0, 0xc0, 0x7f}, uint8(10), uint8(1), int64(1e9))
+	// a whole message of fuzzLayout: t, a, w[3], s = "hi", after
+	f.Add([]byte{0, 0, 0x10, 0x5c, 0x74, 0xec, 0xec, 0x18, 5, 0, 1, 0xff, 0xfe, 0, 3, 2, 'h', 'i', 0, 0, 0xa0, 0x41}, uint8(1), uint8(0), int64(1e6))
 	f.Fuzz(func(t *testing.T, data []byte, field, offset uint8, step int64) {
 		params := map[string]map[string]string{
 			"hard_brake":     {"topic": "t", "field": fuzzFields[int(field)%len(fuzzFields)], "offset": strconv.Itoa(int(offset % 16))},
@@ -53,8 +56,40 @@ func FuzzRuleMessage(f *testing.F) {
 			}
 			r.Close()
 		}
+		// the same bytes as messages of a packed type, read by name (the
+		// path param of threshold and hard_brake, m.x in a rule), and in
+		// the event time the type's field holds
+		typ := ingest.Packed("f.T", fuzzLayout)
+		path := fuzzPaths[int(field)%len(fuzzPaths)]
+		for _, src := range []string{"",
+			"rule{name='ev', topics='t', time='event', event_time='t'}\nfunction on_message(m) local v = m.a + m:f('w[1]') .. m.s end"} {
+			var r *scripts.Rule
+			var err error
+			if src == "" {
+				r, err = scripts.LoadShipped("threshold", scripts.Options{Params: map[string]string{"topic": "t", "path": path, "high": "1"}, Logger: quietLog})
+			} else {
+				r, err = scripts.LoadSource("typed.lua", src, scripts.Options{Logger: quietLog})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := int64(1_796_169_600_000_000_000)
+			for i := 0; i <= len(data); i += 5 {
+				r.Feed(&scripts.Message{Topic: "t", TS: ts, Seq: uint64(i), Data: data[i:], Type: &typ})
+				ts += step%1e10 + 1e6
+			}
+			if st := r.Status(); st.Disabled && !strings.Contains(st.Why, "topic t") && !strings.Contains(st.Why, "attempt to") {
+				t.Errorf("typed rule disabled without naming the topic: %q", st.Why)
+			}
+			r.Close()
+		}
 	})
 }
+
+// fuzzLayout and fuzzPaths: the packed type FuzzRuleMessage reads by name.
+const fuzzLayout = "u64le t (ns); u8 a; i16be w[3]; str8 s; f32le after"
+
+var fuzzPaths = []string{"a", "w[0]", "w[2]", "t", "after", "s", "w[3]", "nope"}
 
 // FuzzRuleSource loads arbitrary text as a rule file and, when it loads,
 // runs it on a few messages, ticks and a dump notice. Errors must wrap a

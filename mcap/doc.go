@@ -4,7 +4,8 @@
 // "edr-lite export --format mcap"; info and cat read .mcap files with it.
 //
 // The writer (NewWriter over any io.Writer, Create for a dump file written
-// through a sliding mmap window, NAME.tmp then renamed) produces:
+// with write(2) — or through a sliding mmap window, FileOptions.Mmap —,
+// NAME.tmp then renamed) produces:
 //
 //	Magic Header
 //	Chunk(Schema*, Channel*, Message*) MessageIndex* ...   (data section)
@@ -64,8 +65,12 @@
 //     decompression buffer; copy what you keep. Channel and Info values
 //     stay valid until Close.
 //   - A chunk is held in memory until it is full (ChunkSize, default 1 MiB,
-//     plus the compressed copy); the summary is built in memory at Close
-//     (tens of bytes per chunk and channel).
+//     plus the compressed copy); with Options.Concurrency up to
+//     Concurrency+1 closed chunks and their compressed copies, compressed
+//     on goroutines of their own that end with their chunk. The summary is
+//     built in memory at Close (tens of bytes per chunk and channel).
+//   - Reserve hands out bytes of the open chunk, valid until the next call
+//     on the Writer.
 //   - Timestamps are uint64 nanoseconds since the UNIX epoch.
 //   - The reader checks every length against its container before use and
 //     bounds decompression by ReaderOptions.MaxChunkSize; errors are

@@ -1,12 +1,13 @@
 package mcap
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/edr-lite/edr-lite/internal/durable"
 )
 
 // DefaultWindow is the size of the file mapping the FileWriter writes
@@ -16,20 +17,26 @@ const DefaultWindow = 32 << 20
 // FileOptions configure a FileWriter.
 type FileOptions struct {
 	Options
-	// Window is the size of each mapped window of the file (rounded up to
-	// pages); DefaultWindow when <= 0.
+	// Mmap writes through a sliding shared mapping of the file instead of
+	// buffered write(2) calls (Linux only; elsewhere write(2) is used). The
+	// write(2) path is the default: on the machines measured it is the
+	// faster one (docs/performance.md, MCAP dumps).
+	Mmap bool
+	// Window (with Mmap) is the size of each mapped window of the file
+	// (rounded up to pages); DefaultWindow when <= 0.
 	Window int
-	// NoMmap writes with buffered write(2) calls instead of a mapping
-	// (the only choice on platforms other than Linux).
-	NoMmap bool
+	// Prealloc (write(2) path) is the step in which the file is
+	// preallocated ahead of the data; 64 MiB when 0.
+	Prealloc int64
 	// InPlace writes path itself: Close syncs it but does not rename, and
 	// Abort leaves the file to the caller. For callers that manage their
 	// own NAME.tmp and rename (the recorder's dumper).
 	InPlace bool
 }
 
-// FileWriter writes one MCAP dump file: to NAME.tmp through a sliding
-// read-write mapping (see FileOptions), then on Close syncs it and renames it
+// FileWriter writes one MCAP dump file: to NAME.tmp with write(2) calls of
+// 1 MiB and more, the file preallocated ahead and its writeback started as
+// it fills (or through a sliding read-write mapping, FileOptions.Mmap), then on Close syncs it and renames it
 // to NAME, so a file without ".tmp" is always complete (or, with InPlace,
 // writes and syncs NAME and leaves renaming to the caller). It embeds the
 // Writer: AddTopic, WriteMessage, AddMetadata... write into the file.
@@ -39,7 +46,8 @@ type FileWriter struct {
 	*Writer
 	f       *os.File
 	sink    *mmapSink
-	bw      *bufio.Writer
+	bw      *durable.Buffered
+	d       *durable.File
 	path    string
 	tmp     string
 	inPlace bool
@@ -61,19 +69,20 @@ func Create(path string, opt FileOptions) (*FileWriter, error) {
 	}
 	fw := &FileWriter{f: f, path: path, tmp: tmp, inPlace: opt.InPlace}
 	var out io.Writer
-	if !opt.NoMmap {
+	if opt.Mmap {
 		fw.sink, err = newMmapSink(f, opt.Window)
 		if errors.Is(err, ErrNotSupported) {
-			opt.NoMmap, err = true, nil
+			opt.Mmap, err = false, nil
 		}
 		if err != nil {
 			return nil, errors.Join(err, f.Close(), os.Remove(tmp))
 		}
 		out = fw.sink
 	}
-	if opt.NoMmap {
+	if !opt.Mmap {
 		fw.sink = nil
-		fw.bw = bufio.NewWriterSize(f, 1<<20)
+		fw.d = durable.New(f, tmp, durable.Options{Prealloc: opt.Prealloc})
+		fw.bw = durable.NewBuffered(fw.d) // chunks written from the Writer's buffers
 		out = fw.bw
 	}
 	fw.Writer, err = NewWriter(out, opt.Options)
@@ -92,18 +101,23 @@ func (fw *FileWriter) Close() error {
 	}
 	fw.done = true
 	err := fw.Writer.Close()
-	if err == nil {
-		if fw.sink != nil {
-			err = fw.sink.finish()
-		} else if err = fw.bw.Flush(); err == nil {
-			err = fw.f.Sync()
+	switch {
+	case err != nil:
+		fw.abort()
+	case fw.sink != nil:
+		if err = fw.sink.finish(); err != nil {
+			fw.abort()
+		} else {
+			err = fw.f.Close()
+		}
+	default:
+		if err = fw.bw.Flush(); err != nil {
+			fw.abort()
+		} else {
+			err = fw.d.Finish() // truncate the preallocation, fsync, close
 		}
 	}
 	if err != nil {
-		fw.abort()
-		return errors.Join(err, fw.remove())
-	}
-	if err := fw.f.Close(); err != nil {
 		return errors.Join(err, fw.remove())
 	}
 	if fw.inPlace {
@@ -137,6 +151,10 @@ func (fw *FileWriter) remove() error {
 func (fw *FileWriter) abort() {
 	if fw.sink != nil {
 		fw.sink.abort()
+	}
+	if fw.d != nil {
+		_ = fw.d.Abort()
+		return
 	}
 	_ = fw.f.Close()
 }

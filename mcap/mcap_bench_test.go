@@ -99,8 +99,9 @@ var packCompression = map[string]pack.Compression{
 
 // BenchmarkWrite measures writing the same messages as MCAP and as pack, per
 // compression, to io.Discard (encoding cost) and to a durable dump file
-// through each format's mmap file writer (fsync'd and renamed by Close),
-// and for MCAP also through buffered write(2) (sink=file-write, NoMmap),
+// through each format's mmap file writer (sink=file: FileOptions.Mmap,
+// WriterOptions.Mmap; fsync'd and renamed by Close), and for MCAP also
+// through its default buffered write(2) path (sink=file-write),
 // beside a same-run baseline: the payload bytes written to a file with
 // write(2) and fsync. MB/s counts payload bytes; size-ratio is file bytes
 // per payload byte.
@@ -155,7 +156,7 @@ func BenchmarkWrite(b *testing.B) {
 							size = w.Written()
 							continue
 						}
-						fw, err := Create(path, FileOptions{Options: Options{Compression: comp}, NoMmap: sink == "file-write"})
+						fw, err := Create(path, FileOptions{Options: Options{Compression: comp}, Mmap: sink != "file-write"})
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -191,7 +191,7 @@ func TestFileWriter(t *testing.T) {
 		t.Run(fmt.Sprintf("nommap=%v", noMmap), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "dump.mcap")
 			// A 4 KiB window makes the writer cross many windows.
-			fw, err := Create(path, FileOptions{Options: Options{Compression: CompressionLZ4, ChunkSize: 32 << 10}, Window: 4096, NoMmap: noMmap})
+			fw, err := Create(path, FileOptions{Options: Options{Compression: CompressionLZ4, ChunkSize: 32 << 10}, Window: 4096, Mmap: !noMmap})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -98,8 +98,10 @@ type PackWriter struct {
 	info       *dumpinfo.Info
 	msg        Message
 	scratch    []byte
+	held       []byte // reserved data moved aside (Add)
 	keepPacked bool
 	closed     bool
+	notes      []string // types it could not transcode (Notes)
 }
 
 // NewPackWriter writes MCAP to w; Close does not close w.
@@ -121,6 +123,21 @@ func CreatePackWriter(path string, opt FileOptions) (*PackWriter, error) {
 	return &PackWriter{w: fw.Writer, fw: fw, topics: map[topicKey]*topicState{}, types: map[topicKey]Topic{},
 		keepPacked: opt.KeepPacked}, nil
 }
+
+// maxNotes bounds the notes a PackWriter keeps (one per topic and type).
+const maxNotes = 256
+
+// Notes says what the writer could not do as asked: packed-struct topics
+// whose layout does not compile, written as they are instead of transcoded
+// (each naming the topic, its type and the cause).
+func (p *PackWriter) Notes() []string { return p.notes }
+
+// Reserve returns n bytes where the data of the next Add can be written
+// in place (Writer.Reserve): an Add whose data is that slice does not copy
+// it, unless its topic needs a new channel first (then Add copies it
+// aside). Valid until the next call on the PackWriter; DeclareTopic may
+// reuse the bytes.
+func (p *PackWriter) Reserve(n int) []byte { return p.w.Reserve(n) }
 
 // Writer returns the underlying MCAP writer (for AddMetadata and the like).
 func (p *PackWriter) Writer() *Writer { return p.w }
@@ -174,8 +191,13 @@ func (p *PackWriter) newChannel(t Topic) (*topicState, error) {
 	ts := &topicState{typ: t.Type.OrRaw(), rawID: -1, topic: t}
 	ct := t
 	if ts.typ.MessageEncoding == ingest.EncodingPacked && !p.keepPacked {
-		// A layout that does not compile is written as it is.
-		if l, err := schema.ParseLayout(ts.typ.Schema.Data); err == nil {
+		// A layout that does not compile is written as it is, and said.
+		l, err := schema.ParseLayout(ts.typ.Schema.Data)
+		if err != nil && len(p.notes) < maxNotes {
+			p.notes = append(p.notes, fmt.Sprintf("topic %s: type %s not transcoded to json, written as %s: %v",
+				TopicName(t.Name, t.Channel), ts.typ.Schema.Name, ingest.EncodingPacked, err))
+		}
+		if err == nil {
 			ts.layout = l
 			name := ts.typ.Schema.Name
 			ct.Type = ingest.Type{MessageEncoding: ingest.EncodingJSON,
@@ -221,6 +243,14 @@ func nonNegative(ns int64) uint64 { return uint64(max(ns, 0)) }
 // data are copied. It allocates only when a topic is seen for the first
 // time (and, for a transcoded topic, while its JSON buffer grows).
 func (p *PackWriter) Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error {
+	if p.w.reserved(data) {
+		if ts, ok := p.topics[topicKey{name, channel}]; !ok || ts.layout != nil {
+			// a new channel (or a raw one for a packed message that does
+			// not transcode) would be appended over the reserved data
+			p.held = append(p.held[:0], data...)
+			data = p.held
+		}
+	}
 	ts, err := p.topic(name, channel)
 	if err != nil {
 		return err
@@ -407,6 +437,8 @@ type ExportStats struct {
 	Messages uint64 // pack messages read (an entry with meta and data counts once)
 	Bytes    uint64 // data and meta bytes carried
 	Written  int64  // MCAP bytes written
+	// Notes are PackWriter.Notes: topics not transcoded, and why.
+	Notes []string
 }
 
 // ExportPack converts the pack file behind r to MCAP on w, frames in file
@@ -495,6 +527,7 @@ func (p *PackWriter) finish(st *ExportStats, d dumpinfo.Info, hasInfo bool) erro
 	if hasInfo {
 		_ = p.SetDumpInfo(d)
 	}
+	st.Notes = p.notes
 	if err := p.Close(); err != nil {
 		return err
 	}

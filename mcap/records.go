@@ -149,13 +149,18 @@ func AppendChannel(b []byte, c *Channel) []byte {
 
 // AppendMessage appends a Message record.
 func AppendMessage(b []byte, m *Message) []byte {
+	return append(appendMessageHeader(b, m), m.Data...)
+}
+
+// appendMessageHeader appends a Message record without its data (which
+// must follow: the length counts it).
+func appendMessageHeader(b []byte, m *Message) []byte {
 	b = append(b, byte(OpMessage))
 	b = appendU64(b, uint64(messageFixedLen+len(m.Data)))
 	b = appendU16(b, m.ChannelID)
 	b = appendU32(b, m.Sequence)
 	b = appendU64(b, m.LogTime)
-	b = appendU64(b, m.PublishTime)
-	return append(b, m.Data...)
+	return appendU64(b, m.PublishTime)
 }
 
 // AppendMetadata appends a Metadata record.

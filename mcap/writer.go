@@ -6,12 +6,24 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 )
 
 // DefaultChunkSize is the uncompressed size at which a chunk is closed when
 // Options.ChunkSize is zero.
 const DefaultChunkSize = 1 << 20
+
+// ExportConcurrency is the Options.Concurrency an export or rewrite uses
+// for a compression: zstd chunks on every core (GOMAXPROCS); lz4 serially,
+// as on the 2-vCPU VM measured (docs/performance.md, MCAP export) handing
+// its chunks to other goroutines cost more than compressing them in line.
+func ExportConcurrency(compression string) int {
+	if compression == CompressionZstd {
+		return runtime.GOMAXPROCS(0)
+	}
+	return 1
+}
 
 // DefaultLibrary is written to Header.library when Options.Library is "".
 const DefaultLibrary = "edr-lite mcap"
@@ -39,6 +51,14 @@ type Options struct {
 	// Schema that viewers plot (the default). The low-level Writer
 	// ignores it.
 	KeepPacked bool
+	// Concurrency is how many chunks are compressed at once, each on a
+	// goroutine of its own with its own compressor (chunkPipeline); the
+	// chunks are written in order and the bytes are those of the serial
+	// writer. At most Concurrency+1 closed chunks are held, with their
+	// compressed copies. 0 or 1: each chunk is compressed on the calling
+	// goroutine when it closes (the recorder's dumps). Without compression
+	// it changes nothing.
+	Concurrency int
 }
 
 type indexEntry struct {
@@ -84,6 +104,7 @@ type Writer struct {
 	comp       compressor
 	compBuf    []byte
 	head       []byte
+	pipe       *chunkPipeline // Options.Concurrency > 1 with compression
 
 	schemas  []Schema  // schemas[i].ID == i+1
 	channels []Channel // channels[i].ID == i
@@ -111,11 +132,21 @@ func NewWriter(w io.Writer, opt Options) (*Writer, error) {
 	if opt.Library == "" {
 		opt.Library = DefaultLibrary
 	}
-	comp, err := newCompressor(opt.Compression, opt.ChunkSize)
+	var comp compressor
+	var err error
+	if opt.Concurrency > 1 && opt.Compression != CompressionNone {
+		comp, err = getCompressor(opt.Compression, opt.ChunkSize) // the pipeline's, pooled
+	} else {
+		comp, err = newCompressor(opt.Compression, opt.ChunkSize)
+	}
 	if err != nil {
 		return nil, err
 	}
 	wr := &Writer{w: w, opt: opt, comp: comp, chunk: make([]byte, 0, opt.ChunkSize+opt.ChunkSize/8)}
+	if comp != nil && opt.Concurrency > 1 {
+		wr.pipe = newChunkPipeline(opt.Concurrency, comp)
+		wr.comp = nil
+	}
 	wr.stage = append(wr.stage, Magic[:]...)
 	wr.stage = AppendHeader(wr.stage, opt.Profile, opt.Library)
 	if err := wr.flushStage(); err != nil {
@@ -242,6 +273,28 @@ func (w *Writer) AddTopic(t Topic) (uint16, error) {
 	return w.AddChannel(sid, TopicName(t.Name, t.Channel), typ.MessageEncoding, md)
 }
 
+// Reserve returns n bytes of the open chunk where the data of the next
+// message can be written in place: a WriteMessage (the next call on the
+// Writer) whose Data is the slice returned does not copy it. Any other
+// call may reuse those bytes (AddSchema, AddChannel append to the chunk):
+// write the data aside first if one comes before the message.
+func (w *Writer) Reserve(n int) []byte {
+	w.chunk = slices.Grow(w.chunk, messageHeaderLen+n)
+	at := len(w.chunk) + messageHeaderLen
+	return w.chunk[at : at+n : at+n]
+}
+
+// messageHeaderLen is a Message record's bytes before its data.
+const messageHeaderLen = 1 + 8 + messageFixedLen
+
+// reserved reports whether data is what Reserve returned for the next
+// message: where that message's data goes in the open chunk.
+func (w *Writer) reserved(data []byte) bool {
+	n := len(data)
+	at := len(w.chunk) + messageHeaderLen
+	return n > 0 && cap(w.chunk)-at >= n && &w.chunk[:at+1][at] == &data[0]
+}
+
 // WriteMessage appends a Message record to the open chunk, closing the chunk
 // when it reaches the chunk size. m.Data is copied; m is not retained. It
 // allocates nothing once the writer's buffers have grown to size.
@@ -257,7 +310,14 @@ func (w *Writer) WriteMessage(m *Message) error {
 		w.touched = append(w.touched, ch)
 	}
 	w.idx[ch] = append(w.idx[ch], indexEntry{m.LogTime, uint64(len(w.chunk))})
-	w.chunk = AppendMessage(w.chunk, m)
+	if w.reserved(m.Data) {
+		// the data is in place (Reserve): the header goes before it
+		n := len(m.Data)
+		w.chunk = appendMessageHeader(w.chunk, m)
+		w.chunk = w.chunk[:len(w.chunk)+n]
+	} else {
+		w.chunk = AppendMessage(w.chunk, m)
+	}
 	if w.chunkMsgs == 0 || m.LogTime < w.chunkStart {
 		w.chunkStart = m.LogTime
 	}
@@ -274,6 +334,9 @@ func (w *Writer) WriteMessage(m *Message) error {
 	}
 	w.messages++
 	if len(w.chunk) >= w.opt.ChunkSize {
+		if w.pipe != nil { // queued, compressed meanwhile; Flush would wait for it
+			return w.writeChunk()
+		}
 		return w.Flush()
 	}
 	return nil
@@ -284,6 +347,9 @@ func (w *Writer) WriteMessage(m *Message) error {
 // "edr.trigger" and "edr.topic_stats".
 func (w *Writer) AddMetadata(name string, kv map[string]string) error {
 	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := w.drainChunks(0); err != nil { // the chunks closed before it come first
 		return err
 	}
 	start := len(w.stage)
@@ -308,11 +374,17 @@ func (w *Writer) Flush() error {
 			return err
 		}
 	}
+	if err := w.drainChunks(0); err != nil {
+		return err
+	}
 	return w.flushStage()
 }
 
 func (w *Writer) writeChunk() error {
 	records := w.chunk
+	if w.pipe != nil {
+		return w.queueChunk()
+	}
 	payload := records
 	if w.comp != nil {
 		var err error
@@ -327,60 +399,83 @@ func (w *Writer) writeChunk() error {
 	if w.chunkMsgs == 0 {
 		start, end = 0, 0
 	}
-	// Chunk record header, then the payload straight from its buffer.
-	h := w.head[:0]
-	h = append(h, byte(OpChunk))
-	h = appendU64(h, uint64(chunkFixedLen+4+len(w.opt.Compression)+8+len(payload)))
-	h = appendU64(h, start)
-	h = appendU64(h, end)
-	h = appendU64(h, uint64(len(records)))
-	h = appendU32(h, crc32.ChecksumIEEE(records))
-	h = appendString(h, w.opt.Compression)
-	h = appendU64(h, uint64(len(payload)))
-	w.head = h
-	if err := w.flushStage(); err != nil {
-		return err
-	}
-	ci := chunkIndex{start: start, end: end, offset: w.pos,
-		length:           uint64(len(h) + len(payload)),
-		compressedSize:   uint64(len(payload)),
-		uncompressedSize: uint64(len(records)),
-		miFrom:           len(w.miChan)}
-	w.crc = crc32.Update(w.crc, crc32.IEEETable, h)
-	if err := w.write(h); err != nil {
-		return err
-	}
-	w.crc = crc32.Update(w.crc, crc32.IEEETable, payload)
-	if err := w.write(payload); err != nil {
+	if err := w.emitChunk(records, payload, crc32.ChecksumIEEE(records), start, end); err != nil {
 		return err
 	}
 	// MessageIndex records, one per channel with messages, by channel id,
 	// entries sorted by log time (stable: equal times keep file order).
 	slices.Sort(w.touched)
 	for _, ch := range w.touched {
-		e := w.idx[ch]
-		if !slices.IsSortedFunc(e, cmpEntry) {
-			slices.SortStableFunc(e, cmpEntry)
-		}
-		w.miChan = append(w.miChan, ch)
-		w.miOff = append(w.miOff, w.pos+uint64(len(w.stage)))
-		w.stage = append(w.stage, byte(OpMessageIndex))
-		w.stage = appendU64(w.stage, uint64(2+4+len(e)*indexEntryLen))
-		w.stage = appendU16(w.stage, ch)
-		w.stage = appendU32(w.stage, uint32(len(e)*indexEntryLen))
-		for _, x := range e {
-			w.stage = appendU64(w.stage, x.logTime)
-			w.stage = appendU64(w.stage, x.offset)
-		}
-		w.idx[ch] = e[:0]
+		w.emitMessageIndex(ch, w.idx[ch])
+		w.idx[ch] = w.idx[ch][:0]
 	}
-	ci.miTo = len(w.miChan)
-	ci.miLength = uint64(len(w.stage))
-	w.chunks = append(w.chunks, ci)
+	w.endChunk()
 	w.touched = w.touched[:0]
 	w.chunk = w.chunk[:0]
 	w.chunkMsgs = 0
 	return nil
+}
+
+// emitChunk writes a Chunk record (its header, then the payload straight
+// from its buffer) after the staged bytes, and starts its chunk index;
+// the MessageIndex records follow (emitMessageIndex), then endChunk.
+func (w *Writer) emitChunk(records, payload []byte, recordsCRC uint32, start, end uint64) error {
+	h := w.head[:0]
+	h = append(h, byte(OpChunk))
+	h = appendU64(h, uint64(chunkFixedLen+4+len(w.opt.Compression)+8+len(payload)))
+	h = appendU64(h, start)
+	h = appendU64(h, end)
+	h = appendU64(h, uint64(len(records)))
+	h = appendU32(h, recordsCRC)
+	h = appendString(h, w.opt.Compression)
+	h = appendU64(h, uint64(len(payload)))
+	w.head = h
+	if err := w.flushStage(); err != nil {
+		return err
+	}
+	w.chunks = append(w.chunks, chunkIndex{start: start, end: end, offset: w.pos,
+		length:           uint64(len(h) + len(payload)),
+		compressedSize:   uint64(len(payload)),
+		uncompressedSize: uint64(len(records)),
+		miFrom:           len(w.miChan)})
+	w.crc = crc32.Update(w.crc, crc32.IEEETable, h)
+	if err := w.write(h); err != nil {
+		return err
+	}
+	if len(payload) > 0 && len(payload) == len(records) && &payload[0] == &records[0] {
+		// uncompressed: the records' CRC extends the running CRC without
+		// a second pass over them
+		w.crc = crc32Combine(w.crc, recordsCRC, int64(len(payload)))
+	} else {
+		w.crc = crc32.Update(w.crc, crc32.IEEETable, payload)
+	}
+	return w.write(payload)
+}
+
+// emitMessageIndex stages channel ch's MessageIndex record of the chunk
+// just emitted, its entries sorted by log time first (stable: equal
+// times keep file order).
+func (w *Writer) emitMessageIndex(ch uint16, e []indexEntry) {
+	if !slices.IsSortedFunc(e, cmpEntry) {
+		slices.SortStableFunc(e, cmpEntry)
+	}
+	w.miChan = append(w.miChan, ch)
+	w.miOff = append(w.miOff, w.pos+uint64(len(w.stage)))
+	w.stage = append(w.stage, byte(OpMessageIndex))
+	w.stage = appendU64(w.stage, uint64(2+4+len(e)*indexEntryLen))
+	w.stage = appendU16(w.stage, ch)
+	w.stage = appendU32(w.stage, uint32(len(e)*indexEntryLen))
+	for _, x := range e {
+		w.stage = appendU64(w.stage, x.logTime)
+		w.stage = appendU64(w.stage, x.offset)
+	}
+}
+
+// endChunk completes the chunk index of the chunk just emitted.
+func (w *Writer) endChunk() {
+	ci := &w.chunks[len(w.chunks)-1]
+	ci.miTo = len(w.miChan)
+	ci.miLength = uint64(len(w.stage))
 }
 
 func cmpEntry(a, b indexEntry) int {
@@ -403,6 +498,10 @@ func (w *Writer) Close() error {
 	if err := w.Flush(); err != nil {
 		w.closed = true
 		return err
+	}
+	if w.pipe != nil { // every chunk emitted: its compressors and buffers go back
+		w.pipe.release(w.opt.Compression, w.opt.ChunkSize)
+		w.pipe = nil
 	}
 	w.closed = true
 	w.stage = appendDataEnd(w.stage, w.crc) // crc covers everything before DataEnd

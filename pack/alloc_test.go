@@ -47,6 +47,29 @@ func TestReadIntoAllocs(t *testing.T) {
 	}
 }
 
+// Read-ahead hands frames over by swapping buffers: nothing is allocated
+// per frame once every slot's buffers have grown.
+func TestReadAheadAllocs(t *testing.T) {
+	aheadSmallFrames(t)
+	frames := sampleFrames(64)
+	for _, c := range []Compression{CompressNone, CompressLZ4, CompressZstd} {
+		path := filepath.Join(t.TempDir(), "a.pack")
+		writeFile(t, path, frames, WriterOptions{Compression: c})
+		r, err := OpenWith(path, ReaderOptions{ReadAhead: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f Frame
+		for range 4 * len(frames) {
+			readLoop(t, r, &f, false)
+		}
+		if n := testing.AllocsPerRun(500, func() { readLoop(t, r, &f, false) }); n != 0 {
+			t.Errorf("codec %v read-ahead: %v allocs per frame, want 0", c, n)
+		}
+		r.Close()
+	}
+}
+
 func TestSeekTimeAllocs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.pack")
 	frames := sampleFrames(100)

@@ -37,6 +37,10 @@
 //   - A StreamReader's frames alias its record buffer: valid until its next
 //     read. Its metadata (DumpInfo) is known once the sections, written
 //     after the last frame, have been read.
+//   - ReaderOptions.ReadAhead starts helper goroutines at the first
+//     ReadInto; Close ends them. A Frame filled by ReadInto with read-ahead
+//     owns the buffers its data aliases until the next ReadInto into it,
+//     as without.
 //   - Concurrency: Frame, Writer, Reader and StreamReader are not safe for concurrent use;
 //     use one Reader per goroutine (they share the page cache). FrameCache is
 //     safe for concurrent use.
@@ -53,8 +57,7 @@
 //     candidate's CRCs in constant time from range CRCs (one linear pass,
 //     len/64 bytes of memory), so a hostile file packed with overlapping
 //     fake frame headers that claim long lengths stays linear
-//     (BenchmarkVerifyHostile: 256 KiB -> 1 MiB of fake headers took 3.7 ->
-//     12.9 ms; hashing each candidate in full took 35 -> 486 ms).
+//     (BenchmarkVerifyHostile; figures in docs/performance.md).
 //
 // # Performance
 //

@@ -97,6 +97,11 @@ type Frame struct {
 	own     []byte            // copies made by AddMeta/AddMetaWithData
 	scratch []byte            // decompressed data (reader)
 	names   map[string]string // interned names and channels (reader)
+
+	recentNames [4]string // the last names interned (reader)
+	recentNext  int
+	recentMiss  int    // names of this frame that matched none of them
+	lastChan    string // the last channel interned (reader)
 }
 
 // NewFrame returns an empty Bundle frame with the given id and time (ns

@@ -153,6 +153,7 @@ var errMeta = ErrBadMeta
 // as protobuf does. On error the frame is left empty.
 func (f *Frame) UnmarshalMeta(b []byte) error {
 	f.Reset(0, 0)
+	f.recentMiss = 0
 	f.protoVersion = 0
 	if err := f.unmarshalMeta(b); err != nil {
 		f.Reset(0, 0)
@@ -163,6 +164,18 @@ func (f *Frame) UnmarshalMeta(b []byte) error {
 
 func (f *Frame) unmarshalMeta(b []byte) error {
 	for len(b) > 0 {
+		if b[0] == fieldFrameDataList<<3|2 { // a message: the common case, inline
+			l, n := uvarint(b[1:])
+			if n < 0 || l > uint64(len(b)-1-n) {
+				return errMeta
+			}
+			f.msgs = append(f.msgs, Message{DataIndex: NoData})
+			if err := f.unmarshalMessage(&f.msgs[len(f.msgs)-1], b[1+n:1+n+int(l)]); err != nil {
+				return err
+			}
+			b = b[1+n+int(l):]
+			continue
+		}
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return errMeta
@@ -218,49 +231,140 @@ func (f *Frame) unmarshalMeta(b []byte) error {
 
 func (f *Frame) unmarshalMessage(m *Message, b []byte) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errMeta
-		}
-		b = b[n:]
-		switch {
-		case typ == protowire.BytesType && (num == fieldMsgName || num == fieldMsgMeta || num == fieldMsgChannel):
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
+		// Every field of Message has a one-byte tag; anything else (an
+		// unknown field, a longer tag encoding) takes the general path.
+		switch b[0] {
+		case fieldMsgName<<3 | 2, fieldMsgMeta<<3 | 2, fieldMsgChannel<<3 | 2:
+			tag := b[0]
+			l, n := uvarint(b[1:])
+			if n < 0 || l > uint64(len(b)-1-n) {
 				return errMeta
 			}
-			switch num {
+			v := b[1+n : 1+n+int(l) : 1+n+int(l)]
+			switch tag >> 3 {
 			case fieldMsgName:
-				m.Name = f.intern(v)
+				m.Name = f.internName(v)
 			case fieldMsgMeta:
-				m.Meta = v[:len(v):len(v)]
-			case fieldMsgChannel:
-				m.Channel = f.intern(v)
+				m.Meta = v
+			default:
+				m.Channel = f.internChannel(v)
 			}
-			b = b[n:]
-		case typ == protowire.VarintType && (num == fieldMsgGenTs || num == fieldMsgDoneTs || num == fieldMsgDataIndex):
-			v, n := protowire.ConsumeVarint(b)
+			b = b[1+n+int(l):]
+		case fieldMsgGenTs<<3 | 0, fieldMsgDoneTs<<3 | 0, fieldMsgDataIndex<<3 | 0:
+			tag := b[0]
+			v, n := uvarint(b[1:])
 			if n < 0 {
 				return errMeta
 			}
-			switch num {
+			switch tag >> 3 {
 			case fieldMsgGenTs:
 				m.GenTs = int64(v)
 			case fieldMsgDoneTs:
 				m.DoneTs = int64(v)
-			case fieldMsgDataIndex:
+			default:
 				m.DataIndex = int32(v)
 			}
-			b = b[n:]
+			b = b[1+n:]
 		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
+			num, typ, n := protowire.ConsumeTag(b)
 			if n < 0 {
 				return errMeta
 			}
 			b = b[n:]
+			switch {
+			case typ == protowire.BytesType && (num == fieldMsgName || num == fieldMsgMeta || num == fieldMsgChannel):
+				v, n := protowire.ConsumeBytes(b)
+				if n < 0 {
+					return errMeta
+				}
+				switch num {
+				case fieldMsgName:
+					m.Name = f.intern(v)
+				case fieldMsgMeta:
+					m.Meta = v[:len(v):len(v)]
+				case fieldMsgChannel:
+					m.Channel = f.intern(v)
+				}
+				b = b[n:]
+			case typ == protowire.VarintType && (num == fieldMsgGenTs || num == fieldMsgDoneTs || num == fieldMsgDataIndex):
+				v, n := protowire.ConsumeVarint(b)
+				if n < 0 {
+					return errMeta
+				}
+				switch num {
+				case fieldMsgGenTs:
+					m.GenTs = int64(v)
+				case fieldMsgDoneTs:
+					m.DoneTs = int64(v)
+				case fieldMsgDataIndex:
+					m.DataIndex = int32(v)
+				}
+				b = b[n:]
+			default:
+				n := protowire.ConsumeFieldValue(num, typ, b)
+				if n < 0 {
+					return errMeta
+				}
+				b = b[n:]
+			}
 		}
 	}
 	return nil
+}
+
+const recentMissMax = 8
+
+// uvarint decodes a protobuf varint at the start of b: the value and its
+// length, or n < 0 when b holds no valid varint (protowire's rules). One-
+// and two-byte values, the lengths and small indexes of a meta, are decoded
+// inline.
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return uvarintLong(b)
+}
+
+func uvarintLong(b []byte) (uint64, int) {
+	if len(b) > 1 && b[1] < 0x80 {
+		return uint64(b[0]&0x7f) | uint64(b[1])<<7, 2
+	}
+	if len(b) >= 9 && b[8] < 0x80 && b[2]&b[3]&b[4]&b[5]&b[6]&b[7]&0x80 != 0 {
+		// A nanosecond timestamp: nine bytes, the first eight continued.
+		x := le.Uint64(b)
+		v := x&0x7f | x>>1&(0x7f<<7) | x>>2&(0x7f<<14) | x>>3&(0x7f<<21) |
+			x>>4&(0x7f<<28) | x>>5&(0x7f<<35) | x>>6&(0x7f<<42) | x>>7&(0x7f<<49)
+		return v | uint64(b[8])<<56, 9
+	}
+	return protowire.ConsumeVarint(b)
+}
+
+// internName and internChannel return v as a string, first comparing it
+// with the last few names (the previous channel): the messages of a frame
+// mostly cycle through a few topics, and comparing short strings costs less
+// than a map lookup. A frame of many topics (recentMissMax names that
+// matched none) goes straight to the map.
+func (f *Frame) internName(v []byte) string {
+	if f.recentMiss < recentMissMax {
+		for i := range f.recentNames {
+			if s := f.recentNames[i]; len(s) == len(v) && s == string(v) {
+				return s
+			}
+		}
+		f.recentMiss++
+	}
+	s := f.intern(v)
+	f.recentNames[f.recentNext%len(f.recentNames)] = s
+	f.recentNext++
+	return s
+}
+
+func (f *Frame) internChannel(v []byte) string {
+	if string(v) == f.lastChan {
+		return f.lastChan
+	}
+	f.lastChan = f.intern(v)
+	return f.lastChan
 }
 
 // intern returns b as a string, reusing an earlier identical string of this

@@ -3,10 +3,12 @@ package pack
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"os"
 	"testing"
 
 	"github.com/bufbuild/protocompile"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -248,5 +250,30 @@ func TestUnmarshalMetaRejectsMalformed(t *testing.T) {
 	var g Frame
 	if err := g.UnmarshalMeta([]byte{0x2a, 0x05, 0x0a}); err == nil { // data_list len 5, 1 byte
 		t.Fatal("truncated data_list accepted")
+	}
+}
+
+// uvarint decodes exactly what protowire.ConsumeVarint decodes: every
+// length, random bytes, and truncated input.
+func TestUvarintMatchesProtowire(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	check := func(b []byte) {
+		v, n := uvarint(b)
+		wv, wn := protowire.ConsumeVarint(b)
+		if n != wn || (n > 0 && v != wv) {
+			t.Fatalf("% x: uvarint %d,%d; protowire %d,%d", b, v, n, wv, wn)
+		}
+	}
+	for i := 0; i < 200000; i++ {
+		v := rng.Uint64() >> rng.IntN(64)
+		b := protowire.AppendVarint(nil, v)
+		check(b)
+		check(b[:len(b)-1])
+		check(append(b, byte(rng.Uint32())))
+		r := make([]byte, rng.IntN(12))
+		for j := range r {
+			r[j] = byte(rng.Uint32()) | byte(rng.IntN(2))<<7
+		}
+		check(r)
 	}
 }

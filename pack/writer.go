@@ -37,6 +37,17 @@ type WriterOptions struct {
 	// 64 MiB (with Mmap: or Window when smaller). Near a full disk it falls back to
 	// allocating exactly what a frame needs.
 	Prealloc int64
+	// MaxInFlight (write(2) path) bounds the written bytes whose writeback
+	// may still be running: past it a write waits for the oldest chunk's
+	// (durable.Options.MaxInFlight). 0: no bound.
+	MaxInFlight int64
+	// AsyncWrite (write(2) path) hands each large uncompressed frame's
+	// writev to a writer thread of the file's own, at a lower I/O priority
+	// (durable.Options.Async), and returns: the caller builds the next
+	// frame while the kernel copies this one. The data blocks of a frame
+	// so written must stay unchanged until the next WriteFrame, Flush or
+	// Close returns (one frame in flight).
+	AsyncWrite bool
 	// NoPrefault disables the mmap writer's populating each window before it is written
 	// (MADV_POPULATE_WRITE). For benchmarks.
 	NoPrefault bool

@@ -226,6 +226,27 @@ type Player struct {
 	nMsgs    atomic.Uint64
 	nBytes   atomic.Uint64
 	position atomic.Int64
+	// batch is how many messages write counts before it publishes the
+	// progress (1 when timed, in a closed loop or with an orchestrator; 64
+	// as fast as possible, where Progress is read by a progress bar);
+	// unpublished counts how many it has not.
+	batch, unpublished int
+	st                 *Stats // of the running Run
+	lastWritten        int64  // message time of the last message written
+	recent             topicCache
+}
+
+// topicCache remembers the topic index of the last few recorded topics
+// (name, channel): a map lookup hashes both strings for every message,
+// while the topics of a stretch of messages are few (the pack reader
+// interns names, so equal strings mostly share their bytes).
+type topicCache struct {
+	n int
+	e [8]struct {
+		name, channel string
+		ti            int
+		known         bool
+	}
 }
 
 // Open opens the dumps at paths, pack or MCAP (dumpfile.Open: a file of
@@ -583,6 +604,12 @@ type pass struct {
 func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error {
 	var m Message
 	first := true
+	p.batch = 1
+	if p.opts.Rate == 0 && p.opts.Turn == nil && p.hold == nil {
+		p.batch = 64
+	}
+	p.st = st
+	defer p.publish()
 	for {
 		if err := p.msgs.SeekTime(p.startNs); err != nil {
 			return err
@@ -610,7 +637,7 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 				break
 			}
 			pm := p.msgs.Message()
-			ti, known := p.index[topicKey{pm.Name, pm.Channel}]
+			ti, known := p.topicIndex(pm.Name, pm.Channel)
 			if !known || ti < 0 {
 				continue
 			}
@@ -692,11 +719,39 @@ func (p *Player) write(out Output, m *Message, st *Stats) error {
 	} else {
 		st.Messages++
 		st.Bytes += uint64(len(m.Data))
-		p.nMsgs.Add(1)
-		p.nBytes.Add(uint64(len(m.Data)))
 	}
-	p.position.Store(m.TimeNs)
+	p.lastWritten = m.TimeNs
+	if p.unpublished++; p.unpublished >= p.batch {
+		p.publish()
+	}
 	return nil
+}
+
+// publish makes what has been written visible to Progress.
+func (p *Player) publish() {
+	p.unpublished = 0
+	p.nMsgs.Store(p.st.Messages)
+	p.nBytes.Store(p.st.Bytes)
+	if p.lastWritten != 0 {
+		p.position.Store(p.lastWritten)
+	}
+}
+
+// topicIndex returns the index in p.topics of recorded topic name#channel
+// (-1 when it is not replayed) and whether the dumps have it.
+func (p *Player) topicIndex(name, channel string) (int, bool) {
+	c := &p.recent
+	for i := 0; i < c.n; i++ {
+		if e := &c.e[i]; e.name == name && e.channel == channel {
+			return e.ti, e.known
+		}
+	}
+	ti, known := p.index[topicKey{name, channel}]
+	if c.n < len(c.e) {
+		c.e[c.n].name, c.e[c.n].channel, c.e[c.n].ti, c.e[c.n].known = name, channel, ti, known
+		c.n++
+	}
+	return ti, known
 }
 
 func (ps *pass) due(ts int64, rate float64) int64 { return ps.base + int64(float64(ts-ps.baseTs)/rate) }
@@ -796,6 +851,7 @@ func (p *Player) waitUntil(ctx context.Context, due int64) error {
 // when a Step lets one message through; for a clock tick (peek) a pending
 // Step lets it through without being used up.
 func (p *Player) waitPaused(ctx context.Context, peek bool) (stepped bool, err error) {
+	p.publish()
 	for {
 		p.mu.Lock()
 		switch {

@@ -376,3 +376,23 @@ func TestPlayerRangeAndProgress(t *testing.T) {
 		t.Errorf("whole range %d..%d, messages %d..%d", from, to, all[0].ts, all[len(all)-1].ts)
 	}
 }
+
+// As fast as possible the player publishes its progress in batches; when
+// Run returns, Progress says exactly what was written.
+func TestProgressExactAfterRun(t *testing.T) {
+	paths, all := twoDumps(t)
+	p, err := Open(paths, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	st, err := p.Run(context.Background(), Discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, b, pos := p.Progress()
+	if n != st.Messages || n != uint64(len(all)) || b != st.Bytes || pos != st.LastNs {
+		t.Fatalf("Progress %d msgs %d bytes at %d; Run wrote %d msgs (%d in the dumps) %d bytes, last at %d",
+			n, b, pos, st.Messages, len(all), st.Bytes, st.LastNs)
+	}
+}

@@ -281,7 +281,7 @@ func (o *rulesOutput) Open(topics []Topic) error {
 }
 
 func (o *rulesOutput) Write(m *Message) error {
-	o.m = scripts.Message{Topic: o.names[m.Topic.Index], TS: m.TimeNs, GenTS: m.GenNs, Seq: m.Seq, Data: m.Data}
+	o.m = scripts.Message{Topic: o.names[m.Topic.Index], TS: m.TimeNs, GenTS: m.GenNs, Seq: m.Seq, Data: m.Data, Type: m.Type}
 	o.host.Feed(&o.m)
 	return nil
 }

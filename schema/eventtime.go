@@ -54,8 +54,8 @@ type EventTime struct {
 // protobuf, a scan of the wire bytes along the path (no decode, no
 // allocation); json, a validation and a scan of the text.
 func NewEventTime(t Type, path, unit string) (*EventTime, error) {
-	if unit != "" && unit != UnitStamp && unitScale[unit] == 0 {
-		return nil, fmt.Errorf("%w: event time unit %q: want ns, us, ms, s or stamp", ErrNoField, unit)
+	if err := CheckEventTimeUnit(unit); err != nil {
+		return nil, err
 	}
 	elems, err := parsePath(path)
 	if err != nil {
@@ -86,6 +86,15 @@ func NewEventTime(t Type, path, unit string) (*EventTime, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// CheckEventTimeUnit reports whether NewEventTime takes unit: one of
+// UnitNs, UnitUs, UnitMs, UnitS, UnitStamp, or "" (a packed field's own).
+func CheckEventTimeUnit(unit string) error {
+	if unit != "" && unit != UnitStamp && unitScale[unit] == 0 {
+		return fmt.Errorf("%w: event time unit %q: want ns, us, ms, s or stamp", ErrNoField, unit)
+	}
+	return nil
 }
 
 func (e *EventTime) packed(l *Layout, path, unit string) error {

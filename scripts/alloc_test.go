@@ -42,3 +42,27 @@ func TestOnMessageAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestFieldByNameAllocs: reading a packed field by name (m.speed,
+// m:f(path), the shipped threshold and hard_brake rules with path)
+// allocates nothing per message, like reading it by offset.
+func TestFieldByNameAllocs(t *testing.T) {
+	for _, p := range fieldPairs {
+		t.Run(p.name, func(t *testing.T) {
+			r := p.load(t, true)
+			m := typedSpeed()
+			feed := feeder(r, m, 1)
+			for range 1000 {
+				feed()
+			}
+			if n := testing.AllocsPerRun(10000, feed); n != 0 {
+				t.Errorf("%v allocs per message, want 0", n)
+			}
+			const runs = 20000
+			if n := testutil.Mallocs(runs, feed); n > runs/10 {
+				t.Errorf("%d allocations for %d messages, want at most one per 10", n, runs)
+			}
+			mustNotBeDisabled(t, r)
+		})
+	}
+}

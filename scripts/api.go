@@ -52,7 +52,7 @@ func (r *Rule) installAPI() {
 	r.view = r.newView()
 }
 
-var ruleFields = "name, topics, pre, post, time, cooldown, max_per_minute, tick"
+var ruleFields = "name, topics, pre, post, time, event_time, event_time_unit, cooldown, max_per_minute, tick"
 
 // declError raises a Lua error that Load reports as ErrDeclaration.
 func (r *Rule) declError(L *lua.LState, format string, args ...any) {
@@ -90,10 +90,20 @@ func (r *Rule) luaRule(L *lua.LState) int {
 			d.Post, err = optDurationArg(v)
 		case "time":
 			s, ok := v.(lua.LString)
-			if !ok || (s != TimeProducer && s != TimeCapture) {
-				err = fmt.Errorf("want %q or %q", TimeProducer, TimeCapture)
+			if !ok || (s != TimeProducer && s != TimeCapture && s != TimeEvent) {
+				err = fmt.Errorf("want %q, %q or %q", TimeProducer, TimeCapture, TimeEvent)
 			}
 			d.Time = string(s)
+		case "event_time", "event_time_unit":
+			s, ok := v.(lua.LString)
+			if !ok {
+				err = fmt.Errorf("want a string")
+			}
+			if key == "event_time" {
+				d.EventTime = string(s)
+			} else {
+				d.EventTimeUnit = string(s)
+			}
 		case "cooldown":
 			d.Cooldown, err = durationArg(v)
 		case "tick":

@@ -3,6 +3,7 @@ package scripts
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +95,10 @@ type meter struct {
 	matchers  []*matcher
 	abort     atomic.Bool // set from another goroutine: stop the running callback
 
+	st        *stats // the rule's: the running callback's stamp
+	seq       uint64 // the running callback's stats.callSeq
+	stampLeft int64  // stamp the callback when left falls to this
+
 	proto      *lua.FunctionProto // last prototype seen by the hook
 	protoWatch bool               // it contains an instruction the hook looks at
 	watch      map[*lua.FunctionProto]bool
@@ -141,6 +146,13 @@ func (m *meter) Err() error {
 // Done is the per-instruction hook.
 func (m *meter) Done() <-chan struct{} {
 	m.left--
+	if m.left <= m.stampLeft {
+		m.stampLeft = math.MinInt64
+		if m.st != nil {
+			m.st.stamp.Store(int64(time.Since(monoStart)))
+			m.st.stampSeq.Store(m.seq)
+		}
+	}
 	if m.left&0xff == 0 && m.abort.Load() {
 		m.tripped, m.left = abortReason, -1
 	}
@@ -247,8 +259,15 @@ func (m *meter) charge(L *lua.LState, what string, n int) {
 	m.left -= int64(n >> 6) // copying costs like instructions
 }
 
+// stampAfter is how many instructions a callback runs before the meter
+// reads the clock for Status (stats.callSeq): short callbacks never do.
+const stampAfter = 4096
+
 // start arms the meter for one callback of n instructions.
-func (m *meter) start(n int64) { m.left, m.tripped = n, "" }
+func (m *meter) start(n int64) {
+	m.left, m.tripped = n, ""
+	m.stampLeft = n - stampAfter
+}
 
 // spent returns the instructions executed since start(n).
 func (m *meter) spent(n int64) int64 {

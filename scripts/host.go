@@ -146,6 +146,7 @@ func reload(old *Rule, src string, others []*Rule) (*Rule, error) {
 		return nil, err
 	}
 	nr.st = old.st
+	nr.calls = old.calls // callSeq goes on rising: Status never takes a new call for an old one
 	nr.shipped = old.shipped
 	nr.st.reloads.Add(1)
 	nr.st.mu.Lock()

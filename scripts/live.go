@@ -97,6 +97,10 @@ type topicReader struct {
 	lost     uint64 // rd.Lost() already counted
 	skipFrom uint64 // after a skip: Seq the skip started at
 	skipped  bool
+	// typ is the topic's type as of the last topic poll (Message.Type: a
+	// new pointer when it changes); changes is TopicStatus.TypeChanges then
+	typ     *ingest.Type
+	changes int
 }
 
 // StartLive starts one goroutine per rule over rec. It takes ownership of
@@ -360,6 +364,14 @@ func (ru *runner) discover() {
 	ru.lastPoll = time.Now()
 	for _, ts := range ru.live.rec.Topics() {
 		if ru.known[ts.ID] {
+			// a producer restarted with another type: rules see it from
+			// this poll on (within TopicPoll of the change)
+			for _, tr := range ru.readers {
+				if tr.rd.Topic() == ts.ID && tr.changes != ts.TypeChanges {
+					typ := ts.Info.Type
+					tr.typ, tr.changes = &typ, ts.TypeChanges
+				}
+			}
 			continue
 		}
 		ru.known[ts.ID] = true
@@ -372,7 +384,8 @@ func (ru *runner) discover() {
 			continue
 		}
 		rd.SeekNewest()
-		ru.readers = append(ru.readers, &topicReader{rd: rd, name: ts.Info.Name, next: ^uint64(0)})
+		typ := ts.Info.Type
+		ru.readers = append(ru.readers, &topicReader{rd: rd, name: ts.Info.Name, next: ^uint64(0), typ: &typ, changes: ts.TypeChanges})
 	}
 }
 
@@ -399,7 +412,7 @@ func (ru *runner) drain(n int) int {
 			break
 		}
 		m := &ru.msg
-		m.Topic, m.TS, m.GenTS, m.Seq, m.Data = best.name, best.m.CaptureNs, best.m.GenNs, best.m.Seq, best.m.Data
+		m.Topic, m.TS, m.GenTS, m.Seq, m.Data, m.Type = best.name, best.m.CaptureNs, best.m.GenNs, best.m.Seq, best.m.Data, best.typ
 		r.Feed(m)
 		best.has, best.next = false, best.m.Seq+1
 		ru.lastTS = m.TS

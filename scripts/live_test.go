@@ -1,6 +1,8 @@
 package scripts
 
 import (
+	"encoding/binary"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -253,5 +255,73 @@ func TestLiveRunawayRulesDoNotStopIngest(t *testing.T) {
 	}
 	if c := rec.Topics()[0].Counters; c.Written != 10 {
 		t.Errorf("ingest wrote %d of 10", c.Written)
+	}
+}
+
+// TestLiveFieldsByName: the live recorder hands rules each topic's type:
+// hard_brake with path=speed reads a packed topic by name, and after the
+// producer restarts with another layout (speed moved behind a new field)
+// it reads the new one.
+func TestLiveFieldsByName(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 256<<10)
+	a := ingest.Packed("demo.Speed", "f32le speed (m/s)")
+	id, err := rec.Discover(ingest.TopicInfo{Name: "vehicle/speed", Source: "api", Type: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Trigger, 16)
+	r, err := LoadShipped("hard_brake", Options{Logger: quiet, Params: map[string]string{"path": "speed"}, OnTrigger: func(tr Trigger) { got <- tr }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := StartLive(rec, []*Rule{r}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, MaxLag: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	settle(l)
+	ingestAll := func(from int, speeds []float64, enc func(float64) []byte) {
+		for i, v := range speeds {
+			ts := at(time.Duration(from+i) * 10 * time.Millisecond)
+			vc.Set(ts)
+			if !rec.IngestAt(id, ts, ts-1000, enc(v)) {
+				t.Fatal("ingest refused")
+			}
+		}
+	}
+	speeds := ramp(20, 0, 0.09, 300, 600)
+	ingestAll(0, speeds, f32)
+	wait := func(want time.Duration) {
+		t.Helper()
+		select {
+		case tr := <-got:
+			if tr.TimeNs != at(want) {
+				t.Errorf("trigger at %v, want %v", time.Duration(tr.TimeNs-base), want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no trigger: %+v", l.Status())
+		}
+	}
+	wait(3 * time.Second)
+	waitFor(t, l, "all messages", func() bool { return l.Status()[0].Messages == uint64(len(speeds)) })
+	// the producer restarts: u32 counter first, the speed as f64 after it
+	if _, err := rec.Discover(ingest.TopicInfo{Name: "vehicle/speed", Source: "api", Type: ingest.Packed("demo.Speed", "u32le n; f64le speed (m/s)")}); err != nil {
+		t.Fatal(err)
+	}
+	// the rule's topic poll sees the new type before its first message
+	waitFor(t, l, "the new type", func() bool {
+		var seen bool
+		l.runners[0].do(func() { seen = len(l.runners[0].readers) == 1 && l.runners[0].readers[0].changes == 1 })
+		return seen
+	})
+	speeds2 := ramp(20, 0, 0.09, 300, 600)
+	ingestAll(len(speeds)+1000, speeds2, func(v float64) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, 7)
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	})
+	wait(time.Duration(len(speeds)+1000)*10*time.Millisecond + 3*time.Second)
+	waitFor(t, l, "all messages", func() bool { return l.Status()[0].Messages == uint64(len(speeds)+len(speeds2)) })
+	if st := l.Status()[0]; st.TriggersFired != 2 || st.Disabled {
+		t.Errorf("status %+v", st)
 	}
 }

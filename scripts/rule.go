@@ -14,7 +14,9 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/schema"
 )
 
 // Message is one message as a rule sees it.
@@ -31,6 +33,13 @@ type Message struct {
 	Seq uint64
 	// Data is the payload. Rules never keep it past the callback.
 	Data []byte
+	// Type is the message's type (encoding and schema), nil or raw when
+	// the topic declares none: m.speed and m:f("wheel[2]") read fields by
+	// name through it. The pointer identifies the type: the same pointer
+	// for every message of one type (a rule compiles a path once per
+	// pointer), a new one when the topic's type changes; the Type it
+	// points to must not change while rules run.
+	Type *ingest.Type
 }
 
 // Trigger is what a rule's trigger{...} hands to Options.OnTrigger.
@@ -90,8 +99,8 @@ type Options struct {
 	// Logger receives log(...) lines and rule failures; nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// Time, when set (TimeProducer or TimeCapture), overrides the time
-	// domain the rule declares.
+	// Time, when set (TimeProducer, TimeCapture or TimeEvent), overrides
+	// the time domain the rule declares.
 	Time string
 }
 
@@ -105,6 +114,12 @@ const (
 	// TimeCapture: message time is the recorder's capture time (for rules
 	// about what the recorder sees, such as a heartbeat).
 	TimeCapture = "capture"
+	// TimeEvent: message time is the time the message's data describes,
+	// read from the field of its type the rule names (Decl.EventTime, a
+	// field path, with Decl.EventTimeUnit; schema.NewEventTime); the
+	// producer's time, else the capture time, for a message that does not
+	// hold it (a raw topic, a short message).
+	TimeEvent = "event"
 )
 
 // Decl is a rule's declaration: rule{...} plus its parameters.
@@ -114,10 +129,14 @@ type Decl struct {
 	// Pre and Post are the rule's windows; nil means the recorder's (the
 	// topics' own), zero is zero.
 	Pre, Post *time.Duration
-	// Time is the rule's time domain: TimeProducer or TimeCapture.
-	Time         string
-	Cooldown     time.Duration
-	MaxPerMinute int
+	// Time is the rule's time domain: TimeProducer, TimeCapture or
+	// TimeEvent.
+	Time string
+	// EventTime and EventTimeUnit name the field TimeEvent reads
+	// (rule{ event_time = "header.stamp", event_time_unit = "stamp" }).
+	EventTime, EventTimeUnit string
+	Cooldown                 time.Duration
+	MaxPerMinute             int
 	// Tick is the on_tick period (1s when on_tick is defined and tick is
 	// not declared; 0 when there is no on_tick).
 	Tick time.Duration
@@ -182,7 +201,18 @@ type stats struct {
 	fired, suppressed, logsDropped, instrs atomic.Uint64
 	skipped, reloads                       atomic.Uint64
 	lag                                    atomic.Int64
-	callStart                              atomic.Int64 // monotonic ns since monoStart when a callback began; 0 outside one
+	// The callback running now, without a clock read per call (on this
+	// kind of VM one costs as much as a tenth of a short rule): callSeq is
+	// 2*calls+1 inside a callback and even outside; a callback that has run
+	// stampAfter instructions is stamped (stampSeq = its callSeq, stamp =
+	// monotonic ns since monoStart), and Status times one that is not (it
+	// sits in a Go function) from when Status first saw it (seenSeq,
+	// seenAt, under mu). CallNs is thus short by at most the time of
+	// stampAfter instructions, or by the time until Status first looked.
+	callSeq, stampSeq atomic.Uint64
+	stamp             atomic.Int64
+	seenSeq           uint64
+	seenAt            int64
 
 	mu        sync.Mutex
 	disabled  bool
@@ -205,6 +235,7 @@ type Rule struct {
 
 	L          *lua.LState
 	meter      *meter
+	calls      uint64 // callbacks run (stats.callSeq; carried across reloads)
 	nums       numBox
 	view       *lua.LUserData
 	methods    *lua.LTable // the view's __index
@@ -214,6 +245,17 @@ type Rule struct {
 	onDump     *lua.LFunction
 
 	cur *Message
+	// fields by name (fields.go): what the rule knows of each type, and
+	// of the current message's
+	types     map[*ingest.Type]*typeFields
+	curType   *ingest.Type
+	curFields *typeFields
+	// string constants of the script that may name fields, and the fields
+	// of storedType stored in the methods table (storeTyped)
+	usedNames  []string
+	storedType *ingest.Type
+	storedSet  bool
+	storedList []storedField
 	// now is the rule's time (its time domain); capOff maps it to capture
 	// time: capture time of the latest message minus its rule time.
 	now      int64
@@ -375,8 +417,17 @@ func (r *Rule) load() error {
 	case "":
 		d.Time = TimeProducer
 	case TimeProducer, TimeCapture:
+	case TimeEvent:
+		if d.EventTime == "" {
+			return fmt.Errorf("%w: %s: time %q needs the field: rule{ event_time = \"stamp\", event_time_unit = \"ns\" }", ErrDeclaration, r.file, d.Time)
+		}
 	default:
-		return fmt.Errorf("%w: %s: time %q: want %q or %q", ErrDeclaration, r.file, d.Time, TimeProducer, TimeCapture)
+		return fmt.Errorf("%w: %s: time %q: want %q, %q or %q", ErrDeclaration, r.file, d.Time, TimeProducer, TimeCapture, TimeEvent)
+	}
+	if d.EventTime != "" || d.EventTimeUnit != "" {
+		if err := schema.CheckEventTimeUnit(d.EventTimeUnit); err != nil {
+			return fmt.Errorf("%w: %s: event_time_unit: %v", ErrDeclaration, r.file, err)
+		}
 	}
 	if d.MaxPerMinute > 0 {
 		r.window = make([]int64, 0, d.MaxPerMinute)
@@ -418,7 +469,15 @@ func (r *Rule) Disabled() bool { return r.dead }
 
 // msgTime is m's time in the rule's time domain.
 func (r *Rule) msgTime(m *Message) int64 {
-	if r.decl.Time == TimeProducer && m.GenTS != 0 {
+	switch {
+	case r.decl.Time == TimeEvent:
+		if ns, ok := r.eventTime(m); ok {
+			return ns
+		}
+		if m.GenTS != 0 {
+			return m.GenTS
+		}
+	case r.decl.Time == TimeProducer && m.GenTS != 0:
 		return m.GenTS
 	}
 	return m.TS
@@ -517,9 +576,11 @@ func (r *Rule) call(fn *lua.LFunction, n int64, arg lua.LValue) error {
 		L.Push(arg)
 		nargs = 1
 	}
-	r.st.callStart.Store(int64(time.Since(monoStart)) | 1) // | 1: never 0 inside a call
+	r.calls++
+	m.st, m.seq = r.st, r.calls<<1|1
+	r.st.callSeq.Store(m.seq)
 	err := L.PCall(nargs, 0, nil)
-	r.st.callStart.Store(0)
+	r.st.callSeq.Store(r.calls << 1)
 	spent := m.spent(n)
 	m.used += spent
 	r.st.instrs.Add(uint64(spent))
@@ -576,11 +637,19 @@ func (r *Rule) Status() RuleStatus {
 		LogsDropped: s.logsDropped.Load(), Instructions: s.instrs.Load(),
 		Skipped: s.skipped.Load(), LagNs: s.lag.Load(), Reloads: s.reloads.Load(),
 	}
-	if cs := s.callStart.Load(); cs != 0 {
-		out.CallNs = max(int64(time.Since(monoStart))-cs, 0)
+	s.mu.Lock()
+	if seq := s.callSeq.Load(); seq&1 != 0 {
+		now := int64(time.Since(monoStart))
+		if seq != s.seenSeq {
+			s.seenSeq, s.seenAt = seq, now
+		}
+		began := s.seenAt
+		if s.stampSeq.Load() == seq {
+			began = min(began, s.stamp.Load())
+		}
+		out.CallNs = max(now-began, 0)
 		out.Stuck = out.CallNs > int64(StuckAfter)
 	}
-	s.mu.Lock()
 	out.Disabled, out.Why, out.ReloadError = s.disabled, s.why, s.reloadErr
 	s.mu.Unlock()
 	return out

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 func TestLoadErrors(t *testing.T) {
@@ -533,5 +535,46 @@ func TestNamesAreUnique(t *testing.T) {
 	}
 	if _, err := LoadShipped("no_such_rule", Options{}); !errors.Is(err, ErrNoRule) || !strings.Contains(err.Error(), "hard_brake") {
 		t.Errorf("LoadShipped of an unknown name: %v", err)
+	}
+}
+
+// A callback is timed for Status without a clock read per call: one that
+// has run stampAfter instructions is stamped by the meter, so a Status
+// taken later says how long it has run since; one blocked in a Go function
+// before that is timed from Status's first sight of it.
+func TestCallNsWithoutClockPerCall(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		stamped    bool
+	}{
+		{"lua-then-go", "for i = 1, 10000 do end block()", true},
+		{"go-at-once", "block()", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := load(t, "rule{name='b', topics='x'}\nfunction on_message(m) "+tc.body+" end", nil)
+			entered, release := make(chan struct{}), make(chan struct{})
+			r.L.SetGlobal("block", r.L.NewFunction(func(*lua.LState) int { close(entered); <-release; return 0 }))
+			done := make(chan struct{})
+			go func() { r.Feed(&Message{Topic: "x", TS: base}); close(done) }()
+			<-entered
+			time.Sleep(30 * time.Millisecond)
+			first := r.Status()
+			time.Sleep(30 * time.Millisecond)
+			second := r.Status()
+			close(release)
+			<-done
+			if after := r.Status(); after.CallNs != 0 {
+				t.Errorf("after the call: CallNs %v", time.Duration(after.CallNs))
+			}
+			if tc.stamped && first.CallNs < int64(30*time.Millisecond) {
+				t.Errorf("stamped callback: first Status CallNs %v, want >= 30ms", time.Duration(first.CallNs))
+			}
+			if !tc.stamped && first.CallNs > int64(25*time.Millisecond) {
+				t.Errorf("callback in a Go function: first Status CallNs %v, want about 0 (first sight)", time.Duration(first.CallNs))
+			}
+			if second.CallNs < first.CallNs+int64(30*time.Millisecond) {
+				t.Errorf("CallNs %v then %v, want it to grow by >= 30ms", time.Duration(first.CallNs), time.Duration(second.CallNs))
+			}
+		})
 	}
 }

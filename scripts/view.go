@@ -74,6 +74,18 @@ func (r *Rule) newView() *lua.LUserData {
 		L.Push(lua.LString(r.span(L, "bytes")))
 		return 1
 	}))
+	// m:f(path): a field of the topic's type by path (fields.go)
+	methods.RawSetString("f", L.NewFunction(func(L *lua.LState) int {
+		if L.Get(1) != lua.LValue(r.view) {
+			L.RaiseError("call it as m:f(path)")
+		}
+		p, ok := L.Get(2).(lua.LString)
+		if !ok {
+			L.RaiseError("m:f: argument 1 must be a field path such as \"wheel[2]\", got %s", L.Get(2).Type())
+		}
+		L.Push(r.field(L, string(p), true))
+		return 1
+	}))
 	fields := L.NewTable()
 	fields.RawSetString("__index", L.NewFunction(r.viewField))
 	L.SetMetatable(methods, fields)
@@ -101,10 +113,15 @@ var viewFields = []string{"topic", "ts", "gen_ts", "seq", "size"}
 func (r *Rule) findUsedFields(p *lua.FunctionProto) {
 	for _, c := range p.Constants {
 		if s, ok := c.(lua.LString); ok {
+			view := false
 			for i, f := range viewFields {
 				if string(s) == f {
 					r.usedFields |= 1 << i
+					view = true
 				}
+			}
+			if !view {
+				r.noteName(string(s))
 			}
 		}
 	}
@@ -115,6 +132,9 @@ func (r *Rule) findUsedFields(p *lua.FunctionProto) {
 
 // storeFields puts the used fields of m into the methods table.
 func (r *Rule) storeFields(m *Message) {
+	if len(r.usedNames) > 0 {
+		r.storeTyped(m)
+	}
 	u := r.usedFields
 	if u == 0 {
 		return
@@ -148,7 +168,8 @@ func (r *Rule) message(L *lua.LState) *Message {
 	return r.cur
 }
 
-// viewField is __index for m.topic, m.ts, m.gen_ts, m.seq, m.size.
+// viewField is __index for m.topic, m.ts, m.gen_ts, m.seq, m.size, and
+// for any other name a field of the topic's type (m.speed; fields.go).
 func (r *Rule) viewField(L *lua.LState) int {
 	key, _ := L.Get(2).(lua.LString)
 	m := r.message(L)
@@ -167,7 +188,10 @@ func (r *Rule) viewField(L *lua.LState) int {
 	case "size":
 		L.Push(r.nums.box(float64(len(m.Data))))
 	default:
-		L.RaiseError("message view has no field %s (want topic, ts, gen_ts, seq, size or a method)", L.Get(2).String())
+		if key == "" || m.Type == nil {
+			L.RaiseError("message view has no field %s (want topic, ts, gen_ts, seq, size, a method, or a field of a typed topic)", L.Get(2).String())
+		}
+		L.Push(r.field(L, string(key), false))
 	}
 	return 1
 }

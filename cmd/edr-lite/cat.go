@@ -74,6 +74,8 @@ and --to must be absolute: the start is not known in advance).
 	fieldList := c.fs.String("fields", "", "comma-separated field `PATHS` to print (with --decode or --format csv)")
 	payload := c.fs.String("payload", "auto", "payload `MODE`: base64 (whole), hex (preview), none, or auto (base64 in --jsonl to a pipe or file, else hex)")
 	c.enum("payload", payloadModes...)
+	timeMode := c.fs.String("time", "capture", "`WHICH` time to show (ts/time in --jsonl): capture, producer or event (a topic's event_time field as the dump recorded it); --from/--to select on capture time")
+	c.enum("time", catTimes...)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -141,6 +143,10 @@ and --to must be absolute: the start is not known in advance).
 			return c.fail(err)
 		}
 	}
+	tm, err := newCatTime(*timeMode, args[0], stdin)
+	if err != nil {
+		return c.usageErr("%v", err)
+	}
 	out := bufio.NewWriterSize(e.stdout, 64<<10)
 	defer out.Flush()
 	walk := dumpfile.Walk
@@ -165,6 +171,7 @@ and --to must be absolute: the start is not known in advance).
 		if m.TimeNs < fromNs || m.TimeNs > toNs || !sel.Match(m.Topic) {
 			return nil
 		}
+		m = tm.msg(m)
 		switch {
 		case dec != nil:
 			dec.write(m)

@@ -24,7 +24,7 @@ var (
 )
 
 // edrBinary builds the edr-lite binary once per test run.
-func edrBinary(t *testing.T) string {
+func edrBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test builds the binary; skipped in -short mode")

@@ -160,6 +160,9 @@ information says of what, over which window, and what was left out.
 	if *out != "-" {
 		fmt.Fprintf(e.stdout, "%s: %s\n", *out, convertSummary(rep))
 	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(e.stderr, "warning: %s\n", n)
+	}
 	return exitOK
 }
 

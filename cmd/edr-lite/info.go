@@ -154,6 +154,7 @@ func printInfo(w io.Writer, in *dumpfile.Info) {
 			topicHeld(&t), t.Overwritten, t.LostAtSource, t.Oversize, t.SkippedBusy, orDash(t.Encoding), orDash(t.Type))
 	}
 	tw.Flush()
+	printEventOrder(w, in.Topics)
 	var changes [][2]string
 	for _, t := range in.Topics {
 		prevID := t.TypeID

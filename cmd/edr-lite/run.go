@@ -192,6 +192,9 @@ func printTriggerDump(w io.Writer, resp *control.Response) {
 	}
 	fmt.Fprintf(w, "  lost     overwritten %d, lost at source %d, oversize %d, skipped busy %d\n",
 		d.Overwritten, d.LostAtSource, d.Oversize, d.SkippedBusy)
+	if d.Late > 0 {
+		fmt.Fprintf(w, "  late     %d written out of event-time order (beyond the reorder bound)\n", d.Late)
+	}
 }
 
 func runReload(e *env) int {

@@ -183,7 +183,12 @@ type Recorder struct {
 	MaxManualPerMinute int      `toml:"max_manual_dumps_per_minute"`
 	Reorder            bool     `toml:"reorder"`
 	ReorderWindow      Duration `toml:"reorder_window"`
-	StopDeadline       Duration `toml:"stop_deadline"`
+	// The event-time reorder stage of topics with an event_time
+	// (dump.EventOrder).
+	EventTimeWindow      Duration `toml:"event_time_window"`
+	EventTimeMaxMessages int      `toml:"event_time_max_messages"`
+	EventTimeMaxBytes    Size     `toml:"event_time_max_bytes"`
+	StopDeadline         Duration `toml:"stop_deadline"`
 	// DumpMode is the dump files' permission bits, in octal ("0640").
 	DumpMode string `toml:"dump_mode"`
 	// DumpGroup is the dump files' group, a name or gid ("" = the
@@ -288,7 +293,8 @@ type Rule struct {
 	// Instructions is the rule's Lua instruction budget per callback
 	// (0 = the default, scripts.Budget).
 	Instructions int64 `toml:"instructions"`
-	// Time overrides the rule's time domain: "producer" or "capture"
+	// Time overrides the rule's time domain: "producer", "capture" or
+	// "event" (the rule names its event_time field)
 	// ("" = as the rule declares; producer time by default).
 	Time string `toml:"time"`
 }
@@ -435,25 +441,28 @@ func lineOfKey(data []byte, key toml.Key) int {
 func defaultFile() *File {
 	return &File{
 		Recorder: Recorder{
-			DumpDir:            defaults.DumpDir,
-			CacheSize:          Size(defaults.CacheSize),
-			Pre:                Duration(defaults.Pre),
-			Post:               Duration(defaults.Post),
-			Guard:              Duration(defaults.Guard),
-			MaxPacket:          Size(defaults.MaxPacket),
-			TopicBytes:         Size(defaults.TopicBytes),
-			Include:            []string{},
-			Exclude:            []string{},
-			Format:             defaults.Format,
-			Compression:        defaults.Compression,
-			FrameTargetSize:    defaults.FrameSize,
-			Coalesce:           defaults.Coalesce,
-			MaxDumpsPerMinute:  defaults.DumpsPerMinute,
-			MaxManualPerMinute: defaults.ManualPerMinute,
-			ReorderWindow:      Duration(defaults.ReorderWindow),
-			StopDeadline:       Duration(defaults.StopDeadline),
-			DumpMode:           "0640",
-			MaxTopics:          defaults.MaxTopics,
+			DumpDir:              defaults.DumpDir,
+			CacheSize:            Size(defaults.CacheSize),
+			Pre:                  Duration(defaults.Pre),
+			Post:                 Duration(defaults.Post),
+			Guard:                Duration(defaults.Guard),
+			MaxPacket:            Size(defaults.MaxPacket),
+			TopicBytes:           Size(defaults.TopicBytes),
+			Include:              []string{},
+			Exclude:              []string{},
+			Format:               defaults.Format,
+			Compression:          defaults.Compression,
+			FrameTargetSize:      defaults.FrameSize,
+			Coalesce:             defaults.Coalesce,
+			MaxDumpsPerMinute:    defaults.DumpsPerMinute,
+			MaxManualPerMinute:   defaults.ManualPerMinute,
+			ReorderWindow:        Duration(defaults.ReorderWindow),
+			EventTimeWindow:      Duration(defaults.EventOrderWindow),
+			EventTimeMaxMessages: defaults.EventOrderMaxMessages,
+			EventTimeMaxBytes:    Size(defaults.EventOrderMaxBytes),
+			StopDeadline:         Duration(defaults.StopDeadline),
+			DumpMode:             "0640",
+			MaxTopics:            defaults.MaxTopics,
 		},
 		Rotation: Rotation{MaxFiles: defaults.MaxFiles, MaxTotalBytes: Size(defaults.MaxTotalBytes),
 			MinFreeDisk: Size(defaults.MinFreeDisk)},
@@ -530,6 +539,15 @@ func (f *File) check() Errors {
 	if r.Reorder && r.ReorderWindow <= 0 {
 		add("recorder.reorder_window", "must be > 0 when reorder = true")
 	}
+	if r.EventTimeWindow <= 0 {
+		add("recorder.event_time_window", "%v: want > 0 (omit it for the default %v)", r.EventTimeWindow.D(), defaults.EventOrderWindow)
+	}
+	if r.EventTimeMaxMessages <= 0 {
+		add("recorder.event_time_max_messages", "%d: want > 0 (omit it for the default %d)", r.EventTimeMaxMessages, defaults.EventOrderMaxMessages)
+	}
+	if r.EventTimeMaxBytes <= 0 {
+		add("recorder.event_time_max_bytes", "%d: want > 0 (omit it for the default %s)", int64(r.EventTimeMaxBytes), units.FormatSize(defaults.EventOrderMaxBytes))
+	}
 	if r.StopDeadline <= 0 {
 		add("recorder.stop_deadline", "%v: want > 0 (omit it for the default %v)", r.StopDeadline.D(), defaults.StopDeadline)
 	}
@@ -594,7 +612,7 @@ func (f *File) check() Errors {
 			add(fmt.Sprintf("rule[%d]", i), "set exactly one of file or builtin")
 		}
 		if r.Time != "" {
-			if err := oneOf(r.Time, "producer", "capture"); err != nil {
+			if err := oneOf(r.Time, "producer", "capture", "event"); err != nil {
 				add(fmt.Sprintf("rule[%d].time", i), "%v", err)
 			}
 		}

@@ -23,6 +23,9 @@ var defaultValues = struct {
 	Upload                                                                        Upload
 	UploadPartSize                                                                int64
 	UploadRetryMin, UploadRetryMax, UploadStall                                   time.Duration
+	EventOrderWindow                                                              time.Duration
+	EventOrderMaxMessages                                                         int
+	EventOrderMaxBytes                                                            int64
 }{
 	DumpDir: defaults.DumpDir, Format: defaults.Format, Compression: defaults.Compression, Coalesce: defaults.Coalesce,
 	UDPTopic: defaults.UDPTopic, ControlSocket: defaults.ControlSocket,
@@ -34,7 +37,9 @@ var defaultValues = struct {
 	StopDeadline: defaults.StopDeadline, HookTimeout: defaults.HookTimeout,
 	Upload: uploadDefaults(), UploadPartSize: int64(uploadDefaults().PartSize),
 	UploadRetryMin: uploadDefaults().RetryMin.D(), UploadRetryMax: uploadDefaults().RetryMax.D(),
-	UploadStall: uploadDefaults().StallTimeout.D(),
+	UploadStall:      uploadDefaults().StallTimeout.D(),
+	EventOrderWindow: defaults.EventOrderWindow, EventOrderMaxMessages: defaults.EventOrderMaxMessages,
+	EventOrderMaxBytes: defaults.EventOrderMaxBytes,
 }
 
 var defaultText = func() string {

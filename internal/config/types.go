@@ -35,6 +35,15 @@ type TypeKeys struct {
 	SchemaEncoding string `toml:"schema_encoding"`
 	SchemaFile     string `toml:"schema_file"`
 	Layout         string `toml:"layout"`
+	// EventTime names the field of the schema that holds the time a
+	// message describes (a field path: "stamp", "header.stamp"), with
+	// its unit (schema.UnitNs ... schema.UnitStamp; "" for a packed field
+	// that declares its unit). Dumps write the topic in that order
+	// (dump.EventOrder). With a type in the same table the path is
+	// checked against it here; otherwise against the type the topic
+	// declares, when it is discovered.
+	EventTime     string `toml:"event_time"`
+	EventTimeUnit string `toml:"event_time_unit"`
 
 	// Type is the type the keys give (zero when none), set by Parse.
 	Type ingest.Type `toml:"-"`
@@ -65,6 +74,25 @@ func defaultSchemaEncoding(enc string, withData bool) string {
 // resolve builds and checks the type the keys give; dir is the directory
 // schema_file is relative to. The error names the key at fault.
 func (k *TypeKeys) resolve(dir string) (key string, err error) {
+	if key, err = k.resolveType(dir); err != nil || k.EventTime == "" && k.EventTimeUnit == "" {
+		return key, err
+	}
+	if k.EventTime == "" {
+		return "event_time_unit", errors.New("event_time_unit without event_time: name the field")
+	}
+	if err := schema.CheckEventTimeUnit(k.EventTimeUnit); err != nil {
+		return "event_time_unit", err
+	}
+	if k.Type.MessageEncoding != "" && k.Type.MessageEncoding != ingest.EncodingRaw {
+		if _, err := schema.NewEventTime(k.Type, k.EventTime, k.EventTimeUnit); err != nil {
+			return "event_time", err
+		}
+	}
+	return "", nil
+}
+
+// resolveType is resolve for the type keys.
+func (k *TypeKeys) resolveType(dir string) (key string, err error) {
 	if k.Encoding == "" && k.SchemaName == "" && k.SchemaEncoding == "" && k.SchemaFile == "" && k.Layout == "" {
 		return "", nil
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,9 @@ func TestTypeKeysErrors(t *testing.T) {
 		{"[[topic]]\nmatch = \"a\"\nencoding = \"protobuf\"\nschema_name = \"p.A\"\nschema_file = \"cycle.binpb\"\n", `bad.toml:7: topic[0].schema_file:`},
 		{"[[topic]]\nmatch = \"a\"\nencoding = \"protobuf\"\nschema_name = \"nope.Nope\"\nschema_file = \"ts.binpb\"\n", `nope.Nope`},
 		{"[[topic]]\nmatch = \"a\"\nencoding = \"protobuf\"\nschema_name = \"p.A\"\nschema_file = \"big.binpb\"\n", `bad.toml:7: topic[0].schema_file: ` + filepath.Join(dir, "big.binpb") + ` is 104857600 bytes`},
+		{"[[topic]]\nmatch = \"a\"\nlayout = \"u8 a[4611686018427387904]\"\n", `bad.toml:5: topic[0].layout: layout:1:6: array length 4611686018427387904 exceeds 16777216 (MaxLayoutSize)`},
+		{"[[topic]]\nmatch = \"a\"\nlayout = \"\"\"\n" + deepLayout(100) + "\"\"\"\n", `bad.toml:5: topic[0].layout: layout:`},
+		{"[[topic]]\nmatch = \"a\"\nlayout = \"\"\"\n" + deepLayout(100) + "\"\"\"\n", `structs nest 65 deep (MaxDepth 64)`},
 		{"[[source.udp]]\nlisten = \":1\"\nschema_file = \"ts.binpb\"\n", `bad.toml:5: source.udp[0].schema_file: a schema needs an encoding`},
 		{"[[source.raw]]\ninterface = \"eth0\"\nencoding = \"protobuf\"\n", `bad.toml:5: source.raw[0].encoding: ingest: invalid topic type: a protobuf schema needs the name`},
 	} {
@@ -122,4 +126,15 @@ func TestTypeKeysErrors(t *testing.T) {
 			t.Errorf("%s\n  error %v\n  want it to say %s", c.src, err, c.want)
 		}
 	}
+}
+
+// deepLayout is a layout of n structs each holding the one before.
+func deepLayout(n int) string {
+	var b strings.Builder
+	b.WriteString("struct s0 { u8 a }\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "struct s%d { s%d a }\n", i, i-1)
+	}
+	fmt.Fprintf(&b, "s%d top\n", n-1)
+	return b.String()
 }

@@ -66,6 +66,9 @@ type Dump struct {
 	LostAtSource uint64 `json:"lost_at_source"`
 	Oversize     uint64 `json:"oversize"`
 	SkippedBusy  uint64 `json:"skipped_busy"`
+	// Late: messages written out of event-time order (beyond the reorder
+	// stage's bound).
+	Late uint64 `json:"late,omitempty"`
 }
 
 // Handler carries out requests.

@@ -261,7 +261,7 @@ func checkRules(f *config.File, add func(key, format string, args ...any)) {
 	names := map[string]int{}
 	for i, rc := range f.Rules {
 		key := fmt.Sprintf("rule[%d]", i)
-		if (rc.File == "") == (rc.Name == "") || (rc.Time != "" && rc.Time != scripts.TimeProducer && rc.Time != scripts.TimeCapture) {
+		if (rc.File == "") == (rc.Name == "") || (rc.Time != "" && rc.Time != scripts.TimeProducer && rc.Time != scripts.TimeCapture && rc.Time != scripts.TimeEvent) {
 			continue // config.Parse said so
 		}
 		r, err := loadRule(rc, scripts.Options{})

@@ -102,7 +102,7 @@ func New(opts Options) (d *Daemon, err error) {
 			built.release()
 		}
 	}()
-	ec, dc, err := RecorderConfig(opts.Config)
+	ec, dc, err := recorderConfig(opts.Config, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -239,6 +239,12 @@ func maxTopics(ec engine.Config) int {
 // dump pipeline's configurations. Every value is the file's (the file was
 // decoded over the one table of defaults): zero windows are zero.
 func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
+	return recorderConfig(f, slog.Default())
+}
+
+// recorderConfig is RecorderConfig with the logger the dump transforms
+// report to.
+func recorderConfig(f *config.File, log *slog.Logger) (engine.Config, dump.Config, error) {
 	r := f.Recorder
 	ec := engine.Config{
 		CacheSize:        int64(r.CacheSize),
@@ -277,6 +283,10 @@ func RecorderConfig(f *config.File) (engine.Config, dump.Config, error) {
 		if dc.ReorderWindow <= 0 {
 			return ec, dc, fmt.Errorf("recorder.reorder_window must be > 0 when reorder = true")
 		}
+	}
+	if et := newEventTimes(f); et != nil {
+		et.log = log
+		dc.Transforms = append(dc.Transforms, et.order(f))
 	}
 	for _, t := range f.Topics {
 		o := engine.TopicOverride{Match: t.Match, OnlyFront: t.OnlyFront, OnlyBack: t.OnlyBack, KeepLast: t.KeepLast, Type: t.Type}
@@ -507,7 +517,7 @@ func (d *Daemon) dumpFinished(res dump.Result) {
 		d.log.Error("dump not written", "status", res.Status, "reasons", res.Reasons, "window", window(res.StartNs, res.EndNs), "err", res.Err)
 	} else {
 		d.log.Info("dump written", "path", res.Path, "bytes", res.Bytes, "messages", res.Messages,
-			"overwritten", res.Lost, "lost_at_source", res.LostAtSource, "oversize", res.Oversize, "skipped_busy", res.SkippedBusy,
+			"overwritten", res.Lost, "lost_at_source", res.LostAtSource, "oversize", res.Oversize, "skipped_busy", res.SkippedBusy, "late", res.Late,
 			"reasons", res.Reasons)
 	}
 	d.liveMu.Lock()
@@ -685,7 +695,7 @@ func (d *Daemon) handle(ctx context.Context, req *control.Request) *control.Resp
 		if res.Status != "" {
 			resp.Dump = &control.Dump{Status: res.Status, Messages: res.Messages, StartNs: res.StartNs, EndNs: res.EndNs,
 				Merged: len(res.Triggers) > 0 && res.Triggers[0] != id, Triggers: res.Records,
-				Overwritten: res.Lost, LostAtSource: res.LostAtSource, Oversize: res.Oversize, SkippedBusy: res.SkippedBusy}
+				Overwritten: res.Lost, LostAtSource: res.LostAtSource, Oversize: res.Oversize, SkippedBusy: res.SkippedBusy, Late: res.Late}
 		}
 		return resp
 	case "status":

@@ -50,15 +50,18 @@ type DumpStatus struct {
 	// ManualRateLimited counts operators' triggers refused by their own
 	// limit (max_manual_dumps_per_minute); ManualRefused and RuleRefused
 	// triggers that selected no topic or no message.
-	ManualRateLimited  uint64   `json:"manual_triggers_rate_limited"`
-	ManualRefused      uint64   `json:"manual_triggers_refused"`
-	RuleRefused        uint64   `json:"rule_triggers_refused"`
-	Rotated            uint64   `json:"rotated"`
-	HookResultsDropped uint64   `json:"hook_results_dropped"`
-	Pending            int      `json:"pending"`
-	Dumping            bool     `json:"dumping"`
-	LastError          string   `json:"last_error,omitempty"`
-	LeftoverTmp        []string `json:"leftover_tmp,omitempty"`
+	ManualRateLimited  uint64 `json:"manual_triggers_rate_limited"`
+	ManualRefused      uint64 `json:"manual_triggers_refused"`
+	RuleRefused        uint64 `json:"rule_triggers_refused"`
+	Rotated            uint64 `json:"rotated"`
+	HookResultsDropped uint64 `json:"hook_results_dropped"`
+	// Late counts messages written out of event-time order over every
+	// dump (dumpinfo.TopicAccount.Late).
+	Late        uint64   `json:"late"`
+	Pending     int      `json:"pending"`
+	Dumping     bool     `json:"dumping"`
+	LastError   string   `json:"last_error,omitempty"`
+	LeftoverTmp []string `json:"leftover_tmp,omitempty"`
 }
 
 // TopicStatus is one topic's figures: rate, window held, drops by cause.
@@ -127,7 +130,7 @@ func (d *Daemon) Status() Status {
 			Coalesced: ds.TriggersCoalesced, RateLimited: ds.TriggersRateLimited, Rotated: ds.Rotated,
 			ManualRateLimited: ds.ManualRateLimited, ManualRefused: ds.ManualRefused, RuleRefused: ds.RuleRefused,
 			HookResultsDropped: ds.HookResultsDropped, Pending: ds.Pending, Dumping: ds.Dumping,
-			LastError: ds.LastError, LeftoverTmp: ds.LeftoverTmp},
+			LastError: ds.LastError, LeftoverTmp: ds.LeftoverTmp, Late: ds.Late},
 		Topics:  []TopicStatus{},
 		Rules:   []RuleStatus{},
 		Sources: []SourceStat{},
@@ -226,6 +229,8 @@ var (
 	descRuleDisabled = prometheus.NewDesc("edr_rule_disabled", "1 when the rule was disabled by an error or a blown budget.", []string{"rule"}, nil)
 	descRuleCall     = prometheus.NewDesc("edr_rule_call_seconds", "Seconds the rule has been inside its current callback (0 when idle).", []string{"rule"}, nil)
 	descRuleStuck    = prometheus.NewDesc("edr_rule_stuck", "1 when the rule has been inside one callback for over a second.", []string{"rule"}, nil)
+	descDumpLate     = prometheus.NewDesc("edr_dump_late_messages_total",
+		"Messages dumps wrote out of event-time order: later than the event-time reorder stage's bound.", nil, nil)
 	descSourceLost   = prometheus.NewDesc("edr_source_lost_total", "Messages a source lost before the recorder could read them.", []string{"kind", "source"}, nil)
 	descLeftoverSegs = prometheus.NewDesc("edr_source_leftover_segments_total", "Shared-memory segments found finished (producer closed or dead before the recorder found them): read, counted, not recorded.", []string{"kind", "source"}, nil)
 	descLeftoverMsgs = prometheus.NewDesc("edr_source_leftover_messages_total", "Messages in leftover segments, not recorded.", []string{"kind", "source"}, nil)
@@ -235,7 +240,7 @@ var (
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped, descTopicEvicted,
 		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descRuleCall, descRuleStuck, descSourceLost,
-		descLeftoverSegs, descLeftoverMsgs, descRefusedSegs} {
+		descLeftoverSegs, descLeftoverMsgs, descRefusedSegs, descDumpLate} {
 		ch <- d
 	}
 	for _, d := range uploadDescs() {
@@ -267,6 +272,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Failed), "failed")
 	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.RefusedDisk), "refused_low_disk")
 	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Rotated), "rotated")
+	ch <- prometheus.MustNewConstMetric(descDumpLate, prometheus.CounterValue, float64(st.Dumps.Late))
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.Coalesced), "coalesced")
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.RateLimited), "rate_limited")
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.ManualRateLimited), "manual_rate_limited")

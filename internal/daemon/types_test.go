@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -24,6 +25,30 @@ func cyclicDescriptorSet() []byte {
 	b := &descriptorpb.FileDescriptorProto{Name: proto.String("b.proto"), Package: proto.String("p"), Dependency: []string{"a.proto"},
 		MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String("B")}}}
 	out, _ := proto.Marshal(&descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{a, b}})
+	return out
+}
+
+// deepStructs is a layout of n structs each holding the one before.
+func deepStructs(n int) string {
+	var b strings.Builder
+	b.WriteString("struct s0 { u8 a }\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "struct s%d { s%d a }\n", i, i-1)
+	}
+	fmt.Fprintf(&b, "s%d top\n", n-1)
+	return b.String()
+}
+
+// selfRecursiveSet is the FileDescriptorSet of
+// message A { A a = 1; int32 x = 2; }.
+func selfRecursiveSet() []byte {
+	msg := &descriptorpb.DescriptorProto{Name: proto.String("A"), Field: []*descriptorpb.FieldDescriptorProto{
+		{Name: proto.String("a"), Number: proto.Int32(1), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+			Type: descriptorpb.FieldDescriptorProto_TYPE_MESSAGE.Enum(), TypeName: proto.String(".p.A")},
+		{Name: proto.String("x"), Number: proto.Int32(2), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+			Type: descriptorpb.FieldDescriptorProto_TYPE_INT32.Enum()}}}
+	out, _ := proto.Marshal(&descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{
+		{Name: proto.String("a.proto"), Package: proto.String("p"), Syntax: proto.String("proto3"), MessageType: []*descriptorpb.DescriptorProto{msg}}}})
 	return out
 }
 
@@ -85,6 +110,11 @@ func TestHostileSchemasRecordedRaw(t *testing.T) {
 		{"bad/descriptor", ingest.Type{MessageEncoding: "protobuf", Schema: ingest.Schema{Name: "p.A", Encoding: "protobuf", Data: []byte{0xff, 0xff, 0xff}}}, "protobuf"},
 		{"bad/cycle", ingest.Type{MessageEncoding: "protobuf", Schema: ingest.Schema{Name: "p.A", Encoding: "protobuf", Data: cyclicDescriptorSet()}}, "import cycle"},
 		{"bad/huge", ingest.Packed("v.Huge", "u8 a"), "104857600 bytes"},
+		{"bad/array", ingest.Packed("v.Arr", "u8 a[4611686018427387904]"), "exceeds 16777216 (MaxLayoutSize)"},
+		{"bad/nesting", ingest.Packed("v.Deep", deepStructs(100)), "structs nest 65 deep (MaxDepth 64)"},
+		// message A { A a = 1; int32 x = 2; }: a valid type, recorded
+		// with it; decoding its messages is bounded (schema.MaxDepth)
+		{"recursive", ingest.Type{MessageEncoding: "protobuf", Schema: ingest.Schema{Name: "p.A", Encoding: "protobuf", Data: selfRecursiveSet()}}, ""},
 	}
 	for _, c := range cases {
 		p, err := shm.NewProducer(segs+"/.staging", shm.ProducerOptions{Name: c.topic, Type: c.typ, Capacity: 4096})
@@ -121,7 +151,7 @@ func TestHostileSchemasRecordedRaw(t *testing.T) {
 			}
 		}
 		if c.cause == "" {
-			if tp.Encoding != ingest.EncodingPacked || tp.Type != "v.Good" || tp.TypeError != "" {
+			if tp.Encoding != c.typ.MessageEncoding || tp.Type != c.typ.Schema.Name || tp.TypeError != "" {
 				t.Errorf("%s: %+v", c.topic, tp)
 			}
 			continue

@@ -41,6 +41,14 @@ const (
 	ManualPerMinute = 6
 	// ReorderWindow is the reorder stage's span when reorder is on.
 	ReorderWindow = 100 * time.Millisecond
+	// EventOrderWindow is how far a topic's event time may lag the capture
+	// time and still be put in order by a dump's event-time reorder stage.
+	EventOrderWindow = 100 * time.Millisecond
+	// EventOrderMaxMessages and EventOrderMaxBytes bound what that stage
+	// holds per dump (the memory bound: bytes of payload plus ~80 bytes
+	// per message).
+	EventOrderMaxMessages = 1 << 16
+	EventOrderMaxBytes    = 64 << 20
 	// StopDeadline bounds how long stopping spends finishing pending dumps.
 	StopDeadline = 30 * time.Second
 	// Rotation bounds of the dump directory.

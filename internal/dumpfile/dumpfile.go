@@ -50,6 +50,15 @@ type Topic struct {
 	EndShort     string `json:"end_short,omitempty"`
 	// Cut: in a cut of other dumps, the topic's messages left out.
 	Cut uint64 `json:"cut,omitempty"`
+	// Order is dumpinfo.OrderEvent when the dump wrote the topic in
+	// event-time order; Late and EventTimeMissing count the messages it
+	// wrote in arrival order instead (dumpinfo.TopicAccount).
+	Order            string `json:"order,omitempty"`
+	Late             uint64 `json:"late,omitempty"`
+	EventTimeMissing uint64 `json:"event_time_missing,omitempty"`
+	// EventTime and EventTimeUnit: the field the dump ordered the topic by.
+	EventTime     string `json:"event_time,omitempty"`
+	EventTimeUnit string `json:"event_time_unit,omitempty"`
 }
 
 // TypeChange is a topic's change of type inside a dump.
@@ -240,6 +249,8 @@ func (in *Info) addDumpInfo(d dumpinfo.Info) {
 		}
 		t.Overwritten, t.Oversize, t.SkippedBusy = a.Overwritten, a.Oversize, a.SkippedBusy
 		t.LostAtSource, t.Cut = a.LostAtSource, a.Cut
+		t.Order, t.Late, t.EventTimeMissing = a.Order, a.Late, a.EventTimeMissing
+		t.EventTime, t.EventTimeUnit = a.EventTime, a.EventTimeUnit
 		t.WindowFromNs, t.WindowToNs, t.StartShort, t.EndShort = a.WindowFromNs, a.WindowToNs, a.StartShort, a.EndShort
 		if a.FirstNs != 0 {
 			t.FirstNs, t.LastNs = a.FirstNs, a.LastNs

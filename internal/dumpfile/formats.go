@@ -307,6 +307,7 @@ func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, e
 		}
 		return &ConvertReport{Topics: -1, Messages: rep.Messages, Bytes: rep.Bytes, Written: rep.Parts[0].Size}, nil
 	}
+	mopts.Concurrency = mcap.ExportConcurrency(mopts.Compression)
 	var st mcap.ExportStats
 	var err error
 	if r := src.Pack(); r != nil {
@@ -315,7 +316,7 @@ func exportMCAP(src *Source, w io.Writer, opts ExportOptions) (*ConvertReport, e
 	} else {
 		st, err = mcap.ExportMCAP(src.MCAP(), w, mopts)
 	}
-	return &ConvertReport{Topics: -1, Messages: st.Messages, Bytes: st.Bytes, Written: st.Written}, err
+	return &ConvertReport{Topics: -1, Messages: st.Messages, Bytes: st.Bytes, Written: st.Written, Notes: st.Notes}, err
 }
 
 // exportJSONL writes src through jsonl.Export: the header from the pack

@@ -27,7 +27,14 @@ func MaxMemory() int64 {
 	return pack.DefaultMaxMemory
 }
 
-func packOptions() pack.ReaderOptions { return pack.ReaderOptions{MaxMemory: MaxMemory()} }
+func packOptions() pack.ReaderOptions {
+	return pack.ReaderOptions{MaxMemory: MaxMemory(), ReadAhead: readAhead}
+}
+
+// readAhead is how many helper goroutines decode a pack dump's frames ahead of
+// the verb reading it (pack.ReaderOptions.ReadAhead): CRC checks and
+// decompression run on another core while the verb handles the messages.
+const readAhead = 1
 
 func mcapOptions() mcap.ReaderOptions {
 	return mcap.ReaderOptions{MaxChunkSize: uint64(MaxMemory())}

@@ -429,6 +429,7 @@ func (rw *rewriter) create(path string) (rewriteSink, error) {
 		if s := rw.opts.Split.Size; s > 0 {
 			mo.ChunkSize = int(min(s/4, mcap.DefaultChunkSize)) // files end near the size
 		}
+		mo.Concurrency = mcap.ExportConcurrency(mo.Compression)
 		if path == "" {
 			return mcap.NewPackWriter(rw.out.W, mo)
 		}

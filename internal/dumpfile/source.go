@@ -369,6 +369,16 @@ type typeOf struct {
 	idx      *pack.TypeIndex
 	names    accountTypes
 	fallback map[topicKey]*ingest.Type
+
+	// The types of the topics of the frame at cacheOff: a frame's
+	// messages mostly share a few topics, and comparing their (interned)
+	// names costs less than the index's map lookups per message.
+	cacheOff int64
+	cacheN   int
+	cache    [8]struct {
+		name, channel string
+		typ           *ingest.Type
+	}
 }
 
 type topicKey struct{ name, channel string }
@@ -379,6 +389,23 @@ func newTypeOf(idx *pack.TypeIndex, names accountTypes) typeOf {
 
 // at returns the type of topic name#channel in the frame at offset off.
 func (t *typeOf) at(name, channel string, off int64) *ingest.Type {
+	if off != t.cacheOff {
+		t.cacheOff, t.cacheN = off, 0
+	}
+	for i := 0; i < t.cacheN; i++ {
+		if c := &t.cache[i]; c.name == name && c.channel == channel {
+			return c.typ
+		}
+	}
+	typ := t.lookup(name, channel, off)
+	if t.cacheN < len(t.cache) {
+		t.cache[t.cacheN].name, t.cache[t.cacheN].channel, t.cache[t.cacheN].typ = name, channel, typ
+		t.cacheN++
+	}
+	return typ
+}
+
+func (t *typeOf) lookup(name, channel string, off int64) *ingest.Type {
 	if t.idx != nil {
 		if tt := t.idx.At(name, channel, off); tt != nil {
 			return &tt.Type

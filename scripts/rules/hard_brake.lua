@@ -1,10 +1,13 @@
 -- hard_brake: fires when a speed signal drops faster than a deceleration
 -- threshold. The speed is a number at a fixed offset of each message on one
 -- topic (by default a little-endian f32 in m/s at offset 0 of
--- "vehicle/speed"); deceleration is measured between consecutive samples.
+-- "vehicle/speed"), or a field named by `path` on a topic whose type declares
+-- its fields (m:f(path), e.g. "speed"); deceleration is measured between
+-- consecutive samples.
 local topic  = param("topic", "vehicle/speed")
 local offset = param("offset", 0)
 local field  = param("field", "f32le")     -- any m:<accessor>
+local path   = params.path                 -- by name (optional): overrides field and offset
 local scale  = param("scale", 1.0)         -- raw value * scale = m/s
 local decel  = param("decel", 6.0)         -- m/s^2 that counts as hard braking
 local max_gap = param("max_gap", 1.0)      -- s; no derivative across longer gaps
@@ -18,9 +21,11 @@ rule {
   max_per_minute = param("max_per_minute", 6),
 }
 
+local by_name = path ~= nil and path ~= ""
 local last_v, last_ts
 function on_message(m)
-  local v = m[field](m, offset) * scale
+  local v
+  if by_name then v = m:f(path) * scale else v = m[field](m, offset) * scale end
   local ts = m.ts
   if v ~= v then            -- NaN: a broken sample, forget the history
     last_v = nil

@@ -2,10 +2,12 @@
 -- hysteresis. With direction "above" it fires when the value rises above
 -- `high` and re-arms once it falls below `low`; with "below" it fires when
 -- the value falls below `low` and re-arms above `high`. value = raw * scale
--- + bias, raw read by m:<field>(offset).
+-- + bias, raw read by m:<field>(offset), or by name with `path` on a topic
+-- whose type declares its fields (m:f(path), e.g. "speed" or "wheel[2]").
 local topic     = param("topic", "**")
 local field     = param("field", "f32le")
 local offset    = param("offset", 0)
+local path      = params.path              -- by name (optional): overrides field and offset
 local scale     = param("scale", 1.0)
 local bias      = param("bias", 0.0)
 local direction = param("direction", "above")
@@ -32,8 +34,11 @@ rule {
 
 local above = direction == "above"
 local armed = true
+local by_name = path ~= nil and path ~= ""
 function on_message(m)
-  local v = m[field](m, offset) * scale + bias
+  local raw
+  if by_name then raw = m:f(path) else raw = m[field](m, offset) end
+  local v = raw * scale + bias
   if above then
     if armed then
       if v > high then

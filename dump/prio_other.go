@@ -1,0 +1,6 @@
+//go:build !linux
+
+package dump
+
+// lowerPriority does nothing where thread priorities are not supported.
+func lowerPriority() {}

@@ -1,0 +1,132 @@
+package durable
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestFileWritesInOrder: Write and Writev pieces (small and large, past
+// several writeback chunks with a bound on the bytes in flight) read back
+// as written, at exactly the written size (the preallocation trimmed).
+func TestFileWritesInOrder(t *testing.T) {
+	for _, o := range []Options{{}, {MaxInFlight: WritebackChunk}, {Async: true}, {Async: true, MaxInFlight: WritebackChunk}} {
+		flight := o.MaxInFlight
+		path := filepath.Join(t.TempDir(), "f")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Prealloc = 1 << 20
+		d := New(f, path, o)
+		var want bytes.Buffer
+		for i := range 40 {
+			big := bytes.Repeat([]byte{byte(i)}, 700<<10+i)
+			small := []byte{byte(i), 1, 2, 3}
+			if i%2 == 0 {
+				if _, err := d.Write(big); err != nil {
+					t.Fatal(err)
+				}
+				want.Write(big)
+				continue
+			}
+			pieces := [][]byte{small, nil, big, small}
+			write := d.Writev
+			if i%4 == 1 {
+				write = d.Submit // the pieces stay unchanged until the next call
+			}
+			if err := write(pieces, int64(2*len(small)+len(big))); err != nil {
+				t.Fatal(err)
+			}
+			want.Write(small)
+			want.Write(big)
+			want.Write(small)
+		}
+		if err := d.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if d.Offset() != int64(want.Len()) {
+			t.Fatalf("Offset %d, wrote %d", d.Offset(), want.Len())
+		}
+		if err := d.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("async %v, max in flight %d: file of %d bytes differs from the %d written", o.Async, flight, len(got), want.Len())
+		}
+	}
+}
+
+// TestAdvance: a short writev's remainder starts at the first unwritten
+// byte, empty pieces skipped.
+func TestAdvance(t *testing.T) {
+	f := func(n int, want string) {
+		t.Helper()
+		p := advance([][]byte{[]byte("ab"), nil, []byte("cde"), []byte("f")}, n)
+		if got := string(bytes.Join(p, nil)); got != want {
+			t.Errorf("advance %d: %q, want %q", n, got, want)
+		}
+	}
+	f(0, "abcdef")
+	f(1, "bcdef")
+	f(2, "cdef")
+	f(4, "ef")
+	f(5, "f")
+	f(6, "")
+}
+
+// TestAbortTrims: Abort keeps what was written, not the preallocation.
+func TestAbortTrims(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(f, path, Options{})
+	if _, err := d.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != 5 {
+		t.Fatalf("after Abort: %v %v, want 5 bytes", st, err)
+	}
+}
+
+// TestBuffered: small and large writes through Buffered read back in order.
+func TestBuffered(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(f, path, Options{})
+	b := NewBuffered(d)
+	var want bytes.Buffer
+	for i := range 300 {
+		n := (i * 7919) % (3 * bufferDirect)
+		if i%3 == 0 {
+			n = i % 50
+		}
+		p := bytes.Repeat([]byte{byte(i)}, n)
+		if _, err := b.Write(p); err != nil {
+			t.Fatal(err)
+		}
+		want.Write(p)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("read back %d bytes (%v), wrote %d", len(got), err, want.Len())
+	}
+}
