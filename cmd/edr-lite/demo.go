@@ -19,12 +19,14 @@ func init() {
 func runDemo(e *env) int {
 	c := newCommand(e, "demo", "edr-lite demo [--dir DIR] [--duration D]",
 		`Run the recorder's main job on an embedded default: a simulated vehicle
-publishes over real shared-memory segments (speed 100 Hz, brake pedal 50 Hz,
-IMU 200 Hz, a camera at 30 Hz with 200 KiB frames, a latched calibration), the
+publishes typed topics over real shared-memory segments (speed 100 Hz, brake
+pedal 50 Hz and IMU 200 Hz as packed structs, a camera at 30 Hz as
+foxglove.CompressedImage JPEG frames, a latched JSON calibration), the
 recorder keeps every topic in its rings and runs the shipped hard_brake.lua
 rule; the vehicle brakes hard 3 s in, the rule fires, and the window from 3 s
 before to 2 s after is written to a dump. The demo prints the dump's path and
-its summary, then exits 0.`,
+its summary, then exits 0. "cat --decode" shows the signals; an MCAP export
+opens in Foxglove with plottable fields and the camera.`,
 		"edr-lite demo\nedr-lite demo --dir /tmp/edr --duration 10s\nedr-lite info --json /tmp/edr/*.pack", 0, 0)
 	dir := c.fs.String("dir", daemon.DemoDefaultDir(), "directory for the dump")
 	dur := c.fs.Duration("duration", 7*time.Second, "how long the vehicle drives (the brake is at 3s)")
