@@ -117,13 +117,3 @@ func TestTypedIngestAllocs(t *testing.T) {
 		t.Run(bt.name, func(t *testing.T) { testutil.AssertNoAllocs(t, func() { r.Ingest(id, 1, p) }) })
 	}
 }
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s[len(s)/2]
-}
