@@ -226,6 +226,9 @@ func TestIngestLatencyGate(t *testing.T) {
 		t.Skip("speed gate skipped in -short mode")
 	}
 	testutil.SkipUnderEmulation(t, "latency ratios")
+	if testutil.RaceEnabled {
+		t.Skip("speed gate: the race detector's cost is no figure of the product (the gate runs in CI's bench step)")
+	}
 	const goal, minRounds, maxRounds = 1.5, 9, 25
 	r, d, _, hot := newDumpRecorder(t)
 	keep := newKeepDumper(t, r, nil)

@@ -491,12 +491,12 @@ func dropID(l string) string {
 // reader reports, never a crash (the program runs under ASan).
 func TestCCorruptFile(t *testing.T) {
 	k := getKit(t)
-	good, err := os.ReadFile(k.demo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := smallFrames(t, k.demo)
 	r, _ := pack.NewBytesReader("x", good, pack.ReaderOptions{})
 	offs := r.FrameOffsets()
+	if len(offs) < 6 {
+		t.Fatalf("%d frames, the damage below needs 6", len(offs))
+	}
 	for _, tc := range []struct {
 		name   string
 		damage func(b []byte) []byte
@@ -607,4 +607,45 @@ func TestPythonModule(t *testing.T) {
 		}
 		src.Close()
 	}
+}
+
+// smallFrames returns the dump at path rewritten in frames of about 64 KiB
+// (the typed demo dump fits in one frame of the default size), so that the
+// damage of TestCCorruptFile lands in several frames.
+func smallFrames(t *testing.T, path string) []byte {
+	t.Helper()
+	pr, err := pack.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	out := filepath.Join(t.TempDir(), "small.pack")
+	w, err := pack.Create(out, pack.WriterOptions{TargetFrameSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := pack.NewFrame(0, 0)
+	for {
+		err := pr.ReadInto(f)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range f.Len() {
+			m := f.Message(i)
+			if err := w.Add(m.Name, m.Channel, nil, m.GenTs, m.DoneTs, f.Data(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -33,7 +33,9 @@ func TestReapSparesReplacement(t *testing.T) {
 			}
 		}
 	}
-	defer func() { testHookBeforeReap = nil }()
+	// reset after the consumer stopped (cleanups run last first; the
+	// consumer's is registered by startConsumer, after this one)
+	t.Cleanup(func() { testHookBeforeReap = nil })
 	startConsumer(t, dir, sink, ConsumerOptions{})
 	p1 := newProducer(t, dir, ProducerOptions{Name: "speed", Type: tySpeedF32})
 	id := waitTopic(t, sink, "speed", "")

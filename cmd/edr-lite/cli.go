@@ -323,7 +323,7 @@ func (c *command) usageErr(format string, a ...any) int {
 // userError removes them. TestInternalPrefixesListed keeps the list in
 // step with the directory.
 var internalPackages = []string{"checkpayload", "clock", "config", "control", "daemon", "defaults", "demo", "demodump", "deptest",
-	"dumpfile", "dumptable", "filter", "hostile", "kway", "s3test", "testutil", "units"}
+	"dumpfile", "dumptable", "durable", "filter", "hostile", "kway", "s3test", "testutil", "units"}
 
 var internalPrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(internalPackages, "|") + `): `)
 
