@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/daemon"
 	"github.com/edr-lite/edr-lite/internal/s3test"
 	"github.com/edr-lite/edr-lite/internal/testutil"
 	"github.com/edr-lite/edr-lite/shm"
@@ -101,8 +102,15 @@ func TestUploadFailuresAreReported(t *testing.T) {
 	check := func(t *testing.T, keys, wantErr string) {
 		rec, logs := uploadRecorder(t, t.TempDir(), keys)
 		p1 := rec.trigger("--reason", "one")
-		waitFor(t, func() bool { return strings.Contains(rec.status().Upload.LastError, wantErr) }, "the error in status: "+wantErr)
-		st := rec.status()
+		// the entry between two attempts (status failed, the error kept):
+		// the error is in status as soon as an attempt fails, while the
+		// queue may already be trying again
+		var st daemon.Status
+		waitFor(t, func() bool {
+			st = rec.status()
+			return strings.Contains(st.Upload.LastError, wantErr) && st.Upload.Failed == 1 &&
+				len(st.Upload.Entries) > 0 && st.Upload.Entries[0].State == "failed"
+		}, "the error in status: "+wantErr)
 		if st.Upload.Failed != 1 || st.Upload.Entries[0].State != "failed" || !strings.Contains(st.Upload.Entries[0].LastError, wantErr) {
 			t.Errorf("status %+v", st.Upload)
 		}
