@@ -614,38 +614,55 @@ func TestPythonModule(t *testing.T) {
 // damage of TestCCorruptFile lands in several frames.
 func smallFrames(t *testing.T, path string) []byte {
 	t.Helper()
-	pr, err := pack.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
 	out := filepath.Join(t.TempDir(), "small.pack")
-	w, err := pack.Create(out, pack.WriterOptions{TargetFrameSize: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := pack.NewFrame(0, 0)
-	for {
-		err := pr.ReadInto(f)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range f.Len() {
-			m := f.Message(i)
-			if err := w.Add(m.Name, m.Channel, nil, m.GenTs, m.DoneTs, f.Data(i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	rewriteDump(t, path, out, 64<<10, 1)
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// rewriteDump writes the messages of the pack dump at path to out, in
+// frames of about frameSize bytes, repeat times over (each pass shifted
+// past the previous one in time).
+func rewriteDump(t *testing.T, path, out string, frameSize, repeat int) {
+	t.Helper()
+	w, err := pack.Create(out, pack.WriterOptions{TargetFrameSize: frameSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shift, last int64
+	for range repeat {
+		pr, err := pack.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := pack.NewFrame(0, 0)
+		first := int64(0)
+		for {
+			err := pr.ReadInto(f)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range f.Len() {
+				m := f.Message(i)
+				if first == 0 {
+					first = m.DoneTs
+				}
+				last = max(last, m.DoneTs+shift)
+				if err := w.Add(m.Name, m.Channel, nil, m.GenTs+shift, m.DoneTs+shift, f.Data(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		pr.Close()
+		shift = last - first + 1
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
