@@ -64,6 +64,27 @@ func writeReplaySpeedDump(tb testing.TB, size, msgs int) string {
 	return path
 }
 
+// startupVsCat times `edr-lite version` and cat of the dump, one after the
+// other, and returns version's time / cat's.
+func startupVsCat(tb testing.TB, bin, dump string) float64 {
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer devnull.Close()
+	timeIt := func(name string, args ...string) time.Duration {
+		c := exec.Command(name, args...)
+		c.Stdout, c.Stderr = devnull, devnull
+		t0 := time.Now()
+		if err := c.Run(); err != nil {
+			tb.Fatalf("%s %v: %v", name, args, err)
+		}
+		return time.Since(t0)
+	}
+	v := timeIt(bin, "version")
+	return float64(v) / float64(max(timeIt("cat", dump), 1))
+}
+
 // replayVsCat times the two processes in turn, rounds times each, and
 // returns the median of replay's time / cat's.
 func replayVsCat(tb testing.TB, bin, dump string, rounds int) (ratio float64, replay, cat time.Duration) {
@@ -93,7 +114,10 @@ func replayVsCat(tb testing.TB, bin, dump string, rounds int) (ratio float64, re
 
 // BenchmarkReplayVsCat reports replay --asfast -o discard as a multiple of
 // cat's time for the same dump (replay/cat, the median of the per-round
-// ratios; every b.Loop iteration is one round of both).
+// ratios; every b.Loop iteration is one round of both), and the floor any
+// verb of this binary starts from: `edr-lite version` (the process's start
+// and its packages' init, no work) as a multiple of the same cat
+// (startup/cat, timed right after in the same round).
 //
 //	go test -run '^$' -bench ReplayVsCat -benchtime 7x ./cmd/edr-lite/
 func BenchmarkReplayVsCat(b *testing.B) {
@@ -101,15 +125,16 @@ func BenchmarkReplayVsCat(b *testing.B) {
 	for _, g := range replayGates {
 		dump := writeReplaySpeedDump(b, g.size, g.msgs)
 		b.Run(fmt.Sprintf("size=%d", g.size), func(b *testing.B) {
-			var ratios []float64
-			var rates []float64
+			var ratios, rates, starts []float64
 			for b.Loop() {
 				r, tr, _ := replayVsCat(b, bin, dump, 1)
 				ratios = append(ratios, r)
 				rates = append(rates, float64(g.msgs)/tr.Seconds())
+				starts = append(starts, startupVsCat(b, bin, dump))
 			}
 			b.ReportMetric(testutil.Median(ratios), "replay/cat")
 			b.ReportMetric(testutil.Median(rates), "msgs/s")
+			b.ReportMetric(testutil.Median(starts), "startup/cat")
 		})
 	}
 }
