@@ -11,10 +11,14 @@ import "sync"
 // stalls the helpers.
 //
 // Bounds: at most aheadSlotsPerWorker * ReadAhead frames are in flight, and
-// the decompression buffers the slots hold (in flight or kept for reuse)
-// stay within the reader's MaxMemory, except that one frame is always
-// allowed, as without read-ahead: a slot's kept buffer is dropped when
-// keeping it would pass the limit.
+// what the slots and the caller's Frame hold (decompressed data, block
+// tables, messages, counted as frameCost counts them) stays within half
+// the reader's MaxMemory: a frame that does not fit beside what is held is
+// not read ahead but decoded by ReadInto into the caller's Frame, as
+// without read-ahead, reusing its buffers (so a frame near the limit is
+// never held twice, e.g. when the caller rewinds to the frame it holds). A slot keeps its buffers for
+// reuse only while they are small (aheadKeepMax of the limit), so a huge
+// frame's buffers are never held twice.
 //
 // Damage: dispatching stops at the first record whose header does not
 // parse (the caller's own read then reports it), and a frame a helper found
@@ -23,6 +27,18 @@ import "sync"
 // read-ahead does (TestReadAheadDamageSameError).
 
 const aheadSlotsPerWorker = 4
+
+// aheadKeepMax is the share of MaxMemory a slot's buffers may take and
+// still be kept for reuse after a hand-over.
+const aheadKeepMax = 16
+
+// frameHeld is what f's buffers take, counted as frameCost counts a frame.
+func frameHeld(f *Frame) int64 {
+	return int64(cap(f.scratch)) + int64(cap(f.blocks))*blockCost + int64(cap(f.msgs))*messageCost
+}
+
+// dropBuffers lets f's buffers go.
+func dropBuffers(f *Frame) { f.scratch, f.blocks, f.msgs = nil, nil, nil }
 
 // aheadMinFrame is the average record size (bytes) of an indexed file
 // below which ReadInto does not read ahead: replaying 200 000 frames of one
@@ -48,6 +64,7 @@ type readAhead struct {
 	stop    bool  // the scan reached the end or a record it cannot parse
 	expect  int64 // Reader.pos the pipeline continues from
 	held    int64 // sum of held over every slot
+	caller  int64 // what the caller's Frame holds (frameHeld)
 }
 
 func (r *Reader) startAhead(workers int) {
@@ -98,24 +115,28 @@ func (r *Reader) fill(a *readAhead) {
 			a.stop = true // a trailer, or damage: the caller's own read reports it
 			return
 		}
-		cost := int64(0)
-		if h.codec != CompressNone {
-			cost = int64(h.rawLen)
-		}
+		// The messages are not counted before the helper decodes the
+		// meta: a message takes at least two bytes of it.
+		cost := frameCost(&h, int(h.metaLen/2), true)
 		s := a.ring[(a.head+a.n)%len(a.ring)]
 		need := max(s.held, cost)
-		if a.held-s.held+need > r.limit() {
+		budget := r.limit() / 2
+		if a.caller+a.held-s.held+need > budget {
 			if a.n > 0 {
 				return // wait for the frames in flight
 			}
-			// Nothing in flight: this frame is always allowed, and the
-			// buffers the other slots keep for reuse go.
+			// Nothing in flight: the buffers the slots keep for reuse
+			// go; a frame that still does not fit beside the caller's
+			// is left to the caller's own read.
 			for _, x := range a.ring {
-				if x != s {
-					a.held -= x.held
-					x.f.scratch, x.held = nil, 0
-				}
+				a.held -= x.held
+				dropBuffers(&x.f)
+				x.held = 0
 			}
+			if a.caller+cost > budget {
+				return
+			}
+			need = cost
 		}
 		a.held += need - s.held
 		s.off, s.rec, s.held, s.err = a.scan, h.recLen, need, nil
@@ -134,15 +155,17 @@ func (a *readAhead) pop() *aheadSlot {
 	return s
 }
 
-// keep accounts for the buffer slot s holds after a hand-over (the caller's
-// old Frame's), dropping it when keeping it would pass limit.
+// keep accounts for the buffers slot s holds after a hand-over (the
+// caller's old Frame's), dropping them when they are large or keeping them
+// would pass limit.
 func (a *readAhead) keep(s *aheadSlot, limit int64) {
-	held := int64(cap(s.f.scratch))
+	held := frameHeld(&s.f)
 	a.held += held - s.held
 	s.held = held
-	if a.held > limit {
+	if a.held > limit || held > limit/aheadKeepMax {
 		a.held -= s.held
-		s.f.scratch, s.held = nil, 0
+		dropBuffers(&s.f)
+		s.held = 0
 	}
 }
 
@@ -163,8 +186,9 @@ func (r *Reader) readAheadInto(f *Frame) error {
 		r.drain()
 		a.scan = r.pos
 	}
+	a.caller = frameHeld(f)
 	r.fill(a)
-	if a.n == 0 { // the end, or a record the scan could not parse
+	if a.n == 0 { // the end, a record the scan could not parse, or a frame too large to read ahead
 		a.expect = -1
 		return r.next(f, true)
 	}
@@ -184,6 +208,7 @@ func (r *Reader) readAheadInto(f *Frame) error {
 	r.last = s.off
 	r.pos = s.off + s.rec
 	a.expect = r.pos
+	a.caller = frameHeld(f)
 	r.fill(a)
 	return nil
 }

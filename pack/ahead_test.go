@@ -188,12 +188,16 @@ func TestReadAheadMemoryBound(t *testing.T) {
 	frames := benchFrames(30, 4, 64<<10, sensorData(1<<20, 9))
 	path := filepath.Join(t.TempDir(), "a.pack")
 	writeFile(t, path, frames, WriterOptions{Compression: CompressLZ4})
-	r, err := OpenWith(path, ReaderOptions{ReadAhead: 2, MaxMemory: 300 << 10})
+	// Each frame decompresses to 256 KiB: the budget (half the limit)
+	// holds the caller's and one or two more.
+	const limit = 1400 << 10
+	r, err := OpenWith(path, ReaderOptions{ReadAhead: 2, MaxMemory: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	var f Frame
+	ahead := false
 	for i := 0; ; i++ {
 		err := r.ReadInto(&f)
 		if err == io.EOF {
@@ -205,8 +209,9 @@ func TestReadAheadMemoryBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.ahead.held > 300<<10 {
-			t.Fatalf("frame %d: the slots hold %d bytes of buffers, limit %d", i, r.ahead.held, 300<<10)
+		ahead = ahead || r.ahead.n > 0
+		if held := r.ahead.held + frameHeld(&f); held > limit/2 {
+			t.Fatalf("frame %d: the caller and the slots hold %d bytes of buffers, budget %d", i, held, limit/2)
 		}
 		var sum int64
 		for _, s := range r.ahead.ring {
@@ -214,6 +219,53 @@ func TestReadAheadMemoryBound(t *testing.T) {
 		}
 		if sum != r.ahead.held {
 			t.Fatalf("frame %d: slots hold %d bytes, accounted %d", i, sum, r.ahead.held)
+		}
+	}
+	if !ahead {
+		t.Fatal("no frame was read ahead: the test no longer tests the bound")
+	}
+}
+
+// TestReadAheadLargeFrameOnce: a frame that does not fit twice in the
+// budget is decoded into the caller's Frame, so re-reading it (a rewind,
+// as the offline verbs do after finding the first message) reuses the
+// caller's buffers instead of holding a second copy in a slot (the hostile
+// corpus' frame of 4 M data blocks took 120 MB a copy).
+func TestReadAheadLargeFrameOnce(t *testing.T) {
+	aheadSmallFrames(t)
+	f0 := NewFrame(0, 1)
+	for i := 0; i < 50_000; i++ {
+		f0.AddMetaBorrowed("t", "", nil, int64(i+1), int64(i+1), []byte{byte(i)})
+	}
+	path := filepath.Join(t.TempDir(), "big.pack")
+	writeFile(t, path, []*Frame{f0}, WriterOptions{})
+	need := int64(50_000) * (messageCost + blockCost) // about 5 MB
+	limit := need * 3 / 2                             // one frame fits, not two; nor one in half
+	r, err := OpenWith(path, ReaderOptions{ReadAhead: 1, MaxMemory: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var f Frame
+	for pass := 0; pass < 3; pass++ {
+		r.Rewind()
+		if err := r.ReadInto(&f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Len() != 50_000 {
+			t.Fatalf("pass %d: %d messages", pass, f.Len())
+		}
+		if r.ahead != nil {
+			var slots int64
+			for _, s := range r.ahead.ring {
+				slots += frameHeld(&s.f)
+			}
+			if slots > need/4 || r.ahead.n != 0 {
+				t.Fatalf("pass %d: the slots hold %d bytes, %d frames in flight, beside the caller's %d", pass, slots, r.ahead.n, frameHeld(&f))
+			}
+		}
+		if err := r.ReadInto(&f); err != io.EOF {
+			t.Fatalf("pass %d: after the frame: %v", pass, err)
 		}
 	}
 }

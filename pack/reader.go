@@ -20,7 +20,9 @@ type ReaderOptions struct {
 	// ReadAhead, when > 0, has that many helper goroutines decode the
 	// frames after the one ReadInto returns (CRC checks, decompression) on
 	// other cores, in file order, bounded to 4 frames per helper and to
-	// MaxMemory of decompression buffers. Frames are handed over without
+	// half of MaxMemory for what the caller's Frame and the helpers' hold
+	// (a frame that does not fit is decoded by ReadInto into the caller's
+	// Frame, reusing its buffers). Frames are handed over without
 	// copying; results and errors are those of a reader without it. Close
 	// ends the helpers. Ignored with a Cache, and for an indexed file whose
 	// frames average under 16 KiB (the hand-over costs more than it
