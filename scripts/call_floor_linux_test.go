@@ -12,30 +12,11 @@ import (
 	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
-// floorRule is threshold.lua's on_message (the offset path, armed, the
-// value below high) run by a plain gopher-lua state: no context (so no
-// per-instruction hook), a userdata message whose f32le is the smallest Go
-// accessor gopher-lua allows. What gopher-lua itself costs for the rule's
-// instructions, whatever the host does around them.
-const floorRule = `
-local field, offset, scale, bias, high, low = "f32le", 0, 1.0, 0.0, 1e9, 1e9
-local above, armed, by_name, path = true, true, false, nil
-function on_message(m)
-  local raw
-  if by_name then raw = m:f(path) else raw = m[field](m, offset) end
-  local v = raw * scale + bias
-  if above then
-    if armed then
-      if v > high then
-        armed = false
-        trigger { reason = "x" }
-      end
-    elseif v < low then
-      armed = true
-    end
-  end
-end
-`
+// The floor runs the shipped threshold.lua itself in a plain gopher-lua
+// state: the host's globals it calls while loading (param, rule) are the
+// least that load it, its message a userdata whose f32le is the smallest
+// Go accessor gopher-lua allows. What gopher-lua itself costs for the
+// rule's instructions, whatever the host does around them.
 
 type callFloor struct {
 	L    *lua.LState
@@ -76,7 +57,25 @@ func newCallFloor(tb testing.TB, hooked bool) *callFloor {
 	mt.RawSetString("__index", methods)
 	c.view = c.L.NewUserData()
 	c.L.SetMetatable(c.view, mt)
-	if err := c.L.DoString(floorRule); err != nil {
+	params := c.L.NewTable()
+	params.RawSetString("topic", lua.LString("vehicle/speed"))
+	params.RawSetString("high", lua.LNumber(1e9))
+	c.L.SetGlobal("params", params)
+	c.L.SetGlobal("param", c.L.NewFunction(func(L *lua.LState) int {
+		if v := params.RawGetString(L.CheckString(1)); v != lua.LNil {
+			L.Push(v)
+		} else {
+			L.Push(L.Get(2))
+		}
+		return 1
+	}))
+	c.L.SetGlobal("rule", c.L.NewFunction(func(*lua.LState) int { return 0 }))
+	c.L.SetGlobal("trigger", c.L.NewFunction(func(*lua.LState) int { return 0 }))
+	src, err := Shipped.ReadFile("rules/threshold.lua")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.L.DoString(string(src)); err != nil {
 		tb.Fatal(err)
 	}
 	c.fn = c.L.GetGlobal("on_message")
