@@ -60,6 +60,24 @@ func (f *writeFlags) options() (format string, err error) {
 	return format, nil
 }
 
+// parseRewrite parses the command line of a verb that rewrites dumps
+// (filter, split, merge): its inputs, the output format and the
+// selection. A false ok returns the exit code.
+func (c *command) parseRewrite(sf *selectFlags, wf *writeFlags) (args []string, format string, sel filter.Selection, code int, ok bool) {
+	args, code, ok = c.parse()
+	if !ok {
+		return nil, "", sel, code, false
+	}
+	format, err := wf.options()
+	if err == nil {
+		sel, err = sf.parse()
+	}
+	if err != nil {
+		return nil, "", sel, c.usageErr("%v", err), false
+	}
+	return args, format, sel, exitOK, true
+}
+
 // readInfos summarises every input (for the selection's checks and the
 // progress bar's total).
 func readInfos(paths []string) ([]*dumpfile.Info, error) {
@@ -105,17 +123,9 @@ excludes --from / --to.
 	around := c.fs.String("around-trigger", "", "keep the window around the trigger with this `ID`")
 	pre := c.fs.String("pre", "", "with --around-trigger: history before the trigger to keep (default: the trigger's)")
 	post := c.fs.String("post", "", "with --around-trigger: time after the trigger to keep (default: the trigger's)")
-	args, code, ok := c.parse()
+	args, format, sel, code, ok := c.parseRewrite(sf, wf)
 	if !ok {
 		return code
-	}
-	format, err := wf.options()
-	if err != nil {
-		return c.usageErr("%v", err)
-	}
-	sel, err := sf.parse()
-	if err != nil {
-		return c.usageErr("%v", err)
 	}
 	if *around == "" && (*pre != "" || *post != "") {
 		return c.usageErr("--pre / --post go with --around-trigger")
@@ -268,17 +278,9 @@ the triggers inside that window and counts what the other files hold.
 	wf := declareWriteFlags(c, "output `FILE` pattern: OUT.EXT makes OUT_0001.EXT, ... (required)")
 	dur := c.fs.String("duration", "", "message time per file (`D`, e.g. 10s)")
 	size := c.fs.String("size", "", "bytes per file (`S`, e.g. 100MiB)")
-	args, code, ok := c.parse()
+	args, format, sel, code, ok := c.parseRewrite(sf, wf)
 	if !ok {
 		return code
-	}
-	format, err := wf.options()
-	if err != nil {
-		return c.usageErr("%v", err)
-	}
-	sel, err := sf.parse()
-	if err != nil {
-		return c.usageErr("%v", err)
 	}
 	var sp dumpfile.Split
 	switch {

@@ -200,17 +200,9 @@ was left out.
 		"edr-lite merge a.pack b.mcap -o both.pack --compression zstd\nedr-lite merge dump.mcap -o dump.pack\nedr-lite merge front.pack rear.pack -o brake.mcap --from 2s --to 4s", 1, -1)
 	sf := declareSelectFlags(c)
 	wf := declareWriteFlags(c, "output `FILE` (required; must not exist)")
-	args, code, ok := c.parse()
+	args, format, sel, code, ok := c.parseRewrite(sf, wf)
 	if !ok {
 		return code
-	}
-	format, err := wf.options()
-	if err != nil {
-		return c.usageErr("%v", err)
-	}
-	sel, err := sf.parse()
-	if err != nil {
-		return c.usageErr("%v", err)
 	}
 	if _, err := os.Stat(*wf.out); err == nil {
 		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", *wf.out))
