@@ -44,6 +44,8 @@ type segment struct {
 	// straight from the mapping into the recorder (directRecord).
 	direct    ingest.DirectSink
 	directMin uint32
+	dirNow    int64 // capture time of direct records (read once per batch bytes of them)
+	dirLeft   int   // direct record bytes left before dirNow is read again
 
 	fenceWord atomic.Uint64
 
@@ -171,6 +173,7 @@ func (s *segment) fence() { s.fenceWord.Add(1) }
 // fully read. Records overwritten before or while they were read are
 // counted as lost through the sequence gap.
 func (s *segment) drain(sink ingest.Sink, id ingest.TopicID, budget int) (n int, done bool, err error) {
+	s.dirLeft = 0 // the first direct record of this call reads the clock
 	for ; budget > 0; budget-- {
 		w, t, err := s.cursors()
 		if err != nil {
@@ -285,7 +288,11 @@ func (s *segment) directRecord(start, w uint64, id ingest.TopicID) (n int, handl
 		return 0, false, s.fail("record.seq", int64(s.h.headerSize+start)+8, corruptf(nil, "%d after %d", seq, s.nextSeq-1))
 	}
 	sink := s.direct
-	now := sink.Now()
+	if s.dirLeft <= 0 { // one clock read per BatchBytes of direct records in a drain call, as per chunk
+		s.dirNow, s.dirLeft = sink.Now(), s.batch
+	}
+	s.dirLeft -= int(size)
+	now := s.dirNow
 	dst, ok := sink.ReserveAt(id, now, gen, int(length))
 	if ok && dst == nil {
 		s.direct = nil // the topic takes no reservations: the chunk path from now on

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -39,6 +40,10 @@ type pipeRound struct {
 }
 
 func newPipeRound(tb testing.TB, size int) *pipeRound {
+	return newPipeRoundOpts(tb, size, ConsumerOptions{})
+}
+
+func newPipeRoundOpts(tb testing.TB, size int, opts ConsumerOptions) *pipeRound {
 	dir := tmpfsDir(tb)
 	rec, err := engine.New(engine.Config{CacheSize: benchRing, TopicBytes: benchRing, Pre: new(time.Hour)})
 	if err != nil {
@@ -46,7 +51,7 @@ func newPipeRound(tb testing.TB, size int) *pipeRound {
 	}
 	tb.Cleanup(func() { rec.Close() })
 	sink := &pacedSink{Recorder: rec}
-	c := startConsumer(tb, dir, sink, ConsumerOptions{})
+	c := startConsumer(tb, dir, sink, opts)
 	p := newProducer(tb, dir, ProducerOptions{Name: "ratio", Capacity: benchRing})
 	return &pipeRound{sink: sink, p: p, c: c, payload: make([]byte, size),
 		window: uint64(benchRing / 2 / int(recordSize(uint64(size)))), ring: make([]byte, benchRing)}
@@ -149,5 +154,37 @@ func TestThroughputSpeedGate(t *testing.T) {
 			t.Logf("size=%d: GOAL NOT MET on this machine: %.3f of copy, goal %.2f; gated at the floor %.2f (docs/performance.md)", g.size, ratio, g.goal, g.floor)
 		}
 		r.c.Close()
+	}
+}
+
+// BenchmarkDirectThreshold picks DefaultDirectMin: for each record size,
+// the pipeline with every record going straight into the recorder
+// (DirectMin 1) against the chunk copy (DirectMin never), interleaved round
+// by round in the same run; chunk/direct is the median of the per-round
+// time ratios (> 1: the direct path is faster).
+//
+//	go test -run '^$' -bench DirectThreshold -benchtime 9x ./shm/
+func BenchmarkDirectThreshold(b *testing.B) {
+	for _, size := range []int{512, 1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			direct := newPipeRoundOpts(b, size, ConsumerOptions{DirectMin: 1})
+			chunk := newPipeRoundOpts(b, size, ConsumerOptions{DirectMin: math.MaxUint32})
+			n := msgsPerRound(size)
+			direct.pipe(n)
+			chunk.pipe(n)
+			var ratios []float64
+			for b.Loop() {
+				t0 := time.Now()
+				direct.pipe(n)
+				td := time.Since(t0)
+				t0 = time.Now()
+				chunk.pipe(n)
+				tc := time.Since(t0)
+				ratios = append(ratios, float64(tc)/float64(td))
+			}
+			b.ReportMetric(testutil.Median(ratios), "chunk/direct")
+			direct.c.Close()
+			chunk.c.Close()
+		})
 	}
 }
