@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/edr-lite/edr-lite/ingest"
@@ -304,4 +305,80 @@ func TestReserveAbortInvisibleToConcurrentReaders(t *testing.T) {
 	if w := r.counters().Written; w != committed {
 		t.Errorf("ring counts %d written, committed %d", w, committed)
 	}
+}
+
+// TestRecorderAbortInvisibleToConcurrentReader is the same through the
+// public API: a source reserves with Recorder.ReserveAt and commits or
+// aborts while a Reader follows the topic on another goroutine; the Reader
+// never returns an aborted message, and delivered + lost = committed.
+func TestRecorderAbortInvisibleToConcurrentReader(t *testing.T) {
+	total := uint64(100_000)
+	if testing.Short() || raceEnabled {
+		total = 20_000
+	}
+	r, _ := newTestRecorder(t, Config{TopicBytes: 64 << 10})
+	id, err := r.Discover(ingest.TopicInfo{Name: "direct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := r.NewReader(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var committed atomic.Uint64
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	var delivered uint64
+	go func() {
+		defer close(errc)
+		var m Message
+		lastSeq := int64(-1)
+		finish := false
+		for {
+			select {
+			case <-done:
+				finish = true
+			default:
+			}
+			for rd.ReadInto(&m) {
+				idx, err := verifyStressPayload(m.Data)
+				if err != nil || idx != m.Seq || int64(m.Seq) <= lastSeq {
+					errc <- fmt.Errorf("seq %d after %d, payload index %d: %v", m.Seq, lastSeq, idx, err)
+					return
+				}
+				lastSeq = int64(m.Seq)
+				delivered++
+			}
+			if finish {
+				return
+			}
+		}
+	}()
+	x := uint64(99)
+	for i := range total {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		n := int(16 + x%(8<<10))
+		dst, ok := r.ReserveAt(id, int64(i), 0, n)
+		if !ok || len(dst) != n {
+			t.Fatalf("ReserveAt %d of %d bytes: %d, %v", i, n, len(dst), ok)
+		}
+		abort := x>>62 == 0 // a quarter aborted
+		stressPayload(dst, committed.Load(), abort)
+		if abort {
+			r.Abort(id)
+		} else if r.Commit(id) {
+			committed.Add(1)
+		}
+	}
+	close(done)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if delivered+rd.Lost() != committed.Load() {
+		t.Fatalf("delivered %d + lost %d != committed %d", delivered, rd.Lost(), committed.Load())
+	}
+	t.Logf("%d reserved, %d committed: %d delivered, %d lost", total, committed.Load(), delivered, rd.Lost())
 }
