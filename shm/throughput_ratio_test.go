@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
@@ -185,6 +186,84 @@ func BenchmarkDirectThreshold(b *testing.B) {
 			b.ReportMetric(testutil.Median(ratios), "chunk/direct")
 			direct.c.Close()
 			chunk.c.Close()
+		})
+	}
+}
+
+// BenchmarkDrainDirect measures the consumer's own work per record, the
+// producer out of the timing: each round publishes a ring's worth of
+// records (untimed) into two segments, then drains one through the direct
+// path into a recorder and the other through the chunk copy into another,
+// timed, in the same round. chunk/direct is the median of the per-round
+// time ratios (> 1: the direct path costs less); ns/record-direct and
+// ns/record-chunk are medians too.
+//
+//	go test -run '^$' -bench DrainDirect -benchtime 15x ./shm/
+func BenchmarkDrainDirect(b *testing.B) {
+	for _, size := range []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 64 << 10} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			type side struct {
+				p   *Producer
+				s   *segment
+				rec *engine.Recorder
+				id  ingest.TopicID
+			}
+			mk := func(name string, directMin uint32) *side {
+				dir := tmpfsDir(b)
+				rec, err := engine.New(engine.Config{CacheSize: benchRing, TopicBytes: benchRing, Pre: new(time.Hour)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { rec.Close() })
+				p := newProducer(b, dir, ProducerOptions{Name: name, Capacity: benchRing})
+				opts := ConsumerOptions{DirectMin: directMin}
+				opts.setDefaults()
+				s, err := openSegment(p.Path(), &opts, &bigBuffer{}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(s.close)
+				s.direct = rec
+				id, err := rec.Discover(s.info)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return &side{p: p, s: s, rec: rec, id: id}
+			}
+			direct, chunk := mk("direct", 1), mk("chunk", math.MaxUint32)
+			payload := make([]byte, size)
+			k := benchRing / 2 / int(recordSize(uint64(size)))
+			round := func(sd *side) time.Duration {
+				for range k {
+					sd.p.Publish(1, payload)
+				}
+				t0 := time.Now()
+				for {
+					_, done, err := sd.s.drain(sd.rec, sd.id, drainBudget)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if done {
+						break
+					}
+				}
+				return time.Since(t0)
+			}
+			round(direct)
+			round(chunk)
+			var ratios, nsD, nsC []float64
+			for b.Loop() {
+				td, tc := round(direct), round(chunk)
+				ratios = append(ratios, float64(tc)/float64(td))
+				nsD = append(nsD, float64(td.Nanoseconds())/float64(k))
+				nsC = append(nsC, float64(tc.Nanoseconds())/float64(k))
+			}
+			if l := direct.s.lost.Load() + chunk.s.lost.Load(); l != 0 {
+				b.Fatalf("lost %d", l)
+			}
+			b.ReportMetric(testutil.Median(ratios), "chunk/direct")
+			b.ReportMetric(testutil.Median(nsD), "ns/record-direct")
+			b.ReportMetric(testutil.Median(nsC), "ns/record-chunk")
 		})
 	}
 }
