@@ -267,3 +267,55 @@ func BenchmarkDrainDirect(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDrainChunk is the consumer's work per small record through the
+// chunk path into the real recorder, the producer untimed (it publishes
+// half a ring between drains). It uses only what main's consumer also
+// has, so the file can be dropped into another build to compare the two.
+//
+//	go test -run '^$' -bench DrainChunk -benchtime 20x ./shm/
+func BenchmarkDrainChunk(b *testing.B) {
+	for _, size := range []int{64, 1024} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			dir := tmpfsDir(b)
+			rec, err := engine.New(engine.Config{CacheSize: benchRing, TopicBytes: benchRing, Pre: new(time.Hour)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rec.Close()
+			p := newProducer(b, dir, ProducerOptions{Name: "chunk", Capacity: benchRing})
+			opts := ConsumerOptions{}
+			opts.setDefaults()
+			s, err := openSegment(p.Path(), &opts, &bigBuffer{}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.close()
+			id, _ := rec.Discover(s.info)
+			payload := make([]byte, size)
+			k := benchRing / 2 / int(recordSize(uint64(size)))
+			var total time.Duration
+			recs := 0
+			for b.Loop() {
+				b.StopTimer()
+				for range k {
+					p.Publish(1, payload)
+				}
+				b.StartTimer()
+				t0 := time.Now()
+				for {
+					_, done, err := s.drain(rec, id, drainBudget)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if done {
+						break
+					}
+				}
+				total += time.Since(t0)
+				recs += k
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(recs), "ns/record")
+		})
+	}
+}
