@@ -50,6 +50,21 @@ func TestIngestAllocs(t *testing.T) {
 	if r.Topics()[id].Counters.SkippedBusy == 0 {
 		t.Fatal("no busy skip counted")
 	}
+	// The reservation path (ingest.DirectSink): reserve, fill, commit or
+	// abort, without allocating.
+	if n := testing.AllocsPerRun(1000, func() {
+		ns++
+		if dst, ok := r.ReserveAt(id, ns, 1, len(p)); ok {
+			copy(dst, p)
+			r.Commit(id)
+		}
+		if dst, ok := r.ReserveAt(id, ns, 1, len(p)); ok {
+			copy(dst, p)
+			r.Abort(id)
+		}
+	}); n != 0 {
+		t.Errorf("ReserveAt/Commit/Abort: %v allocs/op, want 0", n)
+	}
 	rd, err := r.NewReader(id)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package engine is the recorder: the topic table, the per-topic lock-free
 // rings that hold recent history, retention, trigger acceptance (which
-// windows a trigger selects) and statistics. Its hot path is Ingest.
+// windows a trigger selects) and statistics. Its hot path is Ingest (and
+// ReserveAt / Commit for sources that copy straight into a ring).
 //
 // Sources (shared memory, UDP, raw Ethernet, in-process Go code) talk to the
 // engine through the small ingest.Sink contract: Discover a topic, Ingest
@@ -48,7 +49,20 @@
 // # Caveats
 //
 // Ingest never keeps the payload slice it is given: the bytes are copied
-// once into the topic's ring before Ingest returns. For one topic exactly one
+// once into the topic's ring before Ingest returns.
+//
+// Two-phase ingest (ingest.DirectSink): ReserveAt makes room for an n-byte
+// message in the topic's ring (eviction, tail, wrap marker, all as for
+// IngestAt) and returns that ring memory; the source fills it, then calls
+// Commit, which writes the entry header and publishes the entry (the store
+// of last), or Abort. Until Commit the bytes lie at or past the writer's
+// head, beyond last, where no reader looks; an aborted entry takes no
+// sequence number and is never visible, and a reservation left open (the
+// source panicked while filling) is dropped by the topic's next ReserveAt or
+// IngestAt: everything ReserveAt changed is a valid ring on its own. The
+// shm consumer uses it to copy large records straight from the segment,
+// dropping those its producer overwrote meanwhile. A MultiProducer topic
+// takes no reservations (ReserveAt returns nil, true: use IngestAt). For one topic exactly one
 // goroutine at a time may ingest, unless the topic was discovered with
 // MultiProducer (then a short mutex serializes writers).
 //

@@ -161,6 +161,7 @@ func (r *Recorder) Now() int64 { return r.clk.Now() }
 // (a MultiProducer topic takes a short mutex), never allocates and never
 // keeps payload.
 func (r *Recorder) IngestAt(id ingest.TopicID, captureNs, genNs int64, payload []byte) bool {
+	// accept's checks, written out: this is the per-message path.
 	if uint(id) >= uint(len(r.table)) {
 		r.unknown.Add(1)
 		return false
@@ -185,6 +186,65 @@ func (r *Recorder) IngestAt(id ingest.TopicID, captureNs, genNs int64, payload [
 		return ok
 	}
 	return t.ring.append(captureNs, genNs, payload)
+}
+
+// accept returns the topic a message of id goes to (IngestAt's checks), or nil when the
+// message is rejected (counted: unknown id, offline, a dump being written
+// with BusySkipData).
+func (r *Recorder) accept(id ingest.TopicID, captureNs int64) *topic {
+	if uint(id) >= uint(len(r.table)) {
+		r.unknown.Add(1)
+		return nil
+	}
+	t := r.table[id].Load()
+	if t == nil {
+		r.unknown.Add(1)
+		return nil
+	}
+	if !t.online.Load() {
+		t.offline.Add(1)
+		return nil
+	}
+	if r.busySkip && r.busy.Load() {
+		t.skippedBusy.record(captureNs)
+		return nil
+	}
+	return t
+}
+
+// ReserveAt reserves room in the topic's ring for an n-byte message (see
+// ingest.DirectSink): dst is ring memory, to be filled and then published
+// with Commit or dropped with Abort. Readers see nothing of it before
+// Commit. The checks and counts are IngestAt's (ok false, dst nil); a
+// MultiProducer topic takes no reservations (ok true, dst nil: use
+// IngestAt). It never blocks and never allocates; like IngestAt it may
+// evict old entries to make room, also for a message then aborted. A
+// negative n is oversize.
+func (r *Recorder) ReserveAt(id ingest.TopicID, captureNs, genNs int64, n int) (dst []byte, ok bool) {
+	t := r.accept(id, captureNs)
+	if t == nil {
+		return nil, false
+	}
+	if t.multi {
+		return nil, true
+	}
+	return t.ring.reserve(captureNs, genNs, uint64(n))
+}
+
+// Commit publishes the topic's reserved message (see ReserveAt) and reports
+// whether there was one.
+func (r *Recorder) Commit(id ingest.TopicID) bool {
+	if t := r.topic(id); t != nil && !t.multi {
+		return t.ring.commit()
+	}
+	return false
+}
+
+// Abort drops the topic's reserved message: no reader ever sees it.
+func (r *Recorder) Abort(id ingest.TopicID) {
+	if t := r.topic(id); t != nil && !t.multi {
+		t.ring.abort()
+	}
 }
 
 // Lost counts n messages of the topic that its source reports lost before
@@ -349,4 +409,4 @@ func errTopic(id ingest.TopicID) error {
 	return fmt.Errorf("%w: id %d", ErrUnknownTopic, id)
 }
 
-var _ ingest.Sink = (*Recorder)(nil)
+var _ ingest.DirectSink = (*Recorder)(nil)

@@ -121,6 +121,7 @@ type ring struct {
 	evSize   uint64
 	// evictedBelow: every entry evicted so far was captured before it.
 	evictedBelow int64
+	res          reservation // the entry reserved and not yet committed
 
 	_ pad
 	// last is the position of the newest committed entry (noEntry before
@@ -184,16 +185,74 @@ func newRing(buf []byte, cfg ringConfig) (*ring, error) {
 // Capture times are clamped so they never go back within one ring.
 func (r *ring) append(capNs, genNs int64, p []byte) bool {
 	n := uint64(len(p))
+	pos, capNs, ok := r.place(capNs, n)
+	if !ok {
+		return false
+	}
+	phys := pos & r.mask
+	copy(r.buf[phys+entryHeaderSize:phys+entryHeaderSize+n], p)
+	r.publish(pos, n, capNs, genNs)
+	return true
+}
+
+// reservation is an entry whose room the writer has made (reserve) but not
+// yet published (commit) or dropped (abort). Writer only.
+type reservation struct {
+	active       bool
+	pos          uint64 // the entry's position (after any wrap marker)
+	n            uint64
+	capNs, genNs int64
+}
+
+// reserve makes room for an n-byte entry, as append does, and returns the
+// space for its payload: the caller fills it, then calls commit to publish
+// the entry or abort to drop it. Until commit, readers see nothing of it:
+// its bytes lie at or past wHead, beyond last. Making room (eviction, the
+// wrap marker, the tail) is done here and stays done after an abort; that
+// leaves the ring consistent (an aborted entry is as if it had never been
+// asked for, except for the evictions). The same rejections as append
+// (false, counted). Writer only.
+func (r *ring) reserve(capNs, genNs int64, n uint64) ([]byte, bool) {
+	pos, capNs, ok := r.place(capNs, n)
+	if !ok {
+		return nil, false
+	}
+	r.res = reservation{active: true, pos: pos, n: n, capNs: capNs, genNs: genNs}
+	phys := pos & r.mask
+	return r.buf[phys+entryHeaderSize : phys+entryHeaderSize+n : phys+entryHeaderSize+n], true
+}
+
+// commit publishes the reserved entry; false when there is none.
+func (r *ring) commit() bool {
+	if !r.res.active {
+		return false
+	}
+	r.res.active = false
+	r.publish(r.res.pos, r.res.n, r.res.capNs, r.res.genNs)
+	return true
+}
+
+// abort drops the reserved entry. Nothing of it was published.
+func (r *ring) abort() { r.res.active = false }
+
+// place makes room for an entry with an n-byte payload and returns its
+// position (after a wrap marker, which it writes and makes part of the
+// ring: wHead moves past it) and its clamped capture time. Everything it
+// changes is consistent on its own, so an entry that is never published
+// (an aborted or abandoned reservation) leaves a valid ring. It drops any
+// reservation still open. Writer only.
+func (r *ring) place(capNs int64, n uint64) (pos uint64, _ int64, _ bool) {
+	r.res.active = false
 	if n > r.maxLen {
 		r.oversize.record(max(capNs, r.lastCap))
-		return false
+		return 0, 0, false
 	}
 	if capNs < r.lastCap {
 		capNs = r.lastCap
 	}
 	r.lastCap = capNs
 	sz := entrySize(n)
-	pos := r.wHead
+	pos = r.wHead
 	phys := pos & r.mask
 	var skip uint64
 	if r.size-phys < sz {
@@ -222,24 +281,29 @@ func (r *ring) append(capNs, genNs int64, p []byte) bool {
 	if skip > 0 {
 		binary.LittleEndian.PutUint64(r.buf[phys:], wrapMark)
 		pos += skip
-		phys = 0
+		r.wHead = pos // the marker is part of the ring whether or not the entry is published
 	}
+	return pos, capNs, true
+}
+
+// publish writes the header of the entry at pos (its payload is in place)
+// and commits it: readers may read it from the store of last on.
+func (r *ring) publish(pos, n uint64, capNs, genNs int64) {
 	if g := pos >> r.segShift; g != r.curSeg {
 		r.curSeg = g
 		r.cps[g&r.segMask] = checkpoint{pos: pos, seq: r.nextSeq, cum: r.cumLen, capNs: capNs}
 	}
-	e := r.buf[phys : phys+sz]
+	phys := pos & r.mask
+	e := r.buf[phys : phys+entryHeaderSize]
 	binary.LittleEndian.PutUint64(e[0:], n)
 	binary.LittleEndian.PutUint64(e[8:], r.nextSeq)
 	binary.LittleEndian.PutUint64(e[16:], uint64(capNs))
 	binary.LittleEndian.PutUint64(e[24:], uint64(genNs))
 	r.cumLen += n
 	binary.LittleEndian.PutUint64(e[32:], r.cumLen)
-	copy(e[entryHeaderSize:], p)
 	r.nextSeq++
-	r.wHead = pos + sz
+	r.wHead = pos + entrySize(n)
 	r.last.Store(pos) // commit: readers may now read the entry at pos
-	return true
 }
 
 // evictTo evicts every entry starting below need, and more up to a

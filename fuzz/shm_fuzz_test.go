@@ -40,6 +40,42 @@ func (s *boundedSink) IngestAt(id ingest.TopicID, _, _ int64, p []byte) bool {
 	return true
 }
 
+// directSink is boundedSink taking reservations (ingest.DirectSink), so
+// records take the consumer's direct path: every reservation is bounded by
+// the file, and committed or aborted before the next one.
+type directSink struct {
+	boundedSink
+	buf      []byte
+	n        int
+	reserved bool
+}
+
+func (s *directSink) ReserveAt(id ingest.TopicID, _, _ int64, n int) ([]byte, bool) {
+	if s.reserved || id != 3 || n < 0 || n > s.limit {
+		s.t.Fatalf("reservation of %d bytes (topic %d, one open: %v) from a %d-byte file", n, id, s.reserved, s.limit)
+	}
+	if cap(s.buf) < n {
+		s.buf = make([]byte, n)
+	}
+	s.reserved, s.n = true, n
+	return s.buf[:n], true
+}
+
+func (s *directSink) Commit(ingest.TopicID) bool {
+	if !s.reserved {
+		s.t.Fatal("Commit without a reservation")
+	}
+	s.reserved = false
+	return s.IngestAt(3, 0, 0, s.buf[:s.n]) // counted and bounded as any message
+}
+
+func (s *directSink) Abort(ingest.TopicID) {
+	if !s.reserved {
+		s.t.Fatal("Abort without a reservation")
+	}
+	s.reserved = false
+}
+
 // FuzzShmSegment writes arbitrary bytes as a segment file (named for topic
 // "fuzz") and consumes it to the end with shm.DrainFile, exactly as the
 // consumer reads a hostile producer's segment. Properties: no panic and no
@@ -67,6 +103,16 @@ func FuzzShmSegment(f *testing.F) {
 		}
 		sink := &boundedSink{t: t, limit: len(data)}
 		st, err := shm.DrainFile(path, sink, shm.ConsumerOptions{})
+		// The same file through the direct path (every message reserved
+		// in the sink and copied straight from the mapping) reads the
+		// same messages and fails the same way.
+		ds := &directSink{boundedSink: boundedSink{t: t, limit: len(data)}}
+		dst, derr := shm.DrainFile(path, ds, shm.ConsumerOptions{DirectMin: 1})
+		if ds.reserved || fmt.Sprint(derr) != fmt.Sprint(err) || dst.Messages != st.Messages || dst.Bytes != st.Bytes ||
+			dst.Lost != st.Lost || dst.Rejected != st.Rejected || ds.messages != sink.messages || ds.bytes != sink.bytes {
+			t.Fatalf("direct path: %+v, %v (sink %d messages, %d bytes); chunk path: %+v, %v (sink %d, %d)",
+				dst, derr, ds.messages, ds.bytes, st, err, sink.messages, sink.bytes)
+		}
 		if uint64(sink.messages) != st.Messages+st.Rejected || uint64(sink.bytes) != st.Bytes {
 			t.Fatalf("stats %+v disagree with the sink (%d messages, %d bytes)", st, sink.messages, sink.bytes)
 		}

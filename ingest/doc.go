@@ -23,6 +23,11 @@
 // IngestAt never keeps the payload slice it is given; the caller may reuse
 // it as soon as the call returns. See Sink for which calls may block.
 //
+// DirectSink is optional: a sink that lets a source copy a message straight
+// into the recorder's memory (ReserveAt, then Commit or Abort), for sources
+// whose bytes are not stable while read (shared memory). Sources check for
+// it once, by type assertion; every Sink keeps working through IngestAt.
+//
 // Types are values: a Type's Schema.Data is a slice that whoever builds it
 // owns; the recorder keeps the Type it is given at Discover (the caller must
 // not change the bytes afterwards). Validate and ID do not allocate beyond

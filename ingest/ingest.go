@@ -61,3 +61,44 @@ type Sink interface {
 	// per-message path (when a gap is found), it may take a short lock.
 	Lost(id TopicID, atNs int64, n uint64)
 }
+
+// DirectSink is a Sink that also lets a source copy a message straight into
+// the recorder's memory, for a source whose own copy of the message is not
+// stable (shared memory that its producer may overwrite while it is read):
+// reserve room, fill it, then publish it only if the source's bytes were
+// intact (Commit), or drop it (Abort). It saves a copy per message, which
+// matters for large ones. Optional: a source checks for it once, by type
+// assertion, and otherwise uses IngestAt.
+//
+// For one topic, a reservation is followed by its Commit or Abort before any
+// other call for the topic (one goroutine per topic, as for IngestAt). A
+// reservation neither committed nor aborted (the source panicked while
+// filling it) is dropped by the topic's next ReserveAt or IngestAt; nothing of
+// it is ever visible.
+//
+// A wrapper that embeds a DirectSink and overrides IngestAt (to count, to
+// filter) must override these methods too, or hide them: a source that
+// finds them calls them instead of IngestAt.
+type DirectSink interface {
+	Sink
+
+	// ReserveAt reserves room for an n-byte message of topic id, stamped
+	// captureNs and genNs as by IngestAt, and returns it as dst (len n): the
+	// source writes the payload there, then calls Commit or Abort. Readers
+	// see nothing of it before Commit; making room may evict old messages
+	// (as IngestAt would) even if the reservation is aborted.
+	//
+	// ok false: the message is rejected and counted exactly as IngestAt
+	// would reject it (unknown or offline id, oversize, ...); dst is nil.
+	// ok true with dst nil: this topic takes no reservations (a
+	// MultiProducer topic): hand the message to IngestAt.
+	ReserveAt(id TopicID, captureNs, genNs int64, n int) (dst []byte, ok bool)
+
+	// Commit publishes the topic's reserved message and reports whether
+	// there was one (false: nothing was published).
+	Commit(id TopicID) bool
+
+	// Abort drops the topic's reservation: no reader sees it, no counter
+	// counts it (the source counts it lost, e.g. through Lost).
+	Abort(id TopicID)
+}

@@ -123,6 +123,11 @@ type ConsumerOptions struct {
 
 	// Clock judges heartbeat age; the system clock when nil.
 	Clock clock.Clock
+
+	// DirectMin is the smallest record payload copied straight from the
+	// segment into a sink that takes reservations (ingest.DirectSink):
+	// DefaultDirectMin when 0; math.MaxUint32 never.
+	DirectMin uint32
 }
 
 func (o *ConsumerOptions) ownerAllowed(uid uint32) bool {
@@ -132,6 +137,9 @@ func (o *ConsumerOptions) ownerAllowed(uid uint32) bool {
 func (o *ConsumerOptions) setDefaults() {
 	if o.MaxPayload == 0 {
 		o.MaxPayload = 16 << 20
+	}
+	if o.DirectMin == 0 {
+		o.DirectMin = DefaultDirectMin
 	}
 	if o.BatchBytes <= 0 {
 		o.BatchBytes = 64 << 10
@@ -160,9 +168,10 @@ func (o *ConsumerOptions) setDefaults() {
 // an ingest.Sink: one goroutine per segment (one writer per topic), plus one
 // watching the directory. Its methods are safe for concurrent use.
 type Consumer struct {
-	dir  string
-	sink ingest.Sink
-	opts ConsumerOptions
+	dir    string
+	sink   ingest.Sink
+	direct ingest.DirectSink // sink, when it takes reservations (segment.direct)
+	opts   ConsumerOptions
 
 	mu        sync.Mutex
 	followers map[string]*follower
@@ -207,7 +216,8 @@ func NewConsumer(dir string, sink ingest.Sink, opts ConsumerOptions) (*Consumer,
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("shm: segment directory: %w", err)
 	}
-	return &Consumer{dir: dir, sink: sink, opts: opts, followers: map[string]*follower{}, finished: map[string]fileID{},
+	direct, _ := sink.(ingest.DirectSink) // checked once: large records go straight into the recorder
+	return &Consumer{dir: dir, sink: sink, direct: direct, opts: opts, followers: map[string]*follower{}, finished: map[string]fileID{},
 		refused: map[string]bool{}, stopCh: make(chan struct{}), sleeper: make(chan struct{}, MaxFutexSleepers),
 		opening: make(chan struct{}, 2)}, nil
 }

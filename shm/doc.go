@@ -35,7 +35,18 @@
 // each topic has exactly one writer into the engine. The payload slice
 // handed to IngestAt is the consumer's private copy of the record (never the
 // shared mapping, which a producer may be overwriting) and is valid only
-// during the call. With WaitFutex (the default) idle segments park their
+// during the call. A sink that also implements ingest.DirectSink (the
+// engine's Recorder does; checked once, in NewConsumer) gets records of
+// ConsumerOptions.DirectMin payload bytes or more (DefaultDirectMin, 8 KiB)
+// straight from the mapping, one copy instead of two: the consumer reads
+// the record header once into locals and bounds-checks them, reserves the
+// payload's room in the recorder (ReserveAt), copies the payload from the
+// mapping into it, then re-checks the tail as it does for a chunk: Commit
+// when the producer did not overwrite the record meanwhile, else Abort
+// (nothing of it is ever visible) and the sequence gap counts it lost, as
+// for an overwritten chunk. Smaller records keep the batched chunk copy,
+// cheaper per message. A wrapper that embeds the Recorder and overrides
+// IngestAt must override ReserveAt, Commit and Abort too. With WaitFutex (the default) idle segments park their
 // goroutines and producers wake them through the directory's doorbell (one
 // OS thread waits for all); producers that do not ring it are waited on in
 // FUTEX_WAIT, at most MaxFutexSleepers at a time, and polled beyond. OS

@@ -202,6 +202,7 @@ func (f *follower) open() (exists bool) {
 		s.rpos = max(s.rpos, m.w)
 		s.rebaseSeq = true
 	}
+	s.direct = f.c.direct
 	f.seg = s
 	f.cur.Store(s)
 	if s.typeErr != nil {

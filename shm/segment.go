@@ -40,6 +40,12 @@ type segment struct {
 	scratch   []byte // private copy of a chunk; allocated on first data
 	batch     int
 	big       *bigBuffer // shared buffer for records larger than batch
+	// direct, when set, takes records of directMin payload bytes or more
+	// straight from the mapping into the recorder (directRecord).
+	direct    ingest.DirectSink
+	directMin uint32
+	dirNow    int64 // capture time of direct records (read once per batch bytes of them)
+	dirLeft   int   // direct record bytes left before dirNow is read again
 
 	fenceWord atomic.Uint64
 
@@ -105,6 +111,7 @@ func (s *segment) init(opts *ConsumerOptions) error {
 	}
 	s.mask = h.capacity - 1
 	s.c = mapCursors(s.hdrMem, s.writable)
+	s.directMin = opts.DirectMin
 	if s.batch < 4096 {
 		s.batch = 4096
 	}
@@ -166,6 +173,7 @@ func (s *segment) fence() { s.fenceWord.Add(1) }
 // fully read. Records overwritten before or while they were read are
 // counted as lost through the sequence gap.
 func (s *segment) drain(sink ingest.Sink, id ingest.TopicID, budget int) (n int, done bool, err error) {
+	s.dirLeft = 0 // the first direct record of this call reads the clock
 	for ; budget > 0; budget-- {
 		w, t, err := s.cursors()
 		if err != nil {
@@ -178,6 +186,16 @@ func (s *segment) drain(sink ingest.Sink, id ingest.TopicID, budget int) (n int,
 			return n, true, nil
 		}
 		start := s.rpos & s.mask
+		if s.direct != nil {
+			k, handled, err := s.directRecord(start, w, id)
+			n += k
+			if err != nil {
+				return n, false, err
+			}
+			if handled {
+				continue
+			}
+		}
 		length := min(w-s.rpos, s.h.capacity-start, uint64(s.batch))
 		if s.scratch == nil {
 			s.scratch = make([]byte, s.batch)
@@ -220,6 +238,100 @@ func (s *segment) drain(sink ingest.Sink, id ingest.TopicID, budget int) (n int,
 	}
 	return n, false, nil
 }
+
+// DefaultDirectMin is the smallest record payload the consumer copies straight
+// from the segment into a recorder that takes reservations
+// (ingest.DirectSink): one copy instead of two (out of the segment, then
+// into the ring). Smaller records are copied out in chunks of BatchBytes
+// and handed to IngestAt, which costs less per message for them
+// (docs/performance.md, "producer → recorder against copy").
+const DefaultDirectMin = 8 << 10
+
+// directRecord ingests the record at s.rpos (ring offset start) straight
+// from the mapping into the sink's reserved memory when it is a message of
+// at least directMin bytes. handled false: it is not (or the topic takes no
+// reservations); the caller reads it through the private buffer.
+//
+// The header is read once from shared memory into locals and only those are
+// used. Every bound is checked on them before anything is read or
+// reserved; an implausible header is left to the chunk path, which checks
+// it again and names what is wrong. Then: a fence and the tail, so the
+// header is known intact before its sequence number counts (as the chunk
+// path decides with pos < t2); the reservation; the payload copy from the
+// mapping; a fence and the tail again: if the producer has overwritten the
+// record meanwhile the reservation is aborted and the record is counted
+// lost through the sequence gap, exactly as an overwritten record of a
+// chunk; else it is committed.
+func (s *segment) directRecord(start, w uint64, id ingest.TopicID) (n int, handled bool, err error) {
+	pos := s.rpos
+	if s.h.capacity-start < RecordHeaderSize || w-pos < RecordHeaderSize {
+		return 0, false, nil
+	}
+	le := binary.LittleEndian
+	hdr := s.ring[start : start+RecordHeaderSize : start+RecordHeaderSize]
+	length, kind := le.Uint32(hdr[0:]), le.Uint32(hdr[4:])
+	seq, gen := le.Uint64(hdr[8:]), int64(le.Uint64(hdr[16:]))
+	if kind != KindMessage || length < s.directMin || length > s.h.maxPayload {
+		return 0, false, nil
+	}
+	size := recordSize(uint64(length))
+	if size > w-pos || size > s.h.capacity-start {
+		return 0, false, nil // the chunk path reports it, unless it was overwritten
+	}
+	s.fence()
+	if t := s.c.tail.Load(); pos < t {
+		s.rpos = t // overwritten before or while the header was read
+		return 0, true, nil
+	}
+	// The header is the producer's: its sequence number counts.
+	if !s.rebaseSeq && seq < s.nextSeq {
+		return 0, false, s.fail("record.seq", int64(s.h.headerSize+start)+8, corruptf(nil, "%d after %d", seq, s.nextSeq-1))
+	}
+	sink := s.direct
+	if s.dirLeft <= 0 { // one clock read per BatchBytes of direct records in a drain call, as per chunk
+		s.dirNow, s.dirLeft = sink.Now(), s.batch
+	}
+	s.dirLeft -= int(size)
+	now := s.dirNow
+	dst, ok := sink.ReserveAt(id, now, gen, int(length))
+	if ok && dst == nil {
+		s.direct = nil // the topic takes no reservations: the chunk path from now on
+		return 0, false, nil
+	}
+	if ok {
+		copy(dst, s.ring[start+RecordHeaderSize:start+RecordHeaderSize+uint64(length)])
+		if h := testHookDirectCopied; h != nil {
+			h() // a test overwrites the record here
+		}
+		s.fence()
+		if t2 := s.c.tail.Load(); pos < t2 {
+			sink.Abort(id)
+			s.rpos = t2 // the sequence gap counts it lost
+			return 0, true, nil
+		}
+		sink.Commit(id)
+	}
+	if s.rebaseSeq {
+		s.nextSeq, s.rebaseSeq = seq, false
+	}
+	if gap := seq - s.nextSeq; gap > 0 {
+		s.lost.Add(gap)
+		sink.Lost(id, now, gap)
+	}
+	s.nextSeq = seq + 1
+	if ok {
+		s.received.Add(1)
+		s.bytes.Add(uint64(length))
+	} else {
+		s.rejected.Add(1) // refused by the recorder, as IngestAt refuses
+	}
+	s.rpos = pos + size
+	return 1, true, nil
+}
+
+// testHookDirectCopied, when set (by a test, before the consumer runs), is
+// called between directRecord's copy and its re-check of the tail.
+var testHookDirectCopied func()
 
 // copyParse copies chunk from ring offset start, validates it against the
 // tail loaded after a fence, and parses it.
@@ -297,6 +409,9 @@ walk:
 		}
 		if length > s.h.maxPayload {
 			return n, 0, s.fail("record.length", fileOff, corruptf(nil, "%d exceeds max_payload %d", length, s.h.maxPayload))
+		}
+		if off > 0 && s.direct != nil && length >= s.directMin {
+			break walk // a large record: the next drain step takes it straight from the mapping
 		}
 		size := recordSize(uint64(length))
 		if size > rest {

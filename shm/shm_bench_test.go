@@ -78,6 +78,23 @@ func (s *pacedSink) IngestAt(id ingest.TopicID, c, g int64, p []byte) bool {
 	return ok
 }
 
+// ReserveAt and Commit count the records the consumer hands over directly
+// (ingest.DirectSink) as IngestAt counts the others: a refused one, or a
+// committed one.
+func (s *pacedSink) ReserveAt(id ingest.TopicID, c, g int64, n int) ([]byte, bool) {
+	dst, ok := s.Recorder.ReserveAt(id, c, g, n)
+	if !ok {
+		s.ingested.Add(1)
+	}
+	return dst, ok
+}
+
+func (s *pacedSink) Commit(id ingest.TopicID) bool {
+	ok := s.Recorder.Commit(id)
+	s.ingested.Add(1)
+	return ok
+}
+
 // BenchmarkThroughput moves messages producer → shared memory → consumer →
 // engine.Recorder. The producer keeps at most half a ring in flight, so
 // nothing is lost and the figure is the sustainable end-to-end rate; compare
