@@ -221,6 +221,9 @@ func maxOf(v []float64) float64 {
 // of its bytes, in an order rotating by round; it reports each variant's
 // median per-round ratio to the raw write (VARIANT-ratio). Variants: the
 // default (write: one writev per frame on the dumper's goroutine),
+// write-from-ring (the frame's payloads not copied into a scratch but
+// borrowed in place in the ring, checked after the writev:
+// dump.PackWriteTuning.FromRing),
 // write-keep-priority (the default writer on a dumper that keeps the
 // process's priorities, dump.Config.KeepPriority),
 // write-async (each frame's writev on the file's writer thread at a lower
@@ -241,6 +244,7 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 		keep bool // written by the dumper that keeps the process's priorities
 	}{
 		{"write", dump.NewPackWriteWriter, false},
+		{"write-from-ring", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{FromRing: true}), false},
 		{"write-keep-priority", dump.NewPackWriteWriter, true},
 		{"write-async", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{Async: true}), false},
 		{"write-inflight16M", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{MaxInFlight: 16 << 20}), false},
