@@ -64,7 +64,7 @@ func (s *source) wrote(e *engine.Entry) {
 }
 
 // borrower is implemented by Writers that take payloads where they lie in
-// the rings (packWriter with PackWriteTuning.FromRing): Borrow adds the
+// the rings (NewPackWriteWriter's packWriter): Borrow adds the
 // message s peeked and consumes it; the writer accounts it (source.wrote)
 // once it is in the file intact, or counts it lost. Flush writes what is
 // pending, so every message is accounted before the dump's figures are

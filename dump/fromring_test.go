@@ -134,7 +134,7 @@ func checkAccount(t *testing.T, got map[string]*dumpedTopic, info dumpinfo.Info)
 	}
 }
 
-// fromRingWriter is the FromRing pack writer, remembering the writers it
+// fromRingWriter is the default pack writer (payloads from the rings), remembering the writers it
 // made so a test can read how many frames were torn.
 type fromRingWriter struct {
 	mu      sync.Mutex
@@ -142,7 +142,7 @@ type fromRingWriter struct {
 }
 
 func (fw *fromRingWriter) new(path string, opts WriterOptions) (Writer, error) {
-	w, err := NewPackWriteWriterTuned(PackWriteTuning{FromRing: true})(path, opts)
+	w, err := NewPackWriteWriter(path, opts)
 	if pw, ok := w.(*packWriter); ok {
 		fw.mu.Lock()
 		fw.writers = append(fw.writers, pw)
@@ -245,8 +245,8 @@ func TestFromRingTornFrameRewritten(t *testing.T) {
 }
 
 // TestFromRingStress: producers overwrite their small rings as fast as they
-// can while dump after dump is written from the ring slices (FromRing, small
-// frames); every message of every dump is intact (its own CRC, its topic,
+// can while dump after dump is written from the ring slices (the default writer,
+// small frames); every message of every dump is intact (its own CRC, its topic,
 // increasing sequence numbers), every file verifies and each dump's
 // figures are its file's. A torn message never reaches a dump.
 func TestFromRingStress(t *testing.T) {

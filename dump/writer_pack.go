@@ -68,7 +68,7 @@ type packWriter struct {
 	types typeTracker
 
 	// fromRing: Borrow takes payloads in place in the rings
-	// (PackWriteTuning.FromRing). refs are the pending frame's messages
+	// (NewPackWriteWriter, unless PackWriteTuning.Copying or Async). refs are the pending frame's messages
 	// that came through Borrow, in frame order; data the frame's data
 	// bytes; torn counts frames written again because a producer
 	// overwrote a borrowed payload before its write was checked.
@@ -108,7 +108,15 @@ func NewPackStreamWriter(path string, opts WriterOptions) (Writer, error) {
 // write, writeback starts every 8 MiB (sync_file_range) so the closing fsync
 // finds little left, and Close trims the preallocation and fsyncs. Each
 // frame of large messages goes to the kernel as one writev straight from
-// the scratch the messages were copied into. Where that path is not
+// the rings: payloads of FromRingMin bytes and more are not copied but
+// borrowed where they lie in their ring; the frame's CRC is computed over
+// those bytes and its writev reads them; only then is it checked that no
+// producer overwrote any of them meanwhile (the ring's tail, as a reader
+// validates a copy). When one was, the frame is taken back (the file cut
+// back to its start: pack.Writer.TakeBackFrame) and written again from a
+// copy of its payloads still intact, without the overwritten ones, which
+// are counted lost as a copy a producer tore is. Smaller payloads are
+// copied into a scratch the frame borrows. Where that path is not
 // supported (not Linux) it is NewPackStreamWriter.
 func NewPackWriteWriter(path string, opts WriterOptions) (Writer, error) {
 	return newPackWriteWriter(path, opts, PackWriteTuning{})
@@ -126,21 +134,16 @@ type PackWriteTuning struct {
 	// MaxInFlight bounds the bytes whose writeback may be running
 	// (pack.WriterOptions.MaxInFlight).
 	MaxInFlight int64
-	// FromRing writes payloads of FromRingMin bytes and more straight
-	// from the rings: the frame borrows each where it lies in its ring
-	// (no copy into the scratch), its CRC is computed over those bytes and
-	// the frame's writev reads them; only then is it checked that no
-	// producer overwrote any of them meanwhile (the ring's tail, as a
-	// reader validates a copy). When one was, the frame is taken back
-	// (the file cut back to its start) and written again from a copy of
-	// its payloads still intact, without the overwritten ones, which are
-	// counted lost as a copy torn by a producer is. Not with Async (the
-	// check needs the write done).
-	FromRing bool
+	// Copying copies every payload out of the rings into a scratch the
+	// frame borrows (the default before the payloads were written
+	// straight from the rings; measured slower, docs/performance.md).
+	// Async implies it (the check of a borrowed payload needs its write
+	// done).
+	Copying bool
 }
 
-// FromRingMin is the payload size from which PackWriteTuning.FromRing
-// borrows a payload from the ring; smaller ones are copied (the copy costs
+// FromRingMin is the payload size from which NewPackWriteWriter borrows a
+// payload in place in its ring; smaller ones are copied (the copy costs
 // little, and a borrowed payload is exposed to producers until its frame
 // is written).
 const FromRingMin = 4 << 10
@@ -163,7 +166,7 @@ func newPackWriteWriter(path string, opts WriterOptions, t PackWriteTuning) (Wri
 		return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 	}
 	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker(),
-		fromRing: t.FromRing && !t.Async}, nil
+		fromRing: !t.Copying && !t.Async}, nil
 }
 
 // packOptions are the pack writer options for opts.
@@ -286,7 +289,8 @@ func (p *packWriter) add(t *ingest.TopicInfo, genNs, captureNs int64, data []byt
 	return nil
 }
 
-// borrowing reports whether Borrow is to be used (PackWriteTuning.FromRing).
+// borrowing reports whether Borrow is to be used (NewPackWriteWriter's
+// default).
 func (p *packWriter) borrowing() bool { return p.fromRing }
 
 // Borrow adds the message s peeked (s.e) and consumes it: a payload of
