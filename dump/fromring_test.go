@@ -183,7 +183,7 @@ func TestFromRingTornFrameRewritten(t *testing.T) {
 	in := func() {
 		vc.Advance(time.Millisecond)
 		if !r.Ingest(id, 0, seqPayload(buf, 1, seq, seqSize(seq))) {
-			t.Fatalf("ingest %d refused", seq)
+			t.Errorf("ingest %d refused", seq) // also on the dumper's goroutine (the hook)
 		}
 		seq++
 	}
