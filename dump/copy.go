@@ -49,15 +49,18 @@ func before(a, b *source) bool {
 }
 
 // wrote accounts a message of the window written to the dump (e, the
-// entry it was peeked as).
+// entry it was peeked as). Messages may be accounted out of their order
+// (a borrowed one once its frame is written, a copied one at once): the
+// first and last capture times are a minimum and a maximum.
 func (s *source) wrote(e *engine.Entry) {
 	a := &s.acct
 	if a.Messages == 0 {
-		a.FirstNs = e.CaptureNs
+		a.FirstNs, a.LastNs = e.CaptureNs, e.CaptureNs
 	}
 	a.Messages++
 	a.Bytes += e.Size
-	a.LastNs = e.CaptureNs
+	a.FirstNs = min(a.FirstNs, e.CaptureNs)
+	a.LastNs = max(a.LastNs, e.CaptureNs)
 	if e.CaptureNs >= s.w.From {
 		s.inWindow++
 	}
@@ -65,8 +68,8 @@ func (s *source) wrote(e *engine.Entry) {
 
 // borrower is implemented by Writers that take payloads where they lie in
 // the rings (NewPackWriteWriter's packWriter): Borrow adds the
-// message s peeked and consumes it; the writer accounts it (source.wrote)
-// once it is in the file intact, or counts it lost. Flush writes what is
+// message s peeked and consumes it; the writer accounts it (source.wrote),
+// a borrowed one once it is in the file intact, or counts it lost. Flush writes what is
 // pending, so every message is accounted before the dump's figures are
 // taken.
 type borrower interface {

@@ -68,10 +68,10 @@ type packWriter struct {
 	types typeTracker
 
 	// fromRing: Borrow takes payloads in place in the rings
-	// (NewPackWriteWriter, unless PackWriteTuning.Copying or Async). refs are the pending frame's messages
-	// that came through Borrow, in frame order; data the frame's data
-	// bytes; torn counts frames written again because a producer
-	// overwrote a borrowed payload before its write was checked.
+	// (NewPackWriteWriter, unless PackWriteTuning.Copying or Async). refs
+	// are the pending frame's borrowed messages, in frame order; data the
+	// frame's data bytes; torn counts frames written again because a
+	// producer overwrote a borrowed payload before its write was checked.
 	fromRing bool
 	refs     []ringRef
 	data     int
@@ -80,16 +80,14 @@ type packWriter struct {
 	rebuilt  *pack.Frame // a torn frame without its overwritten messages
 }
 
-// ringRef is a message of the pending frame that came through Borrow:
-// accounted (source.wrote) once its frame is written intact, or counted
-// lost when its payload, borrowed from the ring, was overwritten first.
+// ringRef is a message of the pending frame whose payload it borrows from
+// a ring: accounted (source.wrote) once its frame is written intact, or
+// counted lost when a producer overwrote the payload first.
 type ringRef struct {
-	s        *source
-	e        engine.Entry
-	info     *ingest.TopicInfo
-	msg      int            // its index in the frame
-	at       engine.RingPos // where it lies in the ring (borrowed)
-	borrowed bool           // else its payload is in scratch, copied intact
+	s   *source
+	e   engine.Entry
+	msg int            // its index in the frame
+	at  engine.RingPos // where it lies in the ring
 }
 
 // NewPackMmapWriter writes a pack dump with pack's mmap writer (Create).
@@ -296,11 +294,11 @@ func (p *packWriter) borrowing() bool { return p.fromRing }
 // Borrow adds the message s peeked (s.e) and consumes it: a payload of
 // FromRingMin bytes and more is borrowed where it lies in the ring, a
 // smaller one copied into the scratch (dropped, and counted lost by the
-// next Peek, when a producer tore the copy). The message is accounted in
-// s (source.wrote) once its frame is written intact; a borrowed payload a
-// producer overwrote before that is counted lost instead
-// (WindowCursor.Overwritten), as a torn copy is. Flush writes the pending
-// frame.
+// next Peek, when a producer tore the copy). A copied message is
+// accounted in s (source.wrote) at once, a borrowed one once its frame is
+// written intact; a borrowed payload a producer overwrote before that is
+// counted lost instead (WindowCursor.Overwritten), as a torn copy is.
+// Flush writes the pending frame.
 func (p *packWriter) Borrow(s *source, t *ingest.TopicInfo) error {
 	if p.err != nil {
 		return p.err
@@ -317,8 +315,11 @@ func (p *packWriter) Borrow(s *source, t *ingest.TopicInfo) error {
 				return err
 			}
 		}
-		p.refs = append(p.refs, ringRef{s: s, e: e, info: t, msg: p.f.Len()})
-		return p.add(t, e.GenNs, e.CaptureNs, data)
+		if err := p.add(t, e.GenNs, e.CaptureNs, data); err != nil {
+			return err
+		}
+		s.wrote(&e) // copied intact: in the file whatever befalls its frame's borrowed ones
+		return nil
 	}
 	if p.types.changed(t) {
 		if p.f.HasTopic(t.Name, t.Channel) {
@@ -332,7 +333,7 @@ func (p *packWriter) Borrow(s *source, t *ingest.TopicInfo) error {
 		}
 	}
 	data, at := s.c.Borrow(e)
-	p.refs = append(p.refs, ringRef{s: s, e: e, info: t, msg: p.f.Len(), at: at, borrowed: true})
+	p.refs = append(p.refs, ringRef{s: s, e: e, msg: p.f.Len(), at: at})
 	if p.f.Len() == 0 {
 		p.f.Reset(p.frame, e.CaptureNs)
 		p.f.SetType(pack.FreeSync)
@@ -349,22 +350,12 @@ func (p *packWriter) Borrow(s *source, t *ingest.TopicInfo) error {
 // accounted (or counted lost) before the dump's figures are taken.
 func (p *packWriter) Flush() error { return p.flushFrame() }
 
-// writeChecked writes the pending frame, whose messages came through
-// Borrow, provisionally; then checks that no producer overwrote a borrowed
+// writeChecked writes the pending frame, which borrows payloads from the
+// rings, provisionally; then checks that no producer overwrote a borrowed
 // payload before the write returned (the kernel's copy done): if none
 // was, the frame is kept and its messages accounted; else it is taken
 // back and written again without the overwritten ones (rewrite).
 func (p *packWriter) writeChecked() error {
-	borrowed := false
-	for i := range p.refs {
-		borrowed = borrowed || p.refs[i].borrowed
-	}
-	if !borrowed {
-		err := p.w.WriteFrame(p.f)
-		p.frame++
-		p.wroteRefs()
-		return err
-	}
 	if err := p.w.WriteFrameProvisional(p.f); err != nil {
 		return err
 	}
@@ -372,7 +363,7 @@ func (p *packWriter) writeChecked() error {
 		afterProvisionalWrite()
 	}
 	for i := range p.refs {
-		if r := &p.refs[i]; r.borrowed && !r.s.c.Intact(r.at) {
+		if r := &p.refs[i]; !r.s.c.Intact(r.at) {
 			if err := p.w.TakeBackFrame(); err != nil {
 				return err
 			}
@@ -390,7 +381,8 @@ func (p *packWriter) writeChecked() error {
 // the ring there tears the frame deterministically.
 var afterProvisionalWrite func()
 
-// wroteRefs accounts the pending frame's messages, written intact.
+// wroteRefs accounts the pending frame's borrowed messages, written
+// intact.
 func (p *packWriter) wroteRefs() {
 	for i := range p.refs {
 		p.refs[i].s.wrote(&p.refs[i].e)
@@ -412,9 +404,7 @@ func (p *packWriter) rewrite() error {
 	}
 	p.safe = p.safe[:0]
 	for i := range p.refs {
-		if r := &p.refs[i]; r.borrowed {
-			p.safe = append(p.safe, f.Data(r.msg)...)
-		}
+		p.safe = append(p.safe, f.Data(p.refs[i].msg)...)
 	}
 	nf := p.rebuilt
 	nf.Reset(p.frame, 0)
@@ -428,15 +418,13 @@ func (p *packWriter) rewrite() error {
 			r = &p.refs[ri]
 			ri++
 		}
-		if r != nil && r.borrowed {
+		if r != nil {
 			data = p.safe[off : off+len(data) : off+len(data)]
 			off += len(data)
 			if !r.s.c.Intact(r.at) {
 				r.s.c.Overwritten(1)
 				continue
 			}
-			r.s.wrote(&r.e)
-		} else if r != nil {
 			r.s.wrote(&r.e)
 		}
 		if nf.Len() == 0 {
