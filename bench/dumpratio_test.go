@@ -220,7 +220,11 @@ func maxOf(v []float64) float64 {
 // writes the dump with each variant, and the raw fallocate + write + fsync
 // of its bytes, in an order rotating by round; it reports each variant's
 // median per-round ratio to the raw write (VARIANT-ratio). Variants: the
-// default (write: one writev per frame on the dumper's goroutine),
+// default (write: one writev per frame on the dumper's goroutine, the
+// payloads borrowed in place in the ring and checked after the writev),
+// write-copying (the same with every payload copied into a scratch first:
+// dump.PackWriteTuning.Copying, the default before; write/copying is the
+// default's per-round speed against it),
 // write-keep-priority (the default writer on a dumper that keeps the
 // process's priorities, dump.Config.KeepPriority),
 // write-async (each frame's writev on the file's writer thread at a lower
@@ -241,6 +245,7 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 		keep bool // written by the dumper that keeps the process's priorities
 	}{
 		{"write", dump.NewPackWriteWriter, false},
+		{"write-copying", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{Copying: true}), false},
 		{"write-keep-priority", dump.NewPackWriteWriter, true},
 		{"write-async", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{Async: true}), false},
 		{"write-inflight16M", dump.NewPackWriteWriterTuned(dump.PackWriteTuning{MaxInFlight: 16 << 20}), false},
@@ -258,7 +263,7 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 	b.SetBytes(size)
 	b.ReportAllocs()
 	ratios := make([][]float64, len(variants))
-	var raws []float64
+	var raws, fromRing []float64
 	round := 0
 	for b.Loop() {
 		dumpT := make([]time.Duration, len(variants))
@@ -292,12 +297,14 @@ func BenchmarkDumpWriteSteps(b *testing.B) {
 			ratios[i] = append(ratios[i], base.Seconds()/dumpT[i].Seconds())
 		}
 		raws = append(raws, float64(size)/rawT.Seconds()/1e6)
+		fromRing = append(fromRing, dumpT[1].Seconds()/dumpT[0].Seconds())
 		round++
 	}
 	for i, v := range variants {
 		b.ReportMetric(median(ratios[i]), v.name+"-ratio")
 	}
 	b.ReportMetric(median(raws), "raw-MB/s")
+	b.ReportMetric(median(fromRing), "write/copying") // the same round's write-copying time / write time
 }
 
 // copying hides a writer's Reserve, so the dumper copies each payload into

@@ -48,6 +48,36 @@ func before(a, b *source) bool {
 	return a.w.Topic < b.w.Topic
 }
 
+// wrote accounts a message of the window written to the dump (e, the
+// entry it was peeked as). Messages may be accounted out of their order
+// (a borrowed one once its frame is written, a copied one at once): the
+// first and last capture times are a minimum and a maximum.
+func (s *source) wrote(e *engine.Entry) {
+	a := &s.acct
+	if a.Messages == 0 {
+		a.FirstNs, a.LastNs = e.CaptureNs, e.CaptureNs
+	}
+	a.Messages++
+	a.Bytes += e.Size
+	a.FirstNs = min(a.FirstNs, e.CaptureNs)
+	a.LastNs = max(a.LastNs, e.CaptureNs)
+	if e.CaptureNs >= s.w.From {
+		s.inWindow++
+	}
+}
+
+// borrower is implemented by Writers that take payloads where they lie in
+// the rings (NewPackWriteWriter's packWriter): Borrow adds the
+// message s peeked and consumes it; the writer accounts it (source.wrote),
+// a borrowed one once it is in the file intact, or counts it lost. Flush writes what is
+// pending, so every message is accounted before the dump's figures are
+// taken.
+type borrower interface {
+	borrowing() bool
+	Borrow(s *source, t *ingest.TopicInfo) error
+	Flush() error
+}
+
 // advance peeks the window's next message into s.e.
 func (s *source) advance() bool {
 	e, ok := s.c.Peek()
@@ -106,13 +136,20 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 	// A writer that can reserve room in its next frame gets each payload
 	// copied straight from the ring; others get it through scratch.
 	rs, direct := w.(reserver)
+	bw, borrow := w.(borrower)
+	borrow = borrow && bw.borrowing()
 	var scratch []byte
 	n, sinceCheck := 0, uint64(0)
 	for h.Len() > 0 {
 		s := h.Top()
 		size := int(s.e.Size)
 		var data []byte
-		if direct {
+		if borrow {
+			if err := bw.Borrow(s, s.info()); err != nil {
+				return dumpinfo.Info{}, err
+			}
+			sinceCheck += s.e.Size
+		} else if direct {
 			data = rs.Reserve(size)
 		} else {
 			if cap(scratch) < size {
@@ -120,7 +157,7 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 			}
 			data = scratch[:size]
 		}
-		if s.c.Copy(s.e, data) {
+		if !borrow && s.c.Copy(s.e, data) {
 			var err error
 			if direct {
 				err = rs.Commit(s.info(), s.e.GenNs, s.e.CaptureNs, data)
@@ -130,17 +167,8 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 			if err != nil {
 				return dumpinfo.Info{}, err
 			}
-			a := &s.acct
-			if a.Messages == 0 {
-				a.FirstNs = s.e.CaptureNs
-			}
-			a.Messages++
-			a.Bytes += s.e.Size
+			s.wrote(&s.e)
 			sinceCheck += s.e.Size
-			a.LastNs = s.e.CaptureNs
-			if s.e.CaptureNs >= s.w.From {
-				s.inWindow++
-			}
 		} // else overwritten while copied: advance re-peeks and counts it lost
 		if s.advance() {
 			h.FixTop()
@@ -155,6 +183,11 @@ func (d *Dumper) copyWindows(j *job, w Writer, res *Result) (dumpinfo.Info, erro
 			if dl := d.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
 				return dumpinfo.Info{}, ErrStopped
 			}
+		}
+	}
+	if borrow {
+		if err := bw.Flush(); err != nil {
+			return dumpinfo.Info{}, err
 		}
 	}
 	return d.account(j, srcs, res), nil

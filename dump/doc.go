@@ -33,4 +33,18 @@
 // Config.BusySkipData drops messages while a dump is written (counted).
 // Writers are called from the Dumper's goroutine only; a payload passed to
 // WriteMessage is valid only during the call.
+//
+// The default pack writer (NewPackWriteWriter) is the exception that reads
+// the rings itself: it takes payloads of FromRingMin bytes and more where
+// they lie in the ring (engine.WindowCursor.Borrow), not copied, writes
+// each frame provisionally (pack.Writer.WriteFrameProvisional), and only
+// after the writev checks that no producer overwrote a borrowed payload
+// (WindowCursor.Intact). A frame a producer tore is taken back and written
+// again without the overwritten messages, counted lost exactly as a copy
+// a producer tears; a message is accounted in the dump's figures only once
+// its frame is in the file intact. Such a frame's payloads are exposed to
+// producers from the message's turn in the merge until its frame's writev
+// returns (one frame, FrameSize bytes), not only during a copy: a ring
+// barely larger than a dump's backlog loses a few more messages than with
+// PackWriteTuning.Copying.
 package dump

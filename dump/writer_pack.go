@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -65,6 +66,28 @@ type packWriter struct {
 	size  int
 	frame uint64
 	types typeTracker
+
+	// fromRing: Borrow takes payloads in place in the rings
+	// (NewPackWriteWriter, unless PackWriteTuning.Copying or Async). refs
+	// are the pending frame's borrowed messages, in frame order; data the
+	// frame's data bytes; torn counts frames written again because a
+	// producer overwrote a borrowed payload before its write was checked.
+	fromRing bool
+	refs     []ringRef
+	data     int
+	torn     uint64
+	safe     []byte      // the safe copies of a torn frame's payloads
+	rebuilt  *pack.Frame // a torn frame without its overwritten messages
+}
+
+// ringRef is a message of the pending frame whose payload it borrows from
+// a ring: accounted (source.wrote) once its frame is written intact, or
+// counted lost when a producer overwrote the payload first.
+type ringRef struct {
+	s   *source
+	e   engine.Entry
+	msg int            // its index in the frame
+	at  engine.RingPos // where it lies in the ring
 }
 
 // NewPackMmapWriter writes a pack dump with pack's mmap writer (Create).
@@ -83,7 +106,15 @@ func NewPackStreamWriter(path string, opts WriterOptions) (Writer, error) {
 // write, writeback starts every 8 MiB (sync_file_range) so the closing fsync
 // finds little left, and Close trims the preallocation and fsyncs. Each
 // frame of large messages goes to the kernel as one writev straight from
-// the scratch the messages were copied into. Where that path is not
+// the rings: payloads of FromRingMin bytes and more are not copied but
+// borrowed where they lie in their ring; the frame's CRC is computed over
+// those bytes and its writev reads them; only then is it checked that no
+// producer overwrote any of them meanwhile (the ring's tail, as a reader
+// validates a copy). When one was, the frame is taken back (the file cut
+// back to its start: pack.Writer.TakeBackFrame) and written again from a
+// copy of its payloads still intact, without the overwritten ones, which
+// are counted lost as a copy a producer tore is. Smaller payloads are
+// copied into a scratch the frame borrows. Where that path is not
 // supported (not Linux) it is NewPackStreamWriter.
 func NewPackWriteWriter(path string, opts WriterOptions) (Writer, error) {
 	return newPackWriteWriter(path, opts, PackWriteTuning{})
@@ -101,7 +132,19 @@ type PackWriteTuning struct {
 	// MaxInFlight bounds the bytes whose writeback may be running
 	// (pack.WriterOptions.MaxInFlight).
 	MaxInFlight int64
+	// Copying copies every payload out of the rings into a scratch the
+	// frame borrows (the default before the payloads were written
+	// straight from the rings; measured slower, docs/performance.md).
+	// Async implies it (the check of a borrowed payload needs its write
+	// done).
+	Copying bool
 }
+
+// FromRingMin is the payload size from which NewPackWriteWriter borrows a
+// payload in place in its ring; smaller ones are copied (the copy costs
+// little, and a borrowed payload is exposed to producers until its frame
+// is written).
+const FromRingMin = 4 << 10
 
 // NewPackWriteWriterTuned is NewPackWriteWriter varied by t.
 func NewPackWriteWriterTuned(t PackWriteTuning) NewWriterFunc {
@@ -120,7 +163,8 @@ func newPackWriteWriter(path string, opts WriterOptions, t PackWriteTuning) (Wri
 	if err != nil {
 		return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 	}
-	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker()}, nil
+	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker(),
+		fromRing: !t.Copying && !t.Async}, nil
 }
 
 // packOptions are the pack writer options for opts.
@@ -178,8 +222,14 @@ func (p *packWriter) flushFrame() error {
 	if p.f.Len() == 0 {
 		return nil
 	}
-	err := p.w.WriteFrame(p.f)
-	p.frame++
+	var err error
+	if len(p.refs) > 0 {
+		err = p.writeChecked()
+	} else {
+		err = p.w.WriteFrame(p.f)
+		p.frame++
+	}
+	p.data = 0
 	p.f.Reset(p.frame, 0)
 	// The frame no longer borrows its scratch, but its write may still be
 	// reading it (AsyncWrite): the frame before it is done, so its scratch
@@ -218,6 +268,12 @@ func (p *packWriter) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []
 			return err
 		}
 	}
+	return p.add(t, genNs, captureNs, data)
+}
+
+// add appends data, reserved in the scratch, to the pending frame as one
+// message (its type recorded), writing the frame when it is full.
+func (p *packWriter) add(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
 	p.scratch = p.scratch[:len(p.scratch)+len(data)]
 	if p.f.Len() == 0 {
 		p.f.Reset(p.frame, captureNs)
@@ -225,10 +281,167 @@ func (p *packWriter) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []
 	}
 	p.f.AddMetaBorrowed(t.Name, t.Channel, nil, genNs, captureNs, data)
 	p.f.SetDoneTime(captureNs)
-	if p.f.DataSize() >= p.size {
+	if p.data += len(data); p.data >= p.size {
 		return p.flushFrame()
 	}
 	return nil
+}
+
+// borrowing reports whether Borrow is to be used (NewPackWriteWriter's
+// default).
+func (p *packWriter) borrowing() bool { return p.fromRing }
+
+// Borrow adds the message s peeked (s.e) and consumes it: a payload of
+// FromRingMin bytes and more is borrowed where it lies in the ring, a
+// smaller one copied into the scratch (dropped, and counted lost by the
+// next Peek, when a producer tore the copy). A copied message is
+// accounted in s (source.wrote) at once, a borrowed one once its frame is
+// written intact; a borrowed payload a producer overwrote before that is
+// counted lost instead (WindowCursor.Overwritten), as a torn copy is.
+// Flush writes the pending frame.
+func (p *packWriter) Borrow(s *source, t *ingest.TopicInfo) error {
+	if p.err != nil {
+		return p.err
+	}
+	e := s.e
+	if e.Size < FromRingMin {
+		data := p.Reserve(int(e.Size))
+		if !s.c.Copy(e, data) {
+			return nil
+		}
+		if p.types.changed(t) {
+			var err error
+			if data, err = p.setType(t, e.CaptureNs, data); err != nil {
+				return err
+			}
+		}
+		if err := p.add(t, e.GenNs, e.CaptureNs, data); err != nil {
+			return err
+		}
+		s.wrote(&e) // copied intact: in the file whatever befalls its frame's borrowed ones
+		return nil
+	}
+	if p.types.changed(t) {
+		if p.f.HasTopic(t.Name, t.Channel) {
+			if err := p.flushFrame(); err != nil {
+				return err
+			}
+		}
+		if err := p.w.SetTopicType(t.Name, t.Channel, t.Type, e.CaptureNs); err != nil {
+			p.err = err
+			return err
+		}
+	}
+	data, at := s.c.Borrow(e)
+	p.refs = append(p.refs, ringRef{s: s, e: e, msg: p.f.Len(), at: at})
+	if p.f.Len() == 0 {
+		p.f.Reset(p.frame, e.CaptureNs)
+		p.f.SetType(pack.FreeSync)
+	}
+	p.f.AddMetaBorrowed(t.Name, t.Channel, nil, e.GenNs, e.CaptureNs, data)
+	p.f.SetDoneTime(e.CaptureNs)
+	if p.data += len(data); p.data >= p.size {
+		return p.flushFrame()
+	}
+	return nil
+}
+
+// Flush writes the pending frame, so that every message Borrow took is
+// accounted (or counted lost) before the dump's figures are taken.
+func (p *packWriter) Flush() error { return p.flushFrame() }
+
+// writeChecked writes the pending frame, which borrows payloads from the
+// rings, provisionally; then checks that no producer overwrote a borrowed
+// payload before the write returned (the kernel's copy done): if none
+// was, the frame is kept and its messages accounted; else it is taken
+// back and written again without the overwritten ones (rewrite).
+func (p *packWriter) writeChecked() error {
+	if err := p.w.WriteFrameProvisional(p.f); err != nil {
+		return err
+	}
+	if afterProvisionalWrite != nil {
+		afterProvisionalWrite()
+	}
+	for i := range p.refs {
+		if r := &p.refs[i]; !r.s.c.Intact(r.at) {
+			if err := p.w.TakeBackFrame(); err != nil {
+				return err
+			}
+			return p.rewrite()
+		}
+	}
+	p.w.KeepFrame()
+	p.frame++
+	p.wroteRefs()
+	return nil
+}
+
+// afterProvisionalWrite, when set (tests, before the dumper starts), runs
+// between a borrowing frame's write and its check: a producer overwriting
+// the ring there tears the frame deterministically.
+var afterProvisionalWrite func()
+
+// wroteRefs accounts the pending frame's borrowed messages, written
+// intact.
+func (p *packWriter) wroteRefs() {
+	for i := range p.refs {
+		p.refs[i].s.wrote(&p.refs[i].e)
+	}
+	clear(p.refs)
+	p.refs = p.refs[:0]
+}
+
+// rewrite writes the pending frame again after a producer overwrote one of
+// its borrowed payloads (the first write taken back): every borrowed
+// payload is copied, then checked as a reader checks a copy; the ones
+// overwritten are left out and counted lost, the others written from
+// their copies with the frame's other messages. Rare: it may allocate.
+func (p *packWriter) rewrite() error {
+	p.torn++
+	f := p.f
+	if p.rebuilt == nil {
+		p.rebuilt = pack.NewFrame(0, 0)
+	}
+	p.safe = p.safe[:0]
+	for i := range p.refs {
+		p.safe = append(p.safe, f.Data(p.refs[i].msg)...)
+	}
+	nf := p.rebuilt
+	nf.Reset(p.frame, 0)
+	nf.SetType(pack.FreeSync)
+	off, ri := 0, 0
+	for i := range f.Len() {
+		m := f.Message(i)
+		data := f.Data(i)
+		var r *ringRef
+		if ri < len(p.refs) && p.refs[ri].msg == i {
+			r = &p.refs[ri]
+			ri++
+		}
+		if r != nil {
+			data = p.safe[off : off+len(data) : off+len(data)]
+			off += len(data)
+			if !r.s.c.Intact(r.at) {
+				r.s.c.Overwritten(1)
+				continue
+			}
+			r.s.wrote(&r.e)
+		}
+		if nf.Len() == 0 {
+			nf.SetTime(m.DoneTs)
+		}
+		nf.AddMetaBorrowed(m.Name, m.Channel, nil, m.GenTs, m.DoneTs, data)
+		nf.SetDoneTime(m.DoneTs)
+	}
+	clear(p.refs)
+	p.refs = p.refs[:0]
+	if nf.Len() == 0 {
+		return nil
+	}
+	err := p.w.WriteFrame(nf)
+	p.frame++
+	nf.Reset(0, 0)
+	return err
 }
 
 // setType writes t's type section, first the pending frame when it holds

@@ -215,6 +215,35 @@ func (wc *WindowCursor) Skip(e Entry) {
 	wc.c.skip(entryHeader{n: e.Size, seq: e.Seq, capNs: e.CaptureNs, genNs: e.GenNs})
 }
 
+// RingPos is where a borrowed entry lies in its ring (WindowCursor.Borrow).
+type RingPos uint64
+
+// Borrow consumes the entry Peek returned as e and returns its payload
+// where it lies in the ring, not copied (its capacity is its length), and
+// its place. The writer goes on overwriting the ring: whatever is read
+// from data (a CRC, a copy, a write(2) from it) is intact only if
+// Intact(at) reports true after the reading is done. An entry found
+// overwritten must not be used: give it back with Overwritten, which
+// counts it lost as Copy's torn entries are.
+func (wc *WindowCursor) Borrow(e Entry) (data []byte, at RingPos) {
+	c := &wc.c
+	pos := c.pos
+	start := pos&c.r.mask + entryHeaderSize
+	data = c.r.buf[start : start+e.Size : start+e.Size]
+	c.deliver(entryHeader{n: e.Size, seq: e.Seq, capNs: e.CaptureNs, genNs: e.GenNs})
+	return data, RingPos(pos)
+}
+
+// Intact reports whether the entry Borrow placed at at is still intact:
+// the writer has not begun overwriting it. What was read from it before
+// the call (on this goroutine, or by a system call it made) was then read
+// intact. Once false, it stays false.
+func (wc *WindowCursor) Intact(at RingPos) bool { return wc.c.valid(uint64(at)) }
+
+// Overwritten counts n borrowed entries that Intact found overwritten as
+// lost (Lost, and the topic's LostToReaders).
+func (wc *WindowCursor) Overwritten(n uint64) { wc.c.addLost(n) }
+
 // Next is the seq of the next entry the cursor would deliver.
 func (wc *WindowCursor) Next() uint64 { return wc.c.next }
 

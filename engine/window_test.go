@@ -98,3 +98,80 @@ func TestNewestAndCoverage(t *testing.T) {
 		t.Errorf("EvictedBelowNs = %d, want within 200ms before the last message %d", c.EvictedBelowNs, lastA)
 	}
 }
+
+// TestWindowCursorBorrow: Borrow hands out the payload in the ring, not a
+// copy, and consumes the entry; Intact holds until the writer overwrites
+// the entry and never again after; Overwritten counts the entries given
+// back as lost, in the cursor and in the topic's LostToReaders, so that
+// delivered + lost is every message the cursor passed.
+func TestWindowCursorBorrow(t *testing.T) {
+	r, vc := newTestRecorder(t, Config{TopicBytes: 4 << 10, Pre: new(time.Hour), Post: new(time.Duration(0))})
+	id, err := r.Discover(ingest.TopicInfo{Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := func(i int) []byte {
+		p := make([]byte, 100)
+		for j := range p {
+			p[j] = byte(i*7 + j)
+		}
+		return p
+	}
+	const n = 40
+	for i := range n {
+		vc.Advance(time.Millisecond)
+		r.Ingest(id, 0, payload(i))
+	}
+	ws := r.Select(Selection{TimeNs: vc.Now()})
+	defer r.Unpin(ws...)
+	c := NewWindowCursor(&ws[0])
+	c.Position()
+	var data [][]byte
+	var at []RingPos
+	var seqs []int
+	for {
+		e, ok := c.Peek()
+		if !ok {
+			break
+		}
+		d, p := c.Borrow(e)
+		if len(d) != int(e.Size) || cap(d) != len(d) || string(d) != string(payload(int(e.Seq))) || !c.Intact(p) {
+			t.Fatalf("entry %d: borrowed %d bytes (cap %d), intact %v", e.Seq, len(d), cap(d), c.Intact(p))
+		}
+		data, at, seqs = append(data, d), append(at, p), append(seqs, int(e.Seq))
+	}
+	if c.Next() != n || len(at) < 10 {
+		t.Fatalf("Next %d after borrowing %d entries, want %d", c.Next(), len(at), n)
+	}
+	// Write until the oldest borrowed entry is overwritten: the newest stay.
+	for i := 0; c.Intact(at[0]); i++ {
+		if i > 1e5 {
+			t.Fatal("the writer never overwrote the oldest entry")
+		}
+		vc.Advance(time.Millisecond)
+		r.Ingest(id, 0, payload(100+i))
+	}
+	var lost uint64
+	for i := range at {
+		if !c.Intact(at[i]) {
+			lost++
+			continue
+		}
+		if string(data[i]) != string(payload(seqs[i])) {
+			t.Fatalf("entry %d intact but changed", seqs[i])
+		}
+	}
+	if lost == 0 || lost == uint64(len(at)) {
+		t.Fatalf("%d of %d borrowed entries overwritten; the test wants some, not all", lost, len(at))
+	}
+	for i := range at[:lost] {
+		if c.Intact(at[i]) {
+			t.Fatalf("entry %d intact after a newer one was overwritten", i)
+		}
+	}
+	before := c.Lost() // the entries evicted before the cursor reached them
+	c.Overwritten(lost)
+	if c.Lost() != before+lost || statusOf(t, r, id).Counters.LostToReaders != before+lost {
+		t.Fatalf("Lost %d, LostToReaders %d, want %d", c.Lost(), statusOf(t, r, id).Counters.LostToReaders, before+lost)
+	}
+}

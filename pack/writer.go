@@ -136,6 +136,21 @@ type Writer struct {
 	// in all instead of a scan of the frame each (50 000 topics: seconds).
 	pendingTopics  map[topicKey]struct{}
 	pendingIndexed int
+
+	// provisional: WriteFrameProvisional's frame, written but not yet in
+	// the index (held until KeepFrame or TakeBackFrame).
+	provisional bool
+	held        heldFrame
+}
+
+// heldFrame is a provisionally written frame: what KeepFrame adds to the
+// index, and where TakeBackFrame puts the file back to.
+type heldFrame struct {
+	f     *Frame
+	off   int64
+	h     frameHeader
+	table []byte // the frame's block table (a copy)
+	ok    bool
 }
 
 func newWriter(s sink, path string, opts WriterOptions) (*Writer, error) {
@@ -252,7 +267,7 @@ func (w *Writer) writeFrame(f *Frame) error {
 	h.dataCRC = crc(dst[dataStart:p])
 	putFrameHeader(dst, &h)
 	le.PutUint32(dst[4:], crc(dst[8:dataStart]))
-	w.acct.add(f, w.off, &h, dst[FrameHeaderSize+len(w.meta):dataStart])
+	w.account(f, &h, dst[FrameHeaderSize+len(w.meta):dataStart])
 	if err := w.sink.commit(int(rec)); err != nil {
 		return w.fail(err)
 	}
@@ -287,8 +302,81 @@ func (w *Writer) writeFrameVec(vs vecSink, f *Frame, h *frameHeader, rec int64) 
 	if err := vs.writeVec(head, f.blocks, rec); err != nil {
 		return w.fail(err)
 	}
-	w.acct.add(f, w.off, h, head[FrameHeaderSize+len(w.meta):dataStart])
+	w.account(f, h, head[FrameHeaderSize+len(w.meta):dataStart])
 	w.off += rec
+	return nil
+}
+
+// account adds the frame f written at w.off to the index, or holds it
+// there for KeepFrame when it was written provisionally.
+func (w *Writer) account(f *Frame, h *frameHeader, table []byte) {
+	if !w.provisional {
+		w.acct.add(f, w.off, h, table)
+		return
+	}
+	w.held = heldFrame{f: f, off: w.off, h: *h, table: append(w.held.table[:0], table...), ok: true}
+}
+
+// rewinder is a sink that can take back what it accepted from an offset
+// on (Create's write(2) path).
+type rewinder interface {
+	rewind(to int64) error
+}
+
+// WriteFrameProvisional writes f as WriteFrame does, but the frame can
+// still be taken back: it is for a caller whose frame borrows memory that
+// another thread may overwrite while the frame is written, and that checks
+// only after the write (the kernel's copy done) whether it did. KeepFrame
+// then adds the frame to the file's index; TakeBackFrame puts the file
+// back to where the frame starts (the next frame is written over it). No
+// other call may come in between, and f must stay unchanged until
+// KeepFrame returns. Only Create's write(2) path without AsyncWrite
+// supports it (ErrNotSupported).
+func (w *Writer) WriteFrameProvisional(f *Frame) error {
+	if _, ok := w.sink.(rewinder); !ok || w.opts.AsyncWrite || w.opts.Mmap {
+		return ErrNotSupported
+	}
+	if w.held.ok {
+		return errors.New("pack: WriteFrameProvisional with a frame held")
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return ErrClosed
+	}
+	if w.pending != nil && w.pending.Len() > 0 {
+		if err := w.writePending(); err != nil {
+			return err
+		}
+	}
+	w.provisional = true
+	err := w.writeFrame(f)
+	w.provisional = false
+	return err
+}
+
+// KeepFrame adds the frame WriteFrameProvisional wrote to the index.
+func (w *Writer) KeepFrame() {
+	if !w.held.ok {
+		return
+	}
+	w.acct.add(w.held.f, w.held.off, &w.held.h, w.held.table)
+	w.held.f, w.held.ok = nil, false
+}
+
+// TakeBackFrame takes back the frame WriteFrameProvisional wrote: the
+// file ends where it started again.
+func (w *Writer) TakeBackFrame() error {
+	if !w.held.ok {
+		return nil
+	}
+	off := w.held.off
+	w.held.f, w.held.ok = nil, false
+	if err := w.sink.(rewinder).rewind(off); err != nil {
+		return w.fail(err)
+	}
+	w.off = off
 	return nil
 }
 
@@ -392,6 +480,9 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	w.closed = true
+	if w.held.ok {
+		w.fail(errors.New("pack: Close with a provisional frame neither kept nor taken back"))
+	}
 	if w.err == nil {
 		if err := w.writePending(); err != nil {
 			w.fail(err)

@@ -61,6 +61,20 @@ func (s *fileSink) writeVec(head []byte, blocks [][]byte, n int64) error {
 	return err
 }
 
+// rewind takes back what was accepted from offset to on, buffered or
+// written.
+func (s *fileSink) rewind(to int64) error {
+	if w := s.d.Offset(); to >= w {
+		if to > w+int64(len(s.buf)) {
+			return fmt.Errorf("BUG: pack: rewinding to %d, %d bytes accepted", to, w+int64(len(s.buf)))
+		}
+		s.buf = s.buf[:to-w]
+		return nil
+	}
+	s.buf = s.buf[:0]
+	return s.d.Rewind(to)
+}
+
 func (s *fileSink) flush() error {
 	if err := s.streamSink.flush(); err != nil {
 		return err

@@ -3,6 +3,7 @@ package durable
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 )
@@ -164,6 +165,25 @@ func (d *File) Sync() error {
 	if err := d.datasync(); err != nil {
 		return &os.PathError{Op: "fdatasync", Path: d.path, Err: err}
 	}
+	return nil
+}
+
+// Rewind takes back what was written from offset to on: the next write
+// goes to offset to (over those bytes), and Finish and Abort cut the file
+// there unless more is written. The space stays preallocated. to must not
+// be past Offset. It waits for a write in flight first.
+func (d *File) Rewind(to int64) error {
+	if err := d.wait(); err != nil {
+		return err
+	}
+	if to < 0 || to > d.end {
+		return fmt.Errorf("durable: rewinding %s to %d, %d bytes written", d.path, to, d.end)
+	}
+	if _, err := d.f.Seek(to, io.SeekStart); err != nil {
+		return err
+	}
+	d.end, d.off = to, to
+	d.kicked, d.waited = min(d.kicked, to), min(d.waited, to)
 	return nil
 }
 

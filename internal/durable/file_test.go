@@ -130,3 +130,49 @@ func TestBuffered(t *testing.T) {
 		t.Fatalf("read back %d bytes (%v), wrote %d", len(got), err, want.Len())
 	}
 }
+
+// TestFileRewind: bytes written after a Rewind replace those taken back
+// (shorter and longer than them, across a writeback chunk), and Finish
+// cuts the file at the last byte written, not at the furthest.
+func TestFileRewind(t *testing.T) {
+	for _, o := range []Options{{}, {Async: true}} {
+		path := filepath.Join(t.TempDir(), "f")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Prealloc = 1 << 20
+		d := New(f, path, o)
+		var want []byte
+		for i := range 12 {
+			keep := bytes.Repeat([]byte{byte(i)}, 3<<20+i)
+			if err := d.Writev([][]byte{keep}, int64(len(keep))); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, keep...)
+			torn := bytes.Repeat([]byte{0xee}, (i%3)<<20+7)
+			if err := d.Submit([][]byte{torn}, int64(len(torn))); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Rewind(int64(len(want))); err != nil {
+				t.Fatal(err)
+			}
+			if d.Offset() != int64(len(want)) {
+				t.Fatalf("Offset %d after Rewind to %d", d.Offset(), len(want))
+			}
+		}
+		if err := d.Rewind(int64(len(want)) + 1); err == nil {
+			t.Fatal("Rewind past the end: no error")
+		}
+		if err := d.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("async %v: file of %d bytes differs from the %d kept", o.Async, len(got), len(want))
+		}
+	}
+}
