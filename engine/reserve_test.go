@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -239,6 +240,7 @@ func TestReserveAbortInvisibleToConcurrentReaders(t *testing.T) {
 					finish = true
 				default:
 				}
+				runtime.Gosched() // see TestRingStressIntegrity: spinning readers under qemu-user
 				for c.readInto(&m, math.MaxInt64) {
 					idx, err := verifyStressPayload(m.Data)
 					if err != nil {
@@ -341,6 +343,7 @@ func TestRecorderAbortInvisibleToConcurrentReader(t *testing.T) {
 				finish = true
 			default:
 			}
+			runtime.Gosched() // see TestRingStressIntegrity: spinning readers under qemu-user
 			for rd.ReadInto(&m) {
 				idx, err := verifyStressPayload(m.Data)
 				if err != nil || idx != m.Seq || int64(m.Seq) <= lastSeq {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -293,6 +294,12 @@ func TestRingStressIntegrity(t *testing.T) {
 					finish = true
 				default:
 				}
+				// Yield between polls: 4 spinning readers on 2 Ps
+				// otherwise rely on async preemption to let the
+				// writer run, which qemu-user does not deliver
+				// reliably (a run of 300 hung at the 14th, the
+				// test's own timeout with it).
+				runtime.Gosched()
 				for c.readInto(&m, math.MaxInt64) {
 					seq, err := checkpayload.Verify(m.Data)
 					if err != nil {
