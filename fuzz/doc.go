@@ -12,4 +12,11 @@
 // The seed corpora under testdata/fuzz run as ordinary tests with "go test";
 // .ci/run also fuzzes each target for a short time. Crashers found become
 // seed files there.
+//
+// A long run of a target whose every execution writes and maps a file
+// (FuzzShmSegment: about 100 µs an input) can show "execs: N (0/sec)" for
+// up to a minute at a time: that is Go's fuzzer minimizing an input that
+// found new coverage (-fuzzminimizetime, 60 s by default), not a hang in
+// the target; perf on the worker shows internal/fuzz's minimizeInput.
+// .ci/fuzz passes -fuzzminimizetime 1s.
 package fuzz
