@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/edr-lite/edr-lite/internal/units"
@@ -46,7 +47,7 @@ func WriteHTML(w io.Writer, r *Report, o HTMLOptions) error {
 		p.Signals = append(p.Signals, g)
 		i = j
 	}
-	return pageTmpl.Execute(w, &p)
+	return pageTmpl().Execute(w, &p)
 }
 
 type page struct {
@@ -122,7 +123,11 @@ func toInt64(n any) int64 {
 	return 0
 }
 
-var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(pageSrc))
+// pageTmpl is parsed on first use: every verb of the binary would pay for
+// it at start otherwise.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(funcs).Parse(pageSrc))
+})
 
 const pageSrc = `<!DOCTYPE html>
 <html lang="en">

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 )
 
 // ListItem is one dump of a dump list page.
@@ -20,16 +21,18 @@ type ListItem struct {
 // WriteListHTML writes a page listing dumps with links to their reports
 // (the daemon's /dumps/), styled as the reports, nothing external.
 func WriteListHTML(w io.Writer, title string, items []ListItem, nav []NavLink) error {
-	return listTmpl.Execute(w, struct {
+	return listTmpl().Execute(w, struct {
 		Title string
 		Items []ListItem
 		Nav   []NavLink
 	}{title, items, nav})
 }
 
-var listTmpl = template.Must(template.New("list").Funcs(funcs).Funcs(template.FuncMap{"joinReasons": func(r []string) string {
-	return strings.Join(r, ", ")
-}}).Parse(`<!DOCTYPE html>
+// listTmpl is parsed on first use (see pageTmpl).
+var listTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("list").Funcs(funcs).Funcs(template.FuncMap{"joinReasons": func(r []string) string {
+		return strings.Join(r, ", ")
+	}}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -59,3 +62,4 @@ td.t { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; 
 {{end}}</body>
 </html>
 `))
+})

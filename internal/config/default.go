@@ -3,6 +3,7 @@ package config
 import (
 	_ "embed"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -42,7 +43,9 @@ var defaultValues = struct {
 	EventOrderMaxBytes: defaults.EventOrderMaxBytes,
 }
 
-var defaultText = func() string {
+// defaultText renders the default configuration on first use (every verb
+// of the binary would pay for the template at start otherwise).
+var defaultText = sync.OnceValue(func() string {
 	t := template.Must(template.New("default.toml").Funcs(template.FuncMap{
 		"size": func(n any) string {
 			switch v := n.(type) {
@@ -60,8 +63,8 @@ var defaultText = func() string {
 		panic("BUG: config: default.toml.tmpl: " + err.Error())
 	}
 	return b.String()
-}()
+})
 
 // Default returns the fully commented default configuration, rendered
 // from the one table of defaults.
-func Default() string { return defaultText }
+func Default() string { return defaultText() }
