@@ -5,9 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -216,57 +214,7 @@ func TestReserveAbortInvisibleToConcurrentReaders(t *testing.T) {
 	}
 	const size = 64 << 10
 	r := newTestRing(t, size, ringConfig{})
-	const readers = 3
-	done := make(chan struct{})
-	var wg, ready sync.WaitGroup
-	errs := make(chan error, readers)
-	type result struct{ delivered, lost uint64 }
-	results := make([]result, readers)
-	for k := range readers {
-		wg.Add(1)
-		ready.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &cursor{r: r}
-			c.seekOldest()
-			ready.Done()
-			var m Message
-			var delivered uint64
-			lastSeq := int64(-1)
-			finish := false
-			for {
-				select {
-				case <-done:
-					finish = true
-				default:
-				}
-				runtime.Gosched() // see TestRingStressIntegrity: spinning readers under qemu-user
-				for c.readInto(&m, math.MaxInt64) {
-					idx, err := verifyStressPayload(m.Data)
-					if err != nil {
-						errs <- fmt.Errorf("reader %d, seq %d: %v", k, m.Seq, err)
-						return
-					}
-					if idx != m.Seq || int64(m.Seq) <= lastSeq {
-						errs <- fmt.Errorf("reader %d: seq %d after %d, payload says %d", k, m.Seq, lastSeq, idx)
-						return
-					}
-					lastSeq = int64(m.Seq)
-					delivered++
-					if k > 0 && delivered%uint64(16*k) == 0 {
-						for range 2000 * k { // slow readers fall behind
-							_ = m.Data[0]
-						}
-					}
-				}
-				if finish {
-					results[k] = result{delivered, c.lost}
-					return
-				}
-			}
-		}()
-	}
-	ready.Wait()
+	stop := startStressReaders(t, r, 3, 16, verifyStressPayload)
 	committed := uint64(0)
 	x := uint64(12345)
 	for i := range total {
@@ -292,13 +240,7 @@ func TestReserveAbortInvisibleToConcurrentReaders(t *testing.T) {
 		}
 	}
 	r.abort()
-	close(done)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for k, res := range results {
+	for k, res := range stop() {
 		if res.delivered+res.lost != committed {
 			t.Errorf("reader %d: delivered %d + lost %d != committed %d", k, res.delivered, res.lost, committed)
 		}

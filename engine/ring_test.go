@@ -2,10 +2,7 @@ package engine
 
 import (
 	"bytes"
-	"fmt"
 	"math"
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/edr-lite/edr-lite/arena"
@@ -269,77 +266,15 @@ func TestRingStressIntegrity(t *testing.T) {
 		total = 100_000
 	}
 	r := newTestRing(t, 64<<10, ringConfig{})
-	const readers = 4
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, readers)
-	type result struct{ delivered, lost uint64 }
-	results := make([]result, readers)
-	var ready sync.WaitGroup
-	for k := range readers {
-		wg.Add(1)
-		ready.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &cursor{r: r}
-			c.seekOldest() // before the writer starts: the range is everything
-			ready.Done()
-			var m Message
-			var delivered uint64
-			lastSeq := int64(-1)
-			finish := false
-			for {
-				select {
-				case <-done:
-					finish = true
-				default:
-				}
-				// Yield between polls: 4 spinning readers on 2 Ps
-				// otherwise rely on async preemption to let the
-				// writer run, which qemu-user does not deliver
-				// reliably (a run of 300 hung at the 14th, the
-				// test's own timeout with it).
-				runtime.Gosched()
-				for c.readInto(&m, math.MaxInt64) {
-					seq, err := checkpayload.Verify(m.Data)
-					if err != nil {
-						errs <- fmt.Errorf("reader %d: %v", k, err)
-						return
-					}
-					if seq != m.Seq || int64(m.Seq) <= lastSeq {
-						errs <- fmt.Errorf("reader %d: seq %d after %d, payload says %d", k, m.Seq, lastSeq, seq)
-						return
-					}
-					lastSeq = int64(m.Seq)
-					delivered++
-					if k > 0 && delivered%uint64(64*k) == 0 {
-						for range 2000 * k { // slow readers fall behind
-							_ = m.Data[0]
-						}
-					}
-				}
-				if finish {
-					results[k] = result{delivered, c.lost}
-					return
-				}
-			}
-		}()
-	}
-	ready.Wait()
+	stop := startStressReaders(t, r, 4, 64, checkpayload.Verify)
 	buf := make([]byte, checkpayload.MaxLen)
 	for seq := range total {
 		if !r.append(int64(seq), 0, checkpayload.Fill(buf, seq)) {
 			t.Fatalf("append %d rejected", seq)
 		}
 	}
-	close(done)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
 	var lostAll uint64
-	for k, res := range results {
+	for k, res := range stop() {
 		if res.delivered+res.lost != total {
 			t.Errorf("reader %d: delivered %d + lost %d != written %d", k, res.delivered, res.lost, total)
 		}
