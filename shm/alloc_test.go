@@ -34,8 +34,12 @@ func TestPublishAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(10_000, func() {
 			p.Publish(1, payload)
 			p.Publish(2, big) // ErrTooLarge: counted, no allocation either
+			if r, err := p.Reserve(len(payload)); err == nil {
+				copy(r, payload)
+				p.Commit(3, len(payload)/2)
+			}
 		}); n != 0 {
-			t.Fatalf("type %v: Publish allocates %v times per call", typ, n)
+			t.Fatalf("type %v: Publish, Reserve and Commit allocate %v times per call", typ, n)
 		}
 	}
 }

@@ -95,9 +95,12 @@ func TestCFileNamesMatchGo(t *testing.T) {
 
 // runCProducer starts the C producer, waits until its segment exists, then
 // lets it publish count messages and waits for it to exit.
-func runCProducer(t testing.TB, bin, dir, name string, count, maxLen, capacity int, beforeGo func()) {
+// runCProducer runs the C test producer: mode "pub" publishes with
+// edr_shm_publish, "reserve" writes in place with edr_shm_reserve and
+// edr_shm_commit.
+func runCProducer(t testing.TB, bin, mode, dir, name string, count, maxLen, capacity int, beforeGo func()) {
 	t.Helper()
-	cmd := exec.Command(bin, "pub", dir, name, "", strconv.Itoa(count), strconv.Itoa(maxLen), strconv.Itoa(capacity))
+	cmd := exec.Command(bin, mode, dir, name, "", strconv.Itoa(count), strconv.Itoa(maxLen), strconv.Itoa(capacity))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -126,15 +129,23 @@ func runCProducer(t testing.TB, bin, dir, name string, count, maxLen, capacity i
 // TestCProducerEveryMessageBitExactInOrder: a C program built from
 // include/edr_shm.h publishes into a ring large enough for all of it; the Go
 // consumer must receive every message, bit-exact, in order, and see the
-// topic go offline when the program closes the segment.
+// topic go offline when the program closes the segment. The same with the
+// messages written in place (edr_shm_reserve, edr_shm_commit; dropped
+// reservations between them).
 func TestCProducerEveryMessageBitExactInOrder(t *testing.T) {
 	bin := buildCProducer(t)
+	for _, mode := range []string{"pub", "reserve"} {
+		t.Run(mode, func(t *testing.T) { cProducerBitExact(t, bin, mode) })
+	}
+}
+
+func cProducerBitExact(t *testing.T, bin, mode string) {
 	dir := t.TempDir()
 	sink := newRecSink()
 	startConsumer(t, dir, sink, ConsumerOptions{})
 	const n, maxLen = 20_000, 200
 	var id ingest.TopicID
-	runCProducer(t, bin, dir, "c/topic", n, maxLen, 4<<20, func() {
+	runCProducer(t, bin, mode, dir, "c/topic", n, maxLen, 4<<20, func() {
 		id = waitTopic(t, sink, "c/topic", "")
 		// The C producer rings the doorbell the consumer listens to.
 		b, err := os.ReadFile(filepath.Join(dir, SegmentFileName("c/topic", "")))
@@ -164,16 +175,26 @@ func TestCProducerEveryMessageBitExactInOrder(t *testing.T) {
 // TestCProducerMillionLappingCountsEveryGap: 10^6 messages into a 256 KiB
 // ring as fast as C can go: each message the consumer hands on is intact
 // and in order, and received + lost = 10^6 exactly.
+//
+// The same with the messages written in place (edr_shm_reserve,
+// edr_shm_commit, every seventh reservation dropped): nothing of a dropped
+// reservation arrives.
 func TestCProducerMillionLappingCountsEveryGap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10^6 messages")
 	}
 	bin := buildCProducer(t)
+	for _, mode := range []string{"pub", "reserve"} {
+		t.Run(mode, func(t *testing.T) { cProducerLapping(t, bin, mode) })
+	}
+}
+
+func cProducerLapping(t *testing.T, bin, mode string) {
 	dir := t.TempDir()
 	const n, maxLen = 1_000_000, 256
 	sink := &checkSink{maxLen: maxLen}
 	c := startConsumer(t, dir, sink, ConsumerOptions{})
-	runCProducer(t, bin, dir, "c/fast", n, maxLen, 256<<10, func() {
+	runCProducer(t, bin, mode, dir, "c/fast", n, maxLen, 256<<10, func() {
 		newRecSink().waitFor(t, "discovery", sink.discovery.Load)
 	})
 	newRecSink().waitFor(t, "offline", sink.offline.Load)

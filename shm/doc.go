@@ -7,8 +7,9 @@
 // version 2: ProducerOptions.Type, read once by the consumer and handed to
 // Discover; a schema over MaxSchemaSize is not read and the topic is raw,
 // with a TypeError), and a ring of records, laid out in FORMAT.md. A Producer
-// (NewProducer, Publish, Heartbeat, Close) or the header-only C99 producer
-// include/edr_shm.h appends records; Publish never blocks, never waits for
+// (NewProducer, Publish or Reserve and Commit, Heartbeat, Close) or the
+// header-only C99 producer include/edr_shm.h appends records; Publish
+// (Reserve, Commit) never blocks, never waits for
 // the recorder and never allocates — when the recorder lags, the oldest
 // records are overwritten. A Consumer (NewConsumer, Start/Run, Close,
 // Stats) discovers segments with inotify (or by polling), registers each
@@ -26,10 +27,12 @@
 //
 // # Caveats
 //
-// Producer is not safe for concurrent use: Publish, Stats and Close from
-// one goroutine at a time (Heartbeat may also run concurrently with
-// Publish). Publish copies the payload before returning; the caller keeps
-// ownership.
+// Producer is not safe for concurrent use: Publish, Reserve, Commit, Stats
+// and Close from one goroutine at a time (Heartbeat may also run
+// concurrently with Publish). Publish copies the payload before returning;
+// the caller keeps ownership. The slice Reserve lends is the shared ring
+// itself: write the message there, then Commit; it is not to be used after
+// Commit, the next Reserve or Publish, or Close.
 //
 // Consumer is safe for concurrent use. It runs one goroutine per segment, so
 // each topic has exactly one writer into the engine. The payload slice

@@ -19,6 +19,9 @@ var (
 	ErrBadName      = errors.New("shm: bad topic name")
 	ErrBadOption    = errors.New("shm: bad option")
 	ErrClosed       = errors.New("shm: closed")
+	// ErrNoReservation: Producer.Commit without a reservation, or for
+	// more bytes than reserved.
+	ErrNoReservation = errors.New("shm: commit without a reservation of that size")
 	// ErrTooManySegments: segments beyond ConsumerOptions.MaxSegments are
 	// not followed.
 	ErrTooManySegments = errors.New("shm: too many segments")

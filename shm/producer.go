@@ -79,8 +79,9 @@ type ProducerOptions struct {
 // never blocks and never waits for a consumer: when the consumer lags, the
 // oldest records are overwritten (the consumer counts them as lost).
 //
-// Publish, Stats and Close must be called from one goroutine at a time;
-// Heartbeat may also be called concurrently with Publish.
+// Publish, Reserve, Commit, Stats and Close must be called from one
+// goroutine at a time; Heartbeat may also be called concurrently with
+// Publish.
 type Producer struct {
 	path   string
 	fd     int
@@ -98,6 +99,12 @@ type Producer struct {
 	unlink bool
 	clk    clock.Clock
 	closed bool
+
+	// The reservation (Reserve, Commit): its padding before the record
+	// and its payload bytes.
+	reserved bool
+	resPad   uint64
+	resLen   int
 
 	bell      []byte // the directory's doorbell, nil when it could not be opened
 	bellRings *atomic.Uint32
@@ -272,15 +279,49 @@ func (p *Producer) Path() string { return p.path }
 // Publish appends one message with producer time genNs (0 = unknown). It
 // copies payload, never blocks and never allocates. It returns ErrTooLarge
 // (counted in the segment's oversize counter) for a payload longer than
-// MaxPayload and ErrClosed after Close.
+// MaxPayload and ErrClosed after Close. Publish is Reserve, a copy and
+// Commit.
 func (p *Producer) Publish(genNs int64, payload []byte) error {
-	if p.closed {
-		return ErrClosed
+	at, err := p.reserve(len(payload))
+	if err != nil {
+		return err
 	}
-	n := len(payload)
-	if n > p.maxPay {
+	copy(p.ring[at:], payload)
+	p.commit(genNs, len(payload))
+	return nil
+}
+
+// Reserve lends the producer the ring bytes of its next message, up to n
+// bytes, so that it can write the message in place (a camera frame
+// decoded or a struct serialized straight into the segment) instead of
+// writing it elsewhere and copying it in with Publish. Write the payload
+// into the returned slice, then Commit it; nothing of it is visible to
+// the consumer before Commit. A reservation not committed is dropped by
+// the next Reserve or Publish, but the room it made stays made: the
+// oldest records may already have been overwritten (the consumer counts
+// them as lost, as when Publish makes room). The slice must not be used
+// after Commit, the next Reserve or Publish, or Close.
+//
+// Reserve never blocks and never allocates. It returns ErrTooLarge
+// (counted in the segment's oversize counter) for n > MaxPayload and
+// ErrClosed after Close.
+func (p *Producer) Reserve(n int) ([]byte, error) {
+	at, err := p.reserve(n)
+	if err != nil {
+		return nil, err
+	}
+	return p.ring[at : at+uint64(n) : at+uint64(n)], nil
+}
+
+// reserve is Reserve returning the ring offset of the payload.
+func (p *Producer) reserve(n int) (uint64, error) {
+	p.reserved = false
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if n < 0 || n > p.maxPay {
 		p.c.oversize.Store(p.c.oversize.Load() + 1)
-		return ErrTooLarge
+		return 0, ErrTooLarge
 	}
 	rec := recordSize(uint64(n))
 	w := p.w
@@ -290,44 +331,73 @@ func (p *Producer) Publish(genNs int64, payload []byte) error {
 		pad = room
 	}
 	end := w + pad + rec
-	// Make room: move tail past every record the new bytes will cover (and
-	// a slack of capacity/16 more, so that this happens rarely), and publish
-	// the new tail with a full fence before touching those bytes.
 	if end-p.tail > p.capa {
-		t, first := p.tail, w+pad // first: where the new record starts
-		want := min(end-(p.capa-p.capa/tailSlack), first)
-		for t < want {
-			if t == w { // nothing valid lies beyond the write cursor
-				t = first
-				break
-			}
-			toff := t & p.mask
-			size := p.capa - toff // padding runs to the ring end
-			if binary.LittleEndian.Uint32(p.ring[toff+4:]) != KindPadding {
-				size = recordSize(uint64(binary.LittleEndian.Uint32(p.ring[toff:])))
-			}
-			if size > p.capa-toff || size > w-t {
-				// Someone scribbled on our ring: drop everything before
-				// the new record rather than trust it.
-				t = first
-				break
-			}
-			t += size
-		}
-		p.tail = t
-		p.c.tail.Swap(t)
+		p.makeRoom(w, pad, end)
 	}
-	if pad > 0 {
-		binary.LittleEndian.PutUint32(p.ring[off:], uint32(pad))
+	p.reserved, p.resPad, p.resLen = true, pad, n
+	return (w+pad)&p.mask + RecordHeaderSize, nil
+}
+
+// Commit publishes the reserved message with producer time genNs (0 =
+// unknown) and its first n bytes as the payload; n may be less than
+// Reserve's (a message whose size is known only once written). It returns
+// ErrNoReservation without a reservation to commit (none, or already
+// committed) or for n beyond it, and ErrClosed after Close.
+func (p *Producer) Commit(genNs int64, n int) error {
+	if p.closed {
+		return ErrClosed
+	}
+	if !p.reserved || n < 0 || n > p.resLen {
+		return ErrNoReservation
+	}
+	p.commit(genNs, n)
+	return nil
+}
+
+// makeRoom moves the tail past every record the record ending at end
+// (after pad bytes of padding at w) will cover, and a slack of
+// capacity/16 more, so that this happens rarely; it publishes the new tail
+// with a full fence before those bytes are touched.
+func (p *Producer) makeRoom(w, pad, end uint64) {
+	t, first := p.tail, w+pad // first: where the new record starts
+	want := min(end-(p.capa-p.capa/tailSlack), first)
+	for t < want {
+		if t == w { // nothing valid lies beyond the write cursor
+			t = first
+			break
+		}
+		toff := t & p.mask
+		size := p.capa - toff // padding runs to the ring end
+		if binary.LittleEndian.Uint32(p.ring[toff+4:]) != KindPadding {
+			size = recordSize(uint64(binary.LittleEndian.Uint32(p.ring[toff:])))
+		}
+		if size > p.capa-toff || size > w-t {
+			// Someone scribbled on our ring: drop everything before
+			// the new record rather than trust it.
+			t = first
+			break
+		}
+		t += size
+	}
+	p.tail = t
+	p.c.tail.Swap(t)
+}
+
+// commit is Commit of a reservation known to hold n bytes.
+func (p *Producer) commit(genNs int64, n int) {
+	p.reserved = false
+	off := p.w & p.mask
+	if p.resPad > 0 {
+		binary.LittleEndian.PutUint32(p.ring[off:], uint32(p.resPad))
 		binary.LittleEndian.PutUint32(p.ring[off+4:], KindPadding)
 		off = 0
 	}
-	r := p.ring[off : off+rec]
+	r := p.ring[off : off+RecordHeaderSize]
 	binary.LittleEndian.PutUint32(r[0:], uint32(n))
 	binary.LittleEndian.PutUint32(r[4:], KindMessage)
 	binary.LittleEndian.PutUint64(r[8:], p.seq)
 	binary.LittleEndian.PutUint64(r[16:], uint64(genNs))
-	copy(r[RecordHeaderSize:], payload)
+	end := p.w + p.resPad + recordSize(uint64(n))
 	p.seq++
 	p.w = end
 	// next_seq is for monitoring only: a plain store, no ordering needed.
@@ -336,7 +406,6 @@ func (p *Producer) Publish(genNs int64, payload []byte) error {
 	if p.c.waiters.Load() != 0 {
 		p.wake(p.c.waiters.Swap(0))
 	}
-	return nil
 }
 
 // wake wakes the consumers that were asleep as the bits of w say: on the

@@ -58,7 +58,7 @@ func TestRecorderHoldsEveryMessage(t *testing.T) {
 				}
 				p.Close()
 			} else {
-				runCProducer(t, bin, dir, name, n, maxLen, 1<<20, func() {})
+				runCProducer(t, bin, "pub", dir, name, n, maxLen, 1<<20, func() {})
 			}
 			var id ingest.TopicID
 			select {

@@ -75,6 +75,19 @@ func TestStressLappingReadsNeverTorn(t *testing.T) {
 	}
 }
 
+// TestStressReserveCommitLapping is TestStressLappingReadsNeverTorn with
+// the messages written in place (Reserve of the largest size, Commit of
+// the payload's) and every seventh reservation scribbled on and dropped:
+// nothing torn, nothing of a dropped reservation, received + lost =
+// committed.
+func TestStressReserveCommitLapping(t *testing.T) {
+	n := uint64(300_000)
+	if testing.Short() {
+		n /= 10
+	}
+	stressVia(t, &checkSink{maxLen: 700}, n, 700, 16<<10, true)
+}
+
 // TestSlowConsumerLossCountedExactly: a recorder that stalls 1ms every 50
 // messages while the producer runs flat out loses most messages, and
 // exactly those are counted.
@@ -87,12 +100,35 @@ func stress(t *testing.T, n uint64, maxLen, capa int) {
 }
 
 func stressWith(t *testing.T, sink *checkSink, n uint64, maxLen, capa int) {
+	stressVia(t, sink, n, maxLen, capa, false)
+}
+
+// stressVia publishes n checkable messages with Publish, or in place with
+// Reserve and Commit (every seventh reservation dropped).
+func stressVia(t *testing.T, sink *checkSink, n uint64, maxLen, capa int, inPlace bool) {
 	dir := t.TempDir()
 	c := startConsumer(t, dir, sink, ConsumerOptions{BatchBytes: 1})
 	p := newProducer(t, dir, ProducerOptions{Name: "stress", Capacity: capa})
 	buf := make([]byte, maxLen)
 	for i := range n {
-		if err := p.Publish(int64(i), payloadFor(buf, i, maxLen)); err != nil {
+		if !inPlace {
+			if err := p.Publish(int64(i), payloadFor(buf, i, maxLen)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if i%7 == 0 {
+			r, err := p.Reserve(maxLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			payloadFor(r, i+n, maxLen) // checkable, but not a message: the test fails if it arrives
+		}
+		r, err := p.Reserve(maxLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Commit(int64(i), len(payloadFor(r, i, maxLen))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,6 +20,9 @@
  *   o.layout = "f32le speed (m/s); u8 gear; pad 3";           // a packed struct: one line
  *   if (edr_shm_create(&p, "/dev/shm/edr", &o) != 0) ...;   // 0 or -errno
  *   edr_shm_publish(&p, gen_ns, buf, len);                    // 0, -EMSGSIZE
+ *   void *m; if (edr_shm_reserve(&p, max_len, &m) == 0) {     // or write in place:
+ *       len = encode_into(m, max_len);                         //   the message's bytes
+ *       edr_shm_commit(&p, gen_ns, len); }                     //   len <= max_len
  *   edr_shm_heartbeat(&p);                                    // if heartbeat_period_ns > 0
  *   edr_shm_close(&p);                                        // marks closed
  *
@@ -32,8 +35,8 @@
  * every recorder reads. The recorder checks the schema; one it refuses is
  * recorded as raw bytes and says why in its status.
  *
- * A producer is not safe for concurrent use: publish from one thread
- * (edr_shm_heartbeat may run concurrently with edr_shm_publish).
+ * A producer is not safe for concurrent use: publish (reserve, commit) from
+ * one thread (edr_shm_heartbeat may run concurrently with edr_shm_publish).
  */
 #ifndef EDR_SHM_H
 #define EDR_SHM_H
@@ -154,6 +157,9 @@ typedef struct edr_shm_producer {
 	uint64_t cap, mask, w, tail, seq;
 	uint32_t max_payload;
 	int closed, unlink_on_close;
+	int reserved;              /* a reservation is open (edr_shm_reserve) */
+	uint32_t res_len;          /* its payload bytes */
+	uint64_t res_pad;          /* its padding before the record */
 	dev_t dev;
 	ino_t ino;
 	char path[4096];
@@ -440,11 +446,20 @@ fail:
 	return err;
 }
 
-/* edr_shm_publish appends one message: never blocks, never allocates.
+/* edr_shm_reserve lends the producer the ring bytes of its next message,
+ * len bytes at *buf, to write the message in place (a camera frame decoded
+ * or a struct serialized straight into the segment) instead of writing it
+ * elsewhere and copying it in with edr_shm_publish; then edr_shm_commit.
+ * Nothing of it is visible to the recorder before the commit. A reservation
+ * not committed is dropped by the next reserve or publish, but the room it
+ * made stays made (the oldest records may already be overwritten, counted
+ * as lost by the recorder). *buf is not to be used after the commit, the
+ * next reserve or publish, or edr_shm_close. Never blocks, never allocates.
  * Returns 0, -EMSGSIZE (len > max_payload, counted) or -EPIPE (closed). */
-static inline int edr_shm_publish(edr_shm_producer *p, int64_t gen_ns, const void *payload, uint32_t len) {
+static inline int edr_shm_reserve(edr_shm_producer *p, uint32_t len, void **buf) {
 	uint64_t rec, off, pad = 0, end, t;
-	uint8_t *r;
+	p->reserved = 0;
+	*buf = NULL;
 	if (p->closed || !p->mem) return -EPIPE;
 	if (len > p->max_payload) {
 		uint64_t *ov = EDR_SHM__A64(p->mem, EDR_SHM_OFF_OVERSIZE);
@@ -471,8 +486,25 @@ static inline int edr_shm_publish(edr_shm_producer *p, int64_t gen_ns, const voi
 		/* full fence: the new tail is visible before any overwritten byte */
 		__atomic_exchange_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_TAIL_CURSOR), t, __ATOMIC_SEQ_CST);
 	}
-	if (pad) {
-		edr_shm__put32(p->ring + off, (uint32_t)pad);
+	p->reserved = 1;
+	p->res_len = len;
+	p->res_pad = pad;
+	*buf = p->ring + ((p->w + pad) & p->mask) + EDR_SHM_RECORD_HEADER_SIZE;
+	return 0;
+}
+
+/* edr_shm_commit publishes the reserved message with producer time gen_ns
+ * and its first len bytes as the payload (len may be less than reserved).
+ * Returns 0, -EINVAL (no reservation open, or len beyond it) or -EPIPE. */
+static inline int edr_shm_commit(edr_shm_producer *p, int64_t gen_ns, uint32_t len) {
+	uint64_t off, end;
+	uint8_t *r;
+	if (p->closed || !p->mem) return -EPIPE;
+	if (!p->reserved || len > p->res_len) return -EINVAL;
+	p->reserved = 0;
+	off = p->w & p->mask;
+	if (p->res_pad) {
+		edr_shm__put32(p->ring + off, (uint32_t)p->res_pad);
 		edr_shm__put32(p->ring + off + 4, EDR_SHM_KIND_PADDING);
 		off = 0;
 	}
@@ -481,7 +513,7 @@ static inline int edr_shm_publish(edr_shm_producer *p, int64_t gen_ns, const voi
 	edr_shm__put32(r + 4, EDR_SHM_KIND_MESSAGE);
 	edr_shm__put64(r + 8, p->seq);
 	edr_shm__put64(r + 16, (uint64_t)gen_ns);
-	if (len) memcpy(r + EDR_SHM_RECORD_HEADER_SIZE, payload, len);
+	end = p->w + p->res_pad + edr_shm__record_size(len);
 	p->seq++;
 	p->w = end;
 	__atomic_store_n(EDR_SHM__A64(p->mem, EDR_SHM_OFF_NEXT_SEQ), p->seq, __ATOMIC_RELAXED); /* monitoring only */
@@ -489,6 +521,17 @@ static inline int edr_shm_publish(edr_shm_producer *p, int64_t gen_ns, const voi
 	if (__atomic_load_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), __ATOMIC_SEQ_CST) != 0)
 		edr_shm__wake(p, __atomic_exchange_n(EDR_SHM__A32(p->mem, EDR_SHM_OFF_WAITERS), 0, __ATOMIC_SEQ_CST));
 	return 0;
+}
+
+/* edr_shm_publish appends one message (edr_shm_reserve, a copy of payload,
+ * edr_shm_commit): never blocks, never allocates.
+ * Returns 0, -EMSGSIZE (len > max_payload, counted) or -EPIPE (closed). */
+static inline int edr_shm_publish(edr_shm_producer *p, int64_t gen_ns, const void *payload, uint32_t len) {
+	void *buf;
+	int err = edr_shm_reserve(p, len, &buf);
+	if (err) return err;
+	if (len) memcpy(buf, payload, len);
+	return edr_shm_commit(p, gen_ns, len);
 }
 
 /* edr_shm_heartbeat stamps the heartbeat time (call it at least every

@@ -1,5 +1,9 @@
 /* Test producer for the C header: publishes COUNT checkable messages.
  *   cproducer pub DIR NAME CHANNEL COUNT MAXLEN CAPACITY
+ *   cproducer reserve DIR NAME CHANNEL COUNT MAXLEN CAPACITY
+ *       the same messages written in place (edr_shm_reserve of MAXLEN,
+ *       edr_shm_commit of the payload's length), every seventh reservation
+ *       filled with another checkable payload and dropped
  *   cproducer name NAME CHANNEL        (prints the segment file name)
  *   cproducer packed DIR NAME TYPE LAYOUT COUNT
  *       declares a packed struct in one field (o.layout) and publishes
@@ -76,8 +80,8 @@ int main(int argc, char **argv) {
 		edr_shm_publish(&p, 1, "x", 1);
 		return edr_shm_close(&p) != 0;
 	}
-	if (argc != 8 || strcmp(argv[1], "pub") != 0) {
-		fprintf(stderr, "usage: cproducer pub DIR NAME CHANNEL COUNT MAXLEN CAPACITY | name NAME CHANNEL\n");
+	if (argc != 8 || (strcmp(argv[1], "pub") != 0 && strcmp(argv[1], "reserve") != 0)) {
+		fprintf(stderr, "usage: cproducer pub|reserve DIR NAME CHANNEL COUNT MAXLEN CAPACITY | name NAME CHANNEL\n");
 		return 2;
 	}
 	edr_shm_producer p;
@@ -97,13 +101,30 @@ int main(int argc, char **argv) {
 	printf("ready\n");
 	fflush(stdout);
 	if (getchar() == EOF) return 1; /* wait for "go" */
+	int in_place = strcmp(argv[1], "reserve") == 0;
 	for (i = 0; i < count; i++) {
-		uint32_t n = payload_for(buf, i, max_len);
-		if ((err = edr_shm_publish(&p, (int64_t)i, buf, n)) != 0) {
-			fprintf(stderr, "edr_shm_publish: %s\n", strerror(-err));
+		uint32_t n;
+		void *m;
+		if (!in_place) {
+			n = payload_for(buf, i, max_len);
+			err = edr_shm_publish(&p, (int64_t)i, buf, n);
+		} else {
+			if (i % 7 == 0) {
+				if ((err = edr_shm_reserve(&p, (uint32_t)max_len, &m)) != 0) break;
+				payload_for(m, i + count, max_len); /* checkable, not a message */
+			}
+			if ((err = edr_shm_reserve(&p, (uint32_t)max_len, &m)) == 0)
+				err = edr_shm_commit(&p, (int64_t)i, payload_for(m, i, max_len));
+		}
+		if (err != 0) {
+			fprintf(stderr, "%s of message %llu: %s\n", argv[1], (unsigned long long)i, strerror(-err));
 			return 1;
 		}
 		if ((i & 0xffff) == 0) edr_shm_heartbeat(&p);
+	}
+	if (in_place && (err = edr_shm_commit(&p, 0, 0)) != -EINVAL) {
+		fprintf(stderr, "commit without a reservation: %d, want -EINVAL\n", err);
+		return 1;
 	}
 	if ((err = edr_shm_publish(&p, 0, buf, p.max_payload + 1)) != -EMSGSIZE) {
 		fprintf(stderr, "oversize publish: %d, want -EMSGSIZE\n", err);
