@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -70,10 +71,18 @@ type entryHeader struct {
 }
 
 // tailState reads (tail, seq at tail, bytes before tail) consistently.
+// While the writer is inside its update (tailVer odd) it spins, yielding
+// its P every 64 loads: the writer may have been preempted there, and a
+// reader spinning on every P without a call would keep it from running
+// until the reader itself is preempted by a signal (seen under qemu-user,
+// which delivers none to such a loop: TestRingStressIntegrity hung).
 func (r *ring) tailState() (pos, seq, cum uint64) {
-	for {
+	for spins := 1; ; spins++ {
 		v := r.tailVer.Load()
 		if v&1 != 0 {
+			if spins%64 == 0 {
+				runtime.Gosched()
+			}
 			continue
 		}
 		pos, seq, cum = r.tail.Load(), r.pubTailSeq.Load(), r.pubTailCum.Load()
