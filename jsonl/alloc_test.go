@@ -14,7 +14,7 @@ func TestLineAllocs(t *testing.T) {
 	q := []byte(`"vehicle/speed"`)
 	meta, data := []byte{1, 2, 3}, bytes.Repeat([]byte{0xa5, 0x5a, 7}, 100)
 	a := testing.AllocsPerRun(100, func() {
-		buf = appendMessage(buf[:0], 12345, q, 1e18, 1e18-5, 0, meta, data, "")
+		buf = appendMessage(buf[:0], 12345, q, 1e18, 1e18-5, 0, meta, data, noTypeID)
 	})
 	if a != 0 {
 		t.Errorf("appendMessage: %v allocs", a)

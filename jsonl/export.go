@@ -43,8 +43,10 @@ type Message struct {
 // recorded capture time differs from ts (it was 0), "meta" (base64) when
 // the message has meta bytes, and "type_id" when the message's type
 // (Message.Type) differs from what its topic had so far (the header's
-// types). Frame boundaries are not kept: an import regroups messages into
-// frames.
+// types; "" for a message that has none of them: the raw bytes of a
+// message before its topic's first type, which an import writes before
+// the type as well). Frame boundaries are not kept: an import regroups
+// messages into frames.
 //
 // h gives the dump's writer, creation time, dump information (as stored;
 // it must be JSON), other metadata sections and its topics in the dump's
@@ -60,6 +62,10 @@ func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) er
 	}
 	quoted := h.keyTopics()
 	cur := h.typeTable() // each topic's type as the lines have said it
+	listed := make(map[string]bool, len(h.Types))
+	for _, e := range h.Types {
+		listed[e.ID] = true
+	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	line, err := json.Marshal(h)
 	if err != nil {
@@ -75,12 +81,18 @@ func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) er
 		if !ok {
 			return fmt.Errorf("%s: %w: topic %s is missing from the index", name, ErrFormat, pack.Topic(m.Name, m.Channel))
 		}
-		var typeID string
+		typeID := noTypeID
 		if c := cur[k]; m.Type != nil && c.ptr != m.Type {
 			c.ptr = m.Type
 			if !c.typ.Equal(*m.Type) {
 				c.typ = *m.Type
 				typeID = m.Type.ID().String()
+				if !listed[typeID] {
+					// Not one of the topic's types: the raw bytes of a
+					// message before its first type (a pack file's
+					// messages before the topic's first type section).
+					typeID = ""
+				}
 			}
 		}
 		buf = appendMessage(buf[:0], rep.Messages, q, m.TimeNs, m.GenNs, m.DoneNs, m.Meta, m.Data, typeID)
@@ -155,8 +167,12 @@ func (h *Header) keyTopics() map[topicKey][]byte {
 	return quoted
 }
 
+// noTypeID: a message line without "type_id" (its topic's type goes on).
+const noTypeID = "-"
+
 // appendMessage appends one message line. quotedTopic is the topic as
-// a JSON string; data nil means no data block.
+// a JSON string; data nil means no data block; typeID noTypeID means no
+// "type_id", "" an empty one (untyped from here).
 func appendMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, done int64, meta, data []byte, typeID string) []byte {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendUint(dst, seq, 10)
@@ -170,7 +186,7 @@ func appendMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, done int
 		dst = append(dst, `,"done_ts":`...)
 		dst = strconv.AppendInt(dst, done, 10)
 	}
-	if typeID != "" {
+	if typeID != noTypeID {
 		dst = append(dst, `,"type_id":"`...)
 		dst = append(dst, typeID...)
 		dst = append(dst, '"')

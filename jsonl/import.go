@@ -24,7 +24,7 @@ type message struct {
 	DoneTS *int64  `json:"done_ts"`
 	Meta   []byte  `json:"meta"`
 	Data   *string `json:"data"`
-	TypeID string  `json:"type_id"`
+	TypeID *string `json:"type_id"` // "": untyped from here (before the topic's first type)
 }
 
 // Import reads a JSON-lines export from r and writes its messages,
@@ -250,10 +250,14 @@ func addMessages(lr *lineReader, w *pack.Writer, topics map[string]*importTopic,
 		meta = append(meta[:0], m.Meta...)
 		// The topic's type: from the header before its first message,
 		// from the line where it changes.
-		if m.TypeID != "" {
-			typ, ok := types[m.TypeID]
+		switch {
+		case m.TypeID == nil:
+		case *m.TypeID == "": // untyped: no type section before it
+			t.typ, t.started = ingest.Type{}, false
+		default:
+			typ, ok := types[*m.TypeID]
 			if !ok {
-				return lr.errorf("type_id %s is not in the header's types", m.TypeID)
+				return lr.errorf("type_id %s is not in the header's types", *m.TypeID)
 			}
 			t.typ, t.started = typ, false
 		}
