@@ -233,6 +233,60 @@ func TestTypedRoundTrips(t *testing.T) {
 	}
 }
 
+// TestJSONLMessagesBeforeFirstType: a topic whose first messages precede
+// its first type section (raw bytes, the fallback type) goes through JSON
+// lines export → import → export with those messages untyped again
+// ("type_id":"" on the first) and the others typed, the lines a fixed
+// point. Through the built binary.
+func TestJSONLMessagesBeforeFirstType(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "late-type.pack")
+	w, err := pack.Create(in, pack.WriterOptions{Writer: "typed test", CreatedNs: t0 - 1e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		ts := t0 + int64(i)*10e6
+		if i == 3 {
+			if err := w.SetTopicType("vehicle/speed", "", tySpeedA, ts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Add("vehicle/speed", "", nil, ts-100, ts, []byte{byte(i), 0, 0, 0, 1, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := readTyped(t, in)
+	if want[0].typ.MessageEncoding != ingest.EncodingRaw || !want[3].typ.Equal(tySpeedA) {
+		t.Fatalf("the dump's types: %v then %v", want[0].typ, want[3].typ)
+	}
+	bin := func(args ...string) {
+		t.Helper()
+		if code, out, errs := runBin(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+	}
+	js, imp, js2 := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "imported.pack"), filepath.Join(dir, "b.jsonl")
+	bin("export", "--format", "jsonl", in, "-o", js)
+	bin("import", "--format", "jsonl", js, "-o", imp)
+	bin("verify", imp)
+	sameTyped(t, "JSON lines → pack", readTyped(t, imp), want)
+	bin("export", "--format", "jsonl", imp, "-o", js2)
+	a, _ := os.ReadFile(js)
+	b, _ := os.ReadFile(js2)
+	if !bytes.Equal(a, b) {
+		t.Errorf("re-export of the import differs:\n%s\n---\n%s", a, b)
+	}
+	lines := bytes.Split(a, []byte("\n"))
+	if len(lines) < 5 || !bytes.Contains(lines[1], []byte(`"type_id":""`)) ||
+		!bytes.Contains(lines[4], []byte(`"type_id":"`+tySpeedA.ID().String()+`"`)) {
+		t.Errorf("the lines do not say untyped, then the type:\n%s", a)
+	}
+}
+
 // TestGoldenInfoTyped pins info, text and JSON, of the typed dump: the
 // encoding and type of every topic and when speed changed type.
 func TestGoldenInfoTyped(t *testing.T) {
