@@ -30,10 +30,14 @@ static uint32_t payload_for(uint8_t *buf, uint64_t i, uint64_t max_len) {
 }
 
 int main(int argc, char **argv) {
-	if (argc == 4 && strcmp(argv[1], "name") == 0) {
+	if (argc >= 4 && argc % 2 == 0 && strcmp(argv[1], "name") == 0) {
+		/* name TOPIC CHANNEL [TOPIC CHANNEL ...]: one file name per line */
 		char name[256];
-		edr_shm_file_name(name, argv[2], argv[3]);
-		printf("%s\n", name);
+		int i;
+		for (i = 2; i + 1 < argc; i += 2) {
+			edr_shm_file_name(name, argv[i], argv[i + 1]);
+			printf("%s\n", name);
+		}
 		return 0;
 	}
 	if (argc == 7 && strcmp(argv[1], "packed") == 0) {
