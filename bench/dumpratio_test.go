@@ -35,6 +35,7 @@ var dumpRows = []dumpRow{
 	{name: "stream", nw: dump.NewPackStreamWriter, ext: ".pack", fallocate: true},
 	{name: "mmap", nw: dump.NewPackMmapWriter, ext: ".pack", fallocate: true},
 	{name: "mcap", nw: dump.NewMCAPWriter, ext: ".mcap", goal: 0.85, floor: 0.25},
+	{name: "mcap-copying", nw: dump.NewMCAPCopyingWriter, ext: ".mcap"},
 	{name: "mcap-mmap", nw: dump.NewMCAPMmapWriter, ext: ".mcap"},
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -69,6 +72,9 @@ type dumpedTopic struct {
 // and the dump info.
 func checkSeqDump(t *testing.T, path string, names map[byte]string) (map[string]*dumpedTopic, dumpinfo.Info) {
 	t.Helper()
+	if strings.HasSuffix(path, MCAPExt) {
+		return checkSeqMCAP(t, path, names)
+	}
 	rep, err := pack.Verify(path)
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +123,62 @@ func checkSeqDump(t *testing.T, path string, names map[byte]string) (map[string]
 	return got, info
 }
 
+// checkSeqMCAP is checkSeqDump of an MCAP dump: mcap.Doctor finds nothing
+// wrong (every CRC, the message indexes, the statistics, the summary), and
+// every message's payload is checked, in file order.
+func checkSeqMCAP(t *testing.T, path string, names map[byte]string) (map[string]*dumpedTopic, dumpinfo.Info) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := mcap.Doctor(path, b, mcap.ReaderOptions{}); len(probs) > 0 {
+		t.Fatalf("%s: mcap doctor: %v", path, probs)
+	}
+	mr, err := mcap.Open(path, mcap.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	pr, err := mcap.NewPackReader(mr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.FileOrder()
+	got := map[string]*dumpedTopic{}
+	for {
+		ok, err := pr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		m := pr.Message()
+		tp, seq, err := checkSeqPayload(m.Data)
+		if err != nil || names[tp] != m.Name {
+			t.Fatalf("%s: message of %s at %d: %v (topic byte %d)", path, m.Name, m.DoneTs, err, tp)
+		}
+		g := got[m.Name]
+		if g == nil {
+			g = &dumpedTopic{firstNs: m.DoneTs}
+			got[m.Name] = g
+		}
+		if n := len(g.seqs); n > 0 && seq <= g.seqs[n-1] {
+			t.Fatalf("%s: %s seq %d after %d", path, m.Name, seq, g.seqs[n-1])
+		}
+		g.seqs = append(g.seqs, seq)
+		g.messages++
+		g.bytes += uint64(len(m.Data))
+		g.lastNs = m.DoneTs
+	}
+	info, ok := pr.DumpInfo()
+	if !ok {
+		t.Fatalf("%s has no dump info", path)
+	}
+	return got, info
+}
+
 // checkAccount: the dump info's figures of each topic are what the file
 // holds (messages, bytes, first and last capture times).
 func checkAccount(t *testing.T, got map[string]*dumpedTopic, info dumpinfo.Info) {
@@ -134,14 +196,29 @@ func checkAccount(t *testing.T, got map[string]*dumpedTopic, info dumpinfo.Info)
 	}
 }
 
-// fromRingWriter is the default pack writer (payloads from the rings), remembering the writers it
-// made so a test can read how many frames were torn.
+// fromRingWriter is a default writer that takes payloads from the rings
+// (the pack writer, or the MCAP one when mcap), remembering the writers it
+// made so a test can read how many frames or chunks were torn.
 type fromRingWriter struct {
+	mcap    bool
 	mu      sync.Mutex
 	writers []*packWriter
+	mcaps   []*mcapDump
 }
 
 func (fw *fromRingWriter) new(path string, opts WriterOptions) (Writer, error) {
+	if fw.mcap {
+		w, err := NewMCAPWriter(path, opts)
+		if md, ok := w.(*mcapDump); ok {
+			if !md.fromRing {
+				return nil, fmt.Errorf("the MCAP dump writer does not take payloads from the rings")
+			}
+			fw.mu.Lock()
+			fw.mcaps = append(fw.mcaps, md)
+			fw.mu.Unlock()
+		}
+		return w, err
+	}
 	w, err := NewPackWriteWriter(path, opts)
 	if pw, ok := w.(*packWriter); ok {
 		fw.mu.Lock()
@@ -151,6 +228,13 @@ func (fw *fromRingWriter) new(path string, opts WriterOptions) (Writer, error) {
 	return w, err
 }
 
+func (fw *fromRingWriter) ext() string {
+	if fw.mcap {
+		return MCAPExt
+	}
+	return PackExt
+}
+
 func (fw *fromRingWriter) torn() uint64 {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
@@ -158,7 +242,22 @@ func (fw *fromRingWriter) torn() uint64 {
 	for _, w := range fw.writers {
 		n += w.torn
 	}
+	for _, w := range fw.mcaps {
+		n += w.torn
+	}
 	return n
+}
+
+// fromRingWriters runs f with each writer that takes payloads from the
+// rings: pack (frames) and mcap (chunks).
+func fromRingWriters(t *testing.T, f func(t *testing.T, fw *fromRingWriter)) {
+	for _, mc := range []bool{false, true} {
+		name := "pack"
+		if mc {
+			name = "mcap"
+		}
+		t.Run(name, func(t *testing.T) { f(t, &fromRingWriter{mcap: mc}) })
+	}
 }
 
 // TestFromRingTornFrameRewritten: a producer overwrites the ring between a
@@ -170,10 +269,13 @@ func (fw *fromRingWriter) torn() uint64 {
 // (written + overwritten = the window's messages), also in the topic's
 // LostToReaders, as the copying writer counts a torn copy.
 func TestFromRingTornFrameRewritten(t *testing.T) {
-	fw := &fromRingWriter{}
+	fromRingWriters(t, fromRingTorn)
+}
+
+func fromRingTorn(t *testing.T, fw *fromRingWriter) {
 	r, vc, _ := dumpRecorder(t, rigConfig{
 		Rec:  engine.Config{TopicBytes: 256 << 10, Pre: new(time.Hour), Post: new(time.Duration(0)), Guard: new(time.Duration(0))},
-		Dump: Config{NewWriter: fw.new, FrameSize: 64 << 10},
+		Dump: Config{NewWriter: fw.new, Extension: fw.ext(), FrameSize: 64 << 10},
 	})
 	defer r.Close()
 	ids := discover(t, r, "a")
@@ -250,15 +352,18 @@ func TestFromRingTornFrameRewritten(t *testing.T) {
 // increasing sequence numbers), every file verifies and each dump's
 // figures are its file's. A torn message never reaches a dump.
 func TestFromRingStress(t *testing.T) {
+	fromRingWriters(t, fromRingStress)
+}
+
+func fromRingStress(t *testing.T, fw *fromRingWriter) {
 	dumps := 30
 	if testing.Short() {
 		dumps = 8
 	}
-	fw := &fromRingWriter{}
 	r, err := newRig(t, rigConfig{
 		Rec: engine.Config{CacheSize: 4 << 20, TopicBytes: 512 << 10, Pre: new(time.Hour), Post: new(time.Duration(0)), Guard: new(time.Duration(0))},
-		Dump: Config{Dir: filepath.Join(t.TempDir(), "dumps"), NewWriter: fw.new, FrameSize: 64 << 10, PollInterval: time.Millisecond,
-			MaxFiles: 4},
+		Dump: Config{Dir: filepath.Join(t.TempDir(), "dumps"), NewWriter: fw.new, Extension: fw.ext(), FrameSize: 64 << 10,
+			PollInterval: time.Millisecond, MaxFiles: 4},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,12 +16,25 @@ type mcapDump struct {
 	w     *mcap.PackWriter
 	types typeTracker
 	held  []byte // reserved data moved aside before a type change
+
+	// fromRing: Borrow takes payloads in place in the rings (the write(2)
+	// path, uncompressed: mcap.Writer.CanBorrow). refs are the open
+	// chunk's borrowed messages, in chunk order; torn counts chunks
+	// written again because a producer overwrote a borrowed payload
+	// before its write was checked.
+	fromRing bool
+	refs     []ringRef
+	torn     uint64
 }
 
 // NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place, with
 // write(2): preallocated from the size hint, writeback started as it
 // fills), its packed-struct topics transcoded to json for viewers
-// (MCAPWriter(false)).
+// (MCAPWriter(false)). Uncompressed, the payloads of FromRingMin bytes and
+// more go to the file straight from the rings, as NewPackWriteWriter's
+// do: each chunk is one writev of its records and the borrowed payloads,
+// checked after the write and written again from copies, without the
+// payloads a producer overwrote meanwhile, when one was (mcapDump.Borrow).
 func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
 	return newMCAPWriter(path, o, false, false)
 }
@@ -31,6 +44,18 @@ func NewMCAPWriter(path string, o WriterOptions) (Writer, error) {
 // (docs/performance.md), kept as an option.
 func NewMCAPMmapWriter(path string, o WriterOptions) (Writer, error) {
 	return newMCAPWriter(path, o, false, true)
+}
+
+// NewMCAPCopyingWriter is NewMCAPWriter with every payload copied from the
+// rings into the open chunk (the default before the payloads were written
+// from the rings): kept to measure what that is worth (bench/,
+// docs/performance.md).
+func NewMCAPCopyingWriter(path string, o WriterOptions) (Writer, error) {
+	w, err := newMCAPWriter(path, o, false, false)
+	if md, ok := w.(*mcapDump); ok {
+		md.fromRing = false
+	}
+	return w, err
 }
 
 // MCAPWriter returns the NewWriterFunc of MCAP dumps; keepPacked writes
@@ -55,7 +80,7 @@ func newMCAPWriter(path string, o WriterOptions, keepPacked, mmap bool) (Writer,
 	if err != nil {
 		return nil, fmt.Errorf("mcap dump %s: %w", path, err)
 	}
-	return &mcapDump{w: w, types: newTypeTracker()}, nil
+	return &mcapDump{w: w, types: newTypeTracker(), fromRing: !mmap && w.Writer().CanBorrow()}, nil
 }
 
 func (m *mcapDump) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
@@ -84,6 +109,101 @@ func (m *mcapDump) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []by
 		}
 	}
 	return m.w.Add(t.Name, t.Channel, nil, genNs, captureNs, data)
+}
+
+// borrowing reports whether Borrow is to be used: the payloads of an
+// uncompressed dump through write(2) go to the file from the rings.
+func (m *mcapDump) borrowing() bool { return m.fromRing }
+
+// Borrow adds the message s peeked (s.e) and consumes it, as the pack
+// writer's Borrow does: a payload of FromRingMin bytes and more of a topic
+// written as it is (not transcoded) is borrowed where it lies in the ring
+// and goes to the file from there, in the writev of its chunk; the chunk
+// is checked after that write (WindowCursor.Intact) and its messages
+// accounted, or, when a producer overwrote a borrowed payload first, taken
+// back and written again without it (mcap.Writer.TakeBackChunk), the
+// overwritten messages counted lost as a torn copy is. Other payloads are
+// copied into the open chunk and accounted at once.
+func (m *mcapDump) Borrow(s *source, t *ingest.TopicInfo) error {
+	e := s.e
+	if m.types.changed(t) {
+		if err := m.w.DeclareTopic(mcap.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type}); err != nil {
+			return err
+		}
+	}
+	lend := false
+	if e.Size >= FromRingMin {
+		var err error
+		if lend, err = m.w.Borrows(t.Name, t.Channel); err != nil {
+			return err
+		}
+	}
+	if lend {
+		data, at := s.c.Borrow(e)
+		m.refs = append(m.refs, ringRef{s: s, e: e, msg: len(m.refs), at: at})
+		if err := m.w.AddBorrowed(t.Name, t.Channel, e.GenNs, e.CaptureNs, data); err != nil {
+			return err
+		}
+	} else {
+		data := m.w.Reserve(int(e.Size))
+		if !s.c.Copy(e, data) {
+			return nil // torn while copied: the next Peek counts it lost
+		}
+		if err := m.w.Add(t.Name, t.Channel, nil, e.GenNs, e.CaptureNs, data); err != nil {
+			return err
+		}
+		s.wrote(&e)
+	}
+	if len(m.refs) > 0 && m.w.Writer().ChunkFull() {
+		return m.Flush()
+	}
+	return nil
+}
+
+// Flush writes the open chunk when it borrows payloads (writeChecked), so
+// every message Borrow took is accounted, or counted lost, before the
+// dump's figures are taken. A chunk of copies only is left to Close.
+func (m *mcapDump) Flush() error {
+	if len(m.refs) == 0 {
+		return nil
+	}
+	mw := m.w.Writer()
+	if err := mw.WriteChunkProvisional(); err != nil {
+		return err
+	}
+	if afterProvisionalWrite != nil {
+		afterProvisionalWrite()
+	}
+	intact := true
+	for i := range m.refs {
+		if r := &m.refs[i]; !r.s.c.Intact(r.at) {
+			intact = false
+			break
+		}
+	}
+	if intact {
+		mw.KeepChunk()
+		for i := range m.refs {
+			m.refs[i].s.wrote(&m.refs[i].e)
+		}
+	} else {
+		m.torn++
+		err := mw.TakeBackChunk(func(i int) bool {
+			r := &m.refs[i]
+			if !r.s.c.Intact(r.at) {
+				r.s.c.Overwritten(1)
+				return false
+			}
+			r.s.wrote(&r.e)
+			return true
+		})
+		if err != nil {
+			return err
+		}
+	}
+	clear(m.refs)
+	m.refs = m.refs[:0]
+	return nil
 }
 
 func (m *mcapDump) SetInfo(info dumpinfo.Info) error { return m.w.SetDumpInfo(info) }

@@ -243,6 +243,32 @@ func nonNegative(ns int64) uint64 { return uint64(max(ns, 0)) }
 // data are copied. It allocates only when a topic is seen for the first
 // time (and, for a transcoded topic, while its JSON buffer grows).
 func (p *PackWriter) Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error {
+	return p.add(name, channel, meta, genTs, doneTs, data, false)
+}
+
+// Borrows reports whether AddBorrowed borrows the data of the topic's next
+// message (Writer.CanBorrow, and the topic is not transcoded); the topic's
+// channel is created now if it was not (as its first Add would).
+func (p *PackWriter) Borrows(name, channel string) (bool, error) {
+	if !p.w.CanBorrow() {
+		return false, nil
+	}
+	ts, err := p.topic(name, channel)
+	if err != nil {
+		return false, err
+	}
+	return ts.layout == nil, nil
+}
+
+// AddBorrowed is Add of a message without meta whose data the open chunk
+// borrows, when Borrows says so (Writer.WriteMessageBorrowed: the caller
+// closes the chunk once Writer.ChunkFull and checks the data); otherwise
+// the data is copied.
+func (p *PackWriter) AddBorrowed(name, channel string, genTs, doneTs int64, data []byte) error {
+	return p.add(name, channel, nil, genTs, doneTs, data, true)
+}
+
+func (p *PackWriter) add(name, channel string, meta []byte, genTs, doneTs int64, data []byte, borrow bool) error {
 	if p.w.reserved(data) {
 		if ts, ok := p.topics[topicKey{name, channel}]; !ok || ts.layout != nil {
 			// a new channel (or a raw one for a packed message that does
@@ -279,7 +305,12 @@ func (p *PackWriter) Add(name, channel string, meta []byte, genTs, doneTs int64,
 		}
 	}
 	ts.seq++
-	if err := p.w.WriteMessage(m); err != nil {
+	if borrow && ts.layout == nil {
+		err = p.w.WriteMessageBorrowed(m)
+	} else {
+		err = p.w.WriteMessage(m)
+	}
+	if err != nil {
 		return err
 	}
 	if data != nil && len(meta) > 0 {

@@ -147,7 +147,7 @@ func (w *Writer) queueChunk() error {
 		w.chunk = make([]byte, 0, w.opt.ChunkSize+w.opt.ChunkSize/8)
 	}
 	w.touched = w.touched[:0]
-	w.chunkMsgs = 0
+	w.chunkEmptied()
 	p.queue = append(p.queue, j)
 	go j.run(p.comps, w.opt.Compression, w.opt.ChunkSize)
 	return nil

@@ -121,6 +121,42 @@ type Writer struct {
 	startTime uint64
 	endTime   uint64
 	closed    bool
+
+	// Borrowed payloads (WriteMessageBorrowed): lent are the open chunk's,
+	// in record order, lentBytes their sum; prov is the chunk written
+	// provisionally until KeepChunk or TakeBackChunk; doneStart and
+	// doneEnd are the time range of the chunks written (the open chunk's
+	// messages not counted), to take a chunk back to.
+	lent      []lentPayload
+	lentBytes int
+	iov       [][]byte
+	prov      provisional
+	doneStart uint64
+	doneEnd   uint64
+}
+
+// lentPayload is a message payload the open chunk borrows: its bytes go
+// into the chunk's records at offset at of Writer.chunk (right after the
+// message's header, which is in Writer.chunk).
+type lentPayload struct {
+	at   int
+	data []byte
+}
+
+// provisional is a chunk written by WriteChunkProvisional, not yet kept:
+// where it starts, and the data section's CRC before it.
+type provisional struct {
+	pending bool
+	pos     uint64
+	crc     uint32
+}
+
+// lendingSink is an underlying writer that can take a chunk straight from
+// the memory of its pieces and take back what was written from an offset
+// (durable.Buffered): a Writer borrows payloads only over one.
+type lendingSink interface {
+	Writev(pieces [][]byte, n int64) error
+	Rewind(to int64) error
 }
 
 // NewWriter writes the magic and Header to w and returns a Writer. Close
@@ -296,20 +332,46 @@ func (w *Writer) reserved(data []byte) bool {
 }
 
 // WriteMessage appends a Message record to the open chunk, closing the chunk
-// when it reaches the chunk size. m.Data is copied; m is not retained. It
+// when it reaches the chunk size (unless it borrows payloads,
+// WriteMessageBorrowed). m.Data is copied; m is not retained. It
 // allocates nothing once the writer's buffers have grown to size.
 func (w *Writer) WriteMessage(m *Message) error {
+	if err := w.checkMessage(m); err != nil {
+		return err
+	}
+	w.appendMessage(m)
+	if w.ChunkFull() && len(w.lent) == 0 {
+		if w.pipe != nil { // queued, compressed meanwhile; Flush would wait for it
+			return w.writeChunk()
+		}
+		return w.Flush()
+	}
+	return nil
+}
+
+func (w *Writer) checkMessage(m *Message) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
 	if int(m.ChannelID) >= len(w.channels) {
 		return fmt.Errorf("%w: message on channel id %d (%d channels added)", ErrUnknownChannel, m.ChannelID, len(w.channels))
 	}
-	ch := m.ChannelID
-	if len(w.idx[ch]) == 0 {
-		w.touched = append(w.touched, ch)
-	}
-	w.idx[ch] = append(w.idx[ch], indexEntry{m.LogTime, uint64(len(w.chunk))})
+	return nil
+}
+
+// chunkLen is the open chunk's uncompressed size: its records, borrowed
+// payloads included.
+func (w *Writer) chunkLen() int { return len(w.chunk) + w.lentBytes }
+
+// ChunkFull reports whether the open chunk has reached the chunk size: a
+// chunk that borrows payloads is closed by its lender
+// (WriteChunkProvisional), not by WriteMessage.
+func (w *Writer) ChunkFull() bool { return w.chunkLen() >= w.opt.ChunkSize }
+
+// appendMessage appends m's record (its data copied, or in place after
+// Reserve) to the open chunk, indexes and counts it.
+func (w *Writer) appendMessage(m *Message) {
+	w.noteMessage(m)
 	if w.reserved(m.Data) {
 		// the data is in place (Reserve): the header goes before it
 		n := len(m.Data)
@@ -318,6 +380,16 @@ func (w *Writer) WriteMessage(m *Message) error {
 	} else {
 		w.chunk = AppendMessage(w.chunk, m)
 	}
+}
+
+// noteMessage indexes the message about to be appended to the open chunk
+// and adds it to the chunk's and the file's figures.
+func (w *Writer) noteMessage(m *Message) {
+	ch := m.ChannelID
+	if len(w.idx[ch]) == 0 {
+		w.touched = append(w.touched, ch)
+	}
+	w.idx[ch] = append(w.idx[ch], indexEntry{m.LogTime, uint64(w.chunkLen())})
 	if w.chunkMsgs == 0 || m.LogTime < w.chunkStart {
 		w.chunkStart = m.LogTime
 	}
@@ -333,13 +405,173 @@ func (w *Writer) WriteMessage(m *Message) error {
 		w.endTime = m.LogTime
 	}
 	w.messages++
-	if len(w.chunk) >= w.opt.ChunkSize {
-		if w.pipe != nil { // queued, compressed meanwhile; Flush would wait for it
-			return w.writeChunk()
-		}
+}
+
+// CanBorrow reports whether WriteMessageBorrowed borrows payloads: chunks
+// written uncompressed, one at a time, to a FileWriter's write(2) path.
+func (w *Writer) CanBorrow() bool {
+	_, ok := w.w.(lendingSink)
+	return ok && w.comp == nil && w.pipe == nil
+}
+
+// WriteMessageBorrowed is WriteMessage without the copy (when CanBorrow):
+// the open chunk borrows m.Data, whose bytes go to the file straight from
+// where they lie when the chunk is written (one writev of the chunk's
+// records and its borrowed payloads, the CRC computed over them). The
+// lender keeps them unchanged until then, or checks afterwards: it closes
+// the chunk itself once ChunkFull (WriteMessage leaves a chunk that
+// borrows open) with WriteChunkProvisional, then KeepChunk or
+// TakeBackChunk. Without CanBorrow it is WriteMessage.
+func (w *Writer) WriteMessageBorrowed(m *Message) error {
+	if !w.CanBorrow() || len(m.Data) == 0 {
+		return w.WriteMessage(m)
+	}
+	if err := w.checkMessage(m); err != nil {
+		return err
+	}
+	w.noteMessage(m)
+	w.chunk = appendMessageHeader(w.chunk, m)
+	w.lent = append(w.lent, lentPayload{at: len(w.chunk), data: m.Data})
+	w.lentBytes += len(m.Data)
+	return nil
+}
+
+// Lent is the number of payloads the open chunk borrows.
+func (w *Writer) Lent() int { return len(w.lent) }
+
+// WriteChunkProvisional writes the open chunk, which borrows payloads,
+// provisionally: the Chunk record goes to the file (one writev from the
+// chunk's records and the payloads where they lie), its MessageIndex
+// records not yet. The lender then checks that no payload changed before
+// the write returned and calls KeepChunk, or TakeBackChunk; no other call
+// in between. A chunk that borrows nothing is written and kept.
+func (w *Writer) WriteChunkProvisional() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if len(w.lent) == 0 {
 		return w.Flush()
 	}
+	sink := w.w.(lendingSink)
+	iov := w.iov[:0]
+	iov = append(iov, nil) // the Chunk record's header
+	var crc uint32
+	from := 0
+	for _, p := range w.lent {
+		iov = append(iov, w.chunk[from:p.at], p.data)
+		from = p.at
+	}
+	if from < len(w.chunk) {
+		iov = append(iov, w.chunk[from:])
+	}
+	for _, b := range iov[1:] {
+		crc = crc32.Update(crc, crc32.IEEETable, b)
+	}
+	n := w.chunkLen()
+	h := w.chunkHeader(n, n, crc, w.chunkStart, w.chunkEnd)
+	if err := w.flushStage(); err != nil {
+		return err
+	}
+	w.prov = provisional{pending: true, pos: w.pos, crc: w.crc}
+	w.chunks = append(w.chunks, chunkIndex{start: w.chunkStart, end: w.chunkEnd, offset: w.pos,
+		length: uint64(len(h) + n), compressedSize: uint64(n), uncompressedSize: uint64(n), miFrom: len(w.miChan)})
+	w.crc = crc32.Update(w.crc, crc32.IEEETable, h)
+	w.crc = crc32Combine(w.crc, crc, int64(n))
+	iov[0] = h
+	err := sink.Writev(iov, int64(len(h)+n))
+	clear(iov) // holds no payload past the write
+	w.iov = iov[:0]
+	if err != nil {
+		w.err = fmt.Errorf("mcap: write at offset %d: %w", w.pos, err)
+		return w.err
+	}
+	w.pos += uint64(len(h) + n)
 	return nil
+}
+
+// KeepChunk completes the chunk WriteChunkProvisional wrote: its
+// MessageIndex records follow it.
+func (w *Writer) KeepChunk() {
+	if !w.prov.pending {
+		return
+	}
+	w.prov.pending = false
+	w.finishChunk()
+}
+
+// TakeBackChunk takes the chunk WriteChunkProvisional wrote out of the file
+// (the file cut back to its start) and writes it again, its borrowed
+// payloads from copies: each payload is copied, then keep(i) is asked
+// whether payload i (in the order WriteMessageBorrowed took them) is to
+// stay, as a reader checks a copy it made; those it rejects are left out.
+// The chunk's indexes and the file's figures count what is written. Rare:
+// it allocates.
+func (w *Writer) TakeBackChunk(keep func(i int) bool) error {
+	if !w.prov.pending {
+		return fmt.Errorf("mcap: TakeBackChunk without a provisional chunk")
+	}
+	w.prov.pending = false
+	if err := w.w.(lendingSink).Rewind(int64(w.prov.pos)); err != nil {
+		w.err = fmt.Errorf("mcap: taking back the chunk at %d: %w", w.prov.pos, err)
+		return w.err
+	}
+	w.pos, w.crc = w.prov.pos, w.prov.crc
+	w.chunks = w.chunks[:len(w.chunks)-1]
+	// Copies first, then the question (a payload may change meanwhile).
+	var safe []byte
+	for _, p := range w.lent {
+		safe = append(safe, p.data...)
+	}
+	kept := make([]bool, len(w.lent))
+	for i := range w.lent {
+		kept[i] = keep(i)
+	}
+	old, lent := w.chunk, w.lent
+	// The open chunk as it was before its first record, then its records
+	// again: the file's time range and counts are those of the chunks
+	// written; every message of the chunk is counted again as re-added.
+	w.chunk, w.lent, w.lentBytes = make([]byte, 0, cap(old)), nil, 0
+	for _, ch := range w.touched {
+		w.idx[ch] = w.idx[ch][:0]
+	}
+	w.touched = w.touched[:0]
+	w.messages -= uint64(w.chunkMsgs)
+	w.startTime, w.endTime = w.doneStart, w.doneEnd
+	w.chunkMsgs = 0
+	var m Message
+	li, soff := 0, 0
+	for o := 0; o < len(old); {
+		op := Opcode(old[o])
+		end := o + 1 + 8 + int(le.Uint64(old[o+1:]))
+		if op != OpMessage {
+			w.chunk = append(w.chunk, old[o:end]...)
+			o = end
+			continue
+		}
+		h := old[o+1+8 : o+messageHeaderLen]
+		m.ChannelID, m.Sequence = le.Uint16(h), le.Uint32(h[2:])
+		m.LogTime, m.PublishTime = le.Uint64(h[6:]), le.Uint64(h[14:])
+		w.counts[m.ChannelID]--
+		if li < len(lent) && lent[li].at == o+messageHeaderLen {
+			n := len(lent[li].data)
+			m.Data = safe[soff : soff+n]
+			soff += n
+			o += messageHeaderLen
+			if !kept[li] {
+				li++
+				continue
+			}
+			li++
+		} else {
+			m.Data = old[o+messageHeaderLen : end]
+			o = end
+		}
+		w.appendMessage(&m)
+	}
+	if len(w.chunk) == 0 {
+		return nil
+	}
+	return w.writeChunk()
 }
 
 // AddMetadata writes a Metadata record (name and key/value pairs) to the data
@@ -382,6 +614,13 @@ func (w *Writer) Flush() error {
 
 func (w *Writer) writeChunk() error {
 	records := w.chunk
+	if len(w.lent) > 0 { // a lender that does not check
+		if err := w.WriteChunkProvisional(); err != nil {
+			return err
+		}
+		w.KeepChunk()
+		return nil
+	}
 	if w.pipe != nil {
 		return w.queueChunk()
 	}
@@ -402,8 +641,14 @@ func (w *Writer) writeChunk() error {
 	if err := w.emitChunk(records, payload, crc32.ChecksumIEEE(records), start, end); err != nil {
 		return err
 	}
-	// MessageIndex records, one per channel with messages, by channel id,
-	// entries sorted by log time (stable: equal times keep file order).
+	w.finishChunk()
+	return nil
+}
+
+// finishChunk stages the MessageIndex records of the chunk just written,
+// one per channel with messages, by channel id, entries sorted by log time
+// (stable: equal times keep file order), and empties the open chunk.
+func (w *Writer) finishChunk() {
 	slices.Sort(w.touched)
 	for _, ch := range w.touched {
 		w.emitMessageIndex(ch, w.idx[ch])
@@ -412,24 +657,23 @@ func (w *Writer) writeChunk() error {
 	w.endChunk()
 	w.touched = w.touched[:0]
 	w.chunk = w.chunk[:0]
+	clear(w.lent) // holds no payload past the write
+	w.lent, w.lentBytes = w.lent[:0], 0
+	w.chunkEmptied()
+}
+
+// chunkEmptied notes that the open chunk is empty: the file's time range
+// so far is that of the chunks written.
+func (w *Writer) chunkEmptied() {
 	w.chunkMsgs = 0
-	return nil
+	w.doneStart, w.doneEnd = w.startTime, w.endTime
 }
 
 // emitChunk writes a Chunk record (its header, then the payload straight
 // from its buffer) after the staged bytes, and starts its chunk index;
 // the MessageIndex records follow (emitMessageIndex), then endChunk.
 func (w *Writer) emitChunk(records, payload []byte, recordsCRC uint32, start, end uint64) error {
-	h := w.head[:0]
-	h = append(h, byte(OpChunk))
-	h = appendU64(h, uint64(chunkFixedLen+4+len(w.opt.Compression)+8+len(payload)))
-	h = appendU64(h, start)
-	h = appendU64(h, end)
-	h = appendU64(h, uint64(len(records)))
-	h = appendU32(h, recordsCRC)
-	h = appendString(h, w.opt.Compression)
-	h = appendU64(h, uint64(len(payload)))
-	w.head = h
+	h := w.chunkHeader(len(records), len(payload), recordsCRC, start, end)
 	if err := w.flushStage(); err != nil {
 		return err
 	}
@@ -450,6 +694,22 @@ func (w *Writer) emitChunk(records, payload []byte, recordsCRC uint32, start, en
 		w.crc = crc32.Update(w.crc, crc32.IEEETable, payload)
 	}
 	return w.write(payload)
+}
+
+// chunkHeader returns a Chunk record's bytes before its payload (in
+// w.head).
+func (w *Writer) chunkHeader(records, payload int, recordsCRC uint32, start, end uint64) []byte {
+	h := w.head[:0]
+	h = append(h, byte(OpChunk))
+	h = appendU64(h, uint64(chunkFixedLen+4+len(w.opt.Compression)+8+payload))
+	h = appendU64(h, start)
+	h = appendU64(h, end)
+	h = appendU64(h, uint64(records))
+	h = appendU32(h, recordsCRC)
+	h = appendString(h, w.opt.Compression)
+	h = appendU64(h, uint64(payload))
+	w.head = h
+	return h
 }
 
 // emitMessageIndex stages channel ch's MessageIndex record of the chunk

@@ -235,9 +235,10 @@ func advance(pieces [][]byte, n int) [][]byte {
 // and more) goes to the kernel in one writev together with what is
 // buffered, straight from the caller's memory, not through the buffer.
 type Buffered struct {
-	d   *File
-	buf []byte
-	iov [2][]byte
+	d    *File
+	buf  []byte
+	iov  [2][]byte
+	iovs [][]byte // Writev's: the buffer, then the caller's pieces
 }
 
 // BufferSize is the size of Buffered's buffer.
@@ -279,4 +280,29 @@ func (b *Buffered) Flush() error {
 	_, err := b.d.Write(b.buf)
 	b.buf = b.buf[:0]
 	return err
+}
+
+// Writev writes what is buffered, then the pieces (n bytes in all), in
+// one writev straight from the pieces' memory.
+func (b *Buffered) Writev(pieces [][]byte, n int64) error {
+	iovs := append(append(b.iovs[:0], b.buf), pieces...)
+	err := b.d.Writev(iovs, int64(len(b.buf))+n)
+	clear(iovs) // holds none of the caller's memory past the write
+	b.iovs = iovs[:0]
+	b.buf = b.buf[:0]
+	return err
+}
+
+// Offset is the bytes written or buffered.
+func (b *Buffered) Offset() int64 { return b.d.Offset() + int64(len(b.buf)) }
+
+// Rewind takes back what was written or buffered from offset to on
+// (File.Rewind); to must not be past Offset.
+func (b *Buffered) Rewind(to int64) error {
+	if w := b.d.Offset(); to >= w && to <= w+int64(len(b.buf)) {
+		b.buf = b.buf[:to-w]
+		return nil
+	}
+	b.buf = b.buf[:0]
+	return b.d.Rewind(to)
 }

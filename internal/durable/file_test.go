@@ -176,3 +176,58 @@ func TestFileRewind(t *testing.T) {
 		}
 	}
 }
+
+// TestBufferedWritevRewind: Buffered.Writev writes what is buffered, then
+// the pieces; Rewind takes back bytes still buffered (the buffer cut) and
+// bytes already written (the file rewound), and what follows is written
+// over them.
+func TestBufferedWritevRewind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBuffered(New(f, path, Options{Prealloc: 1 << 20}))
+	var want []byte
+	write := func(p []byte) {
+		t.Helper()
+		if _, err := b.Write(p); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, p...)
+	}
+	write([]byte("head"))
+	big := bytes.Repeat([]byte{7}, 100<<10)
+	if err := b.Writev([][]byte{[]byte("ab"), big, []byte("cd")}, int64(4+len(big))); err != nil {
+		t.Fatal(err)
+	}
+	want = append(append(append(want, "ab"...), big...), "cd"...)
+	if got := b.Offset(); got != int64(len(want)) {
+		t.Fatalf("offset %d after Writev, want %d", got, len(want))
+	}
+	mark := int64(len(want))
+	write([]byte("buffered"))
+	if err := b.Rewind(mark + 3); err != nil { // inside the buffer
+		t.Fatal(err)
+	}
+	want = want[:mark+3]
+	write([]byte("XY"))
+	if err := b.Rewind(6); err != nil { // into what was written
+		t.Fatal(err)
+	}
+	want = want[:6]
+	write([]byte("tail"))
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.d.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("file %q, want %q", got, want)
+	}
+}
