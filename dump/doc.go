@@ -34,8 +34,10 @@
 // Writers are called from the Dumper's goroutine only; a payload passed to
 // WriteMessage is valid only during the call.
 //
-// The default pack writer (NewPackWriteWriter) is the exception that reads
-// the rings itself: it takes payloads of FromRingMin bytes and more where
+// The default pack writer (NewPackWriteWriter) and the MCAP writer of
+// uncompressed dumps (NewMCAPWriter; per chunk, through
+// mcap.Writer.WriteChunkProvisional, KeepChunk and TakeBackChunk) are the
+// exceptions that read the rings themselves: it takes payloads of FromRingMin bytes and more where
 // they lie in the ring (engine.WindowCursor.Borrow), not copied, writes
 // each frame provisionally (pack.Writer.WriteFrameProvisional), and only
 // after the writev checks that no producer overwrote a borrowed payload

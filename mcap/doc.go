@@ -71,6 +71,10 @@
 //     built in memory at Close (tens of bytes per chunk and channel).
 //   - Reserve hands out bytes of the open chunk, valid until the next call
 //     on the Writer.
+//   - WriteMessageBorrowed (when CanBorrow) keeps m.Data until its chunk is
+//     written: the lender closes that chunk (ChunkFull,
+//     WriteChunkProvisional, then KeepChunk or TakeBackChunk, no other call
+//     in between); a Flush or Close writes it without the lender's check.
 //   - Timestamps are uint64 nanoseconds since the UNIX epoch.
 //   - The reader checks every length against its container before use and
 //     bounds decompression by ReaderOptions.MaxChunkSize; errors are
