@@ -97,23 +97,7 @@ func checkSeqDump(t *testing.T, path string, names map[byte]string) (map[string]
 		}
 		for i := range f.Len() {
 			m := f.Message(i)
-			d := f.Data(i)
-			tp, seq, err := checkSeqPayload(d)
-			if err != nil || names[tp] != m.Name {
-				t.Fatalf("%s: message of %s at %d: %v (topic byte %d)", path, m.Name, m.DoneTs, err, tp)
-			}
-			g := got[m.Name]
-			if g == nil {
-				g = &dumpedTopic{firstNs: m.DoneTs}
-				got[m.Name] = g
-			}
-			if n := len(g.seqs); n > 0 && seq <= g.seqs[n-1] {
-				t.Fatalf("%s: %s seq %d after %d", path, m.Name, seq, g.seqs[n-1])
-			}
-			g.seqs = append(g.seqs, seq)
-			g.messages++
-			g.bytes += uint64(len(d))
-			g.lastNs = m.DoneTs
+			tallySeq(t, path, names, got, m.Name, m.DoneTs, f.Data(i))
 		}
 	}
 	info, ok := pr.DumpInfo()
@@ -121,6 +105,28 @@ func checkSeqDump(t *testing.T, path string, names map[byte]string) (map[string]
 		t.Fatalf("%s has no dump info", path)
 	}
 	return got, info
+}
+
+// tallySeq checks the payload of a message of topic name (captured at
+// doneNs) in the dump at path, as checkSeqDump says, and adds it to got.
+func tallySeq(t *testing.T, path string, names map[byte]string, got map[string]*dumpedTopic, name string, doneNs int64, data []byte) {
+	t.Helper()
+	tp, seq, err := checkSeqPayload(data)
+	if err != nil || names[tp] != name {
+		t.Fatalf("%s: message of %s at %d: %v (topic byte %d)", path, name, doneNs, err, tp)
+	}
+	g := got[name]
+	if g == nil {
+		g = &dumpedTopic{firstNs: doneNs}
+		got[name] = g
+	}
+	if n := len(g.seqs); n > 0 && seq <= g.seqs[n-1] {
+		t.Fatalf("%s: %s seq %d after %d", path, name, seq, g.seqs[n-1])
+	}
+	g.seqs = append(g.seqs, seq)
+	g.messages++
+	g.bytes += uint64(len(data))
+	g.lastNs = doneNs
 }
 
 // checkSeqMCAP is checkSeqDump of an MCAP dump: mcap.Doctor finds nothing
@@ -155,22 +161,7 @@ func checkSeqMCAP(t *testing.T, path string, names map[byte]string) (map[string]
 			break
 		}
 		m := pr.Message()
-		tp, seq, err := checkSeqPayload(m.Data)
-		if err != nil || names[tp] != m.Name {
-			t.Fatalf("%s: message of %s at %d: %v (topic byte %d)", path, m.Name, m.DoneTs, err, tp)
-		}
-		g := got[m.Name]
-		if g == nil {
-			g = &dumpedTopic{firstNs: m.DoneTs}
-			got[m.Name] = g
-		}
-		if n := len(g.seqs); n > 0 && seq <= g.seqs[n-1] {
-			t.Fatalf("%s: %s seq %d after %d", path, m.Name, seq, g.seqs[n-1])
-		}
-		g.seqs = append(g.seqs, seq)
-		g.messages++
-		g.bytes += uint64(len(m.Data))
-		g.lastNs = m.DoneTs
+		tallySeq(t, path, names, got, m.Name, m.DoneTs, m.Data)
 	}
 	info, ok := pr.DumpInfo()
 	if !ok {
