@@ -78,6 +78,10 @@ type borrower interface {
 	Flush() error
 }
 
+// rewriter is implemented by the Writers that take payloads from the
+// rings: how many frames or chunks they wrote again (Result.Rewritten).
+type rewriter interface{ rewritten() uint64 }
+
 // advance peeks the window's next message into s.e.
 func (s *source) advance() bool {
 	e, ok := s.c.Peek()

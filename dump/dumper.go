@@ -60,6 +60,7 @@ type Dumper struct {
 	hookDropped                atomic.Uint64
 	rotated                    atomic.Uint64
 	late                       atomic.Uint64
+	rewritten                  atomic.Uint64
 	lastErr                    atomic.Pointer[string]
 	gid                        int // group of dump files, -1: the process's
 }
@@ -326,6 +327,7 @@ func (d *Dumper) runJob(j *job) {
 	} else {
 		d.written.Add(1)
 		d.late.Add(res.Late)
+		d.rewritten.Add(res.Rewritten)
 		d.rotated.Add(uint64(d.rotate(res.Path, false)))
 	}
 	j.res = res
@@ -417,6 +419,9 @@ func (d *Dumper) write(j *job) Result {
 				res.Late += a.Late
 			}
 		}
+	}
+	if rw, ok := w.(rewriter); ok {
+		res.Rewritten = rw.rewritten()
 	}
 	if err == nil {
 		err = w.SetInfo(info)

@@ -303,8 +303,9 @@ func fromRingTorn(t *testing.T, fw *fromRingWriter) {
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	if fw.torn() != 1 {
-		t.Fatalf("%d frames torn, want 1 (the producer overwrote the first)", fw.torn())
+	if fw.torn() != 1 || res.Rewritten != 1 || r.Status().Rewritten != 1 {
+		t.Fatalf("%d frames torn, result says %d rewritten, status %d; want 1 (the producer overwrote the first)",
+			fw.torn(), res.Rewritten, r.Status().Rewritten)
 	}
 	got, info := checkSeqDump(t, res.Path, map[byte]string{1: "a"})
 	checkAccount(t, got, info)
@@ -385,7 +386,7 @@ func fromRingStress(t *testing.T, fw *fromRingWriter) {
 	for written[1].Load() < 1000 || written[2].Load() < 1000 {
 		time.Sleep(time.Millisecond) // let the rings fill and wrap
 	}
-	var messages, lost uint64
+	var messages, lost, rewritten uint64
 	for i := range dumps {
 		tid, err := r.Trigger(TriggerParams{Reason: "stress"})
 		if err != nil {
@@ -402,11 +403,15 @@ func fromRingStress(t *testing.T, fw *fromRingWriter) {
 		checkAccount(t, got, info)
 		messages += res.Messages
 		lost += res.Lost
+		rewritten += res.Rewritten
 	}
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("%d dumps: %d messages written, %d lost to the producers; %d frames torn and written again; %d + %d messages ingested",
 		dumps, messages, lost, fw.torn(), written[1].Load(), written[2].Load())
+	if rewritten != fw.torn() || r.Status().Rewritten != rewritten {
+		t.Fatalf("the results say %d rewritten, the status %d, the writers %d", rewritten, r.Status().Rewritten, fw.torn())
+	}
 	if messages == 0 {
 		t.Fatal("no message dumped")
 	}

@@ -19,6 +19,9 @@ type Status struct {
 	// Late counts, over every dump written, messages a topic's event-time
 	// order could not place (dumpinfo.TopicAccount.Late).
 	Late uint64
+	// Rewritten counts, over every dump written, frames or chunks written
+	// again without payloads producers overwrote (Result.Rewritten).
+	Rewritten uint64
 	// Pending is the number of dumps waiting for their post window.
 	Pending int
 	// Dumping reports a dump being written now.
@@ -44,6 +47,7 @@ func (d *Dumper) Status() Status {
 		HookResultsDropped:  d.hookDropped.Load(),
 		Rotated:             d.rotated.Load(),
 		Late:                d.late.Load(),
+		Rewritten:           d.rewritten.Load(),
 		Dumping:             d.writing.Load(),
 	}
 	if e := d.lastErr.Load(); e != nil {

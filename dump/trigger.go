@@ -96,6 +96,11 @@ type Result struct {
 	// Late sums the topics' messages written out of event-time order
 	// (dumpinfo.TopicAccount.Late).
 	Late uint64
+	// Rewritten counts the frames (pack) or chunks (MCAP) written a second
+	// time because a producer overwrote a payload the writer took from
+	// its ring before the write was checked; the overwritten messages are
+	// left out and counted in Lost (NewPackWriteWriter, NewMCAPWriter).
+	Rewritten uint64
 	// StartNs and EndNs bound the dumped window (capture time).
 	StartNs, EndNs int64
 	// Err is nil on success.

@@ -160,6 +160,8 @@ func (m *mcapDump) Borrow(s *source, t *ingest.TopicInfo) error {
 	return nil
 }
 
+func (m *mcapDump) rewritten() uint64 { return m.torn }
+
 // Flush writes the open chunk when it borrows payloads (writeChecked), so
 // every message Borrow took is accounted, or counted lost, before the
 // dump's figures are taken. A chunk of copies only is left to Close.

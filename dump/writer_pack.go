@@ -346,6 +346,8 @@ func (p *packWriter) Borrow(s *source, t *ingest.TopicInfo) error {
 	return nil
 }
 
+func (p *packWriter) rewritten() uint64 { return p.torn }
+
 // Flush writes the pending frame, so that every message Borrow took is
 // accounted (or counted lost) before the dump's figures are taken.
 func (p *packWriter) Flush() error { return p.flushFrame() }

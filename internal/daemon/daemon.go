@@ -518,7 +518,7 @@ func (d *Daemon) dumpFinished(res dump.Result) {
 	} else {
 		d.log.Info("dump written", "path", res.Path, "bytes", res.Bytes, "messages", res.Messages,
 			"overwritten", res.Lost, "lost_at_source", res.LostAtSource, "oversize", res.Oversize, "skipped_busy", res.SkippedBusy, "late", res.Late,
-			"reasons", res.Reasons)
+			"rewritten", res.Rewritten, "reasons", res.Reasons)
 	}
 	d.liveMu.Lock()
 	live := d.live

@@ -57,7 +57,12 @@ type DumpStatus struct {
 	HookResultsDropped uint64 `json:"hook_results_dropped"`
 	// Late counts messages written out of event-time order over every
 	// dump (dumpinfo.TopicAccount.Late).
-	Late        uint64   `json:"late"`
+	Late uint64 `json:"late"`
+	// Rewritten counts frames or chunks dumps wrote again because a
+	// producer overwrote a payload taken from its ring before the write
+	// was checked (dump.Result.Rewritten; the messages lost are counted
+	// as overwritten).
+	Rewritten   uint64   `json:"rewritten"`
 	Pending     int      `json:"pending"`
 	Dumping     bool     `json:"dumping"`
 	LastError   string   `json:"last_error,omitempty"`
@@ -130,7 +135,7 @@ func (d *Daemon) Status() Status {
 			Coalesced: ds.TriggersCoalesced, RateLimited: ds.TriggersRateLimited, Rotated: ds.Rotated,
 			ManualRateLimited: ds.ManualRateLimited, ManualRefused: ds.ManualRefused, RuleRefused: ds.RuleRefused,
 			HookResultsDropped: ds.HookResultsDropped, Pending: ds.Pending, Dumping: ds.Dumping,
-			LastError: ds.LastError, LeftoverTmp: ds.LeftoverTmp, Late: ds.Late},
+			LastError: ds.LastError, LeftoverTmp: ds.LeftoverTmp, Late: ds.Late, Rewritten: ds.Rewritten},
 		Topics:  []TopicStatus{},
 		Rules:   []RuleStatus{},
 		Sources: []SourceStat{},
@@ -231,6 +236,8 @@ var (
 	descRuleStuck    = prometheus.NewDesc("edr_rule_stuck", "1 when the rule has been inside one callback for over a second.", []string{"rule"}, nil)
 	descDumpLate     = prometheus.NewDesc("edr_dump_late_messages_total",
 		"Messages dumps wrote out of event-time order: later than the event-time reorder stage's bound.", nil, nil)
+	descDumpRewritten = prometheus.NewDesc("edr_dump_rewritten_total",
+		"Frames or chunks dumps wrote a second time, without the payloads producers overwrote while the writer held them in their rings (those messages are counted lost to readers).", nil, nil)
 	descSourceLost   = prometheus.NewDesc("edr_source_lost_total", "Messages a source lost before the recorder could read them.", []string{"kind", "source"}, nil)
 	descLeftoverSegs = prometheus.NewDesc("edr_source_leftover_segments_total", "Shared-memory segments found finished (producer closed or dead before the recorder found them): read, counted, not recorded.", []string{"kind", "source"}, nil)
 	descLeftoverMsgs = prometheus.NewDesc("edr_source_leftover_messages_total", "Messages in leftover segments, not recorded.", []string{"kind", "source"}, nil)
@@ -240,7 +247,7 @@ var (
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped, descTopicEvicted,
 		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descRuleCall, descRuleStuck, descSourceLost,
-		descLeftoverSegs, descLeftoverMsgs, descRefusedSegs, descDumpLate} {
+		descLeftoverSegs, descLeftoverMsgs, descRefusedSegs, descDumpLate, descDumpRewritten} {
 		ch <- d
 	}
 	for _, d := range uploadDescs() {
@@ -273,6 +280,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.RefusedDisk), "refused_low_disk")
 	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Rotated), "rotated")
 	ch <- prometheus.MustNewConstMetric(descDumpLate, prometheus.CounterValue, float64(st.Dumps.Late))
+	ch <- prometheus.MustNewConstMetric(descDumpRewritten, prometheus.CounterValue, float64(st.Dumps.Rewritten))
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.Coalesced), "coalesced")
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.RateLimited), "rate_limited")
 	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.ManualRateLimited), "manual_rate_limited")
