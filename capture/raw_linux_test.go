@@ -181,6 +181,11 @@ func TestRawFilterVeth(t *testing.T) {
 			w.opts.Interface = "va"
 			w.opts.BlockTimeout = time.Millisecond
 			w.opts.BlockSize = 1 << 16
+			// Blocks retire every millisecond, most holding a frame or
+			// two: 64 of them, so a reader slowed by -race on a loaded
+			// machine does not fall 4 blocks behind and lose frames
+			// (CI's run of a851206: 270 of 290).
+			w.opts.Blocks = 64
 			w.sink = newRecordingSink()
 			w.src = newRaw(t, w.opts, w.sink)
 		}
@@ -209,7 +214,15 @@ func TestRawFilterVeth(t *testing.T) {
 	send("10.99.0.1:30490", someip, 's')
 
 	// Wait for everything to have crossed the veth before reading counts.
-	all := countTopics(t, ws[0].sink, other+otherGroup+tagged+group+someip)
+	n := other + otherGroup + tagged + group + someip
+	got := ws[0].sink.records()
+	for deadline := time.Now().Add(10 * time.Second); len(got) < n && time.Now().Before(deadline); {
+		got = ws[0].sink.waitRecordsFor(100 * time.Millisecond)
+	}
+	if len(got) < n { // with the source's stats: lost in the ring, or never sent
+		t.Fatalf("unfiltered source: %d records, want %d; its stats %+v", len(got), n, ws[0].src.Stats())
+	}
+	all := countTopics(t, ws[0].sink, n)
 	if all["eth/0x0800"] < other+otherGroup+tagged+group+someip {
 		t.Errorf("unfiltered source saw %v", all)
 	}
