@@ -35,18 +35,19 @@
 // WriteMessage is valid only during the call.
 //
 // The default pack writer (NewPackWriteWriter) and the MCAP writer of
-// uncompressed dumps (NewMCAPWriter; per chunk, through
-// mcap.Writer.WriteChunkProvisional, KeepChunk and TakeBackChunk) are the
-// exceptions that read the rings themselves: it takes payloads of FromRingMin bytes and more where
-// they lie in the ring (engine.WindowCursor.Borrow), not copied, writes
-// each frame provisionally (pack.Writer.WriteFrameProvisional), and only
-// after the writev checks that no producer overwrote a borrowed payload
-// (WindowCursor.Intact). A frame a producer tore is taken back and written
-// again without the overwritten messages, counted lost exactly as a copy
-// a producer tears; a message is accounted in the dump's figures only once
-// its frame is in the file intact. Such a frame's payloads are exposed to
-// producers from the message's turn in the merge until its frame's writev
-// returns (one frame, FrameSize bytes), not only during a copy: a ring
-// barely larger than a dump's backlog loses a few more messages than with
+// uncompressed dumps (NewMCAPWriter) are the exceptions that read the rings
+// themselves: they take payloads of FromRingMin bytes and more where they
+// lie in the ring (engine.WindowCursor.Borrow), not copied, write each
+// frame or chunk provisionally (pack.Writer.WriteFrameProvisional,
+// mcap.Writer.WriteChunkProvisional), and only after the writev check
+// that no producer overwrote a borrowed payload (WindowCursor.Intact). A
+// frame or chunk a producer tore is taken back and written again without
+// the overwritten messages, counted lost exactly as a copy a producer
+// tears (Result.Rewritten counts them); a message is accounted in the
+// dump's figures only once its frame or chunk is in the file intact. Such
+// payloads are exposed to producers from the message's turn in the merge
+// until the writev returns (one frame or chunk, FrameSize bytes), not only
+// during a copy: a ring barely larger than a dump's backlog loses a few
+// more messages than with
 // PackWriteTuning.Copying.
 package dump
