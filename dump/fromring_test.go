@@ -50,13 +50,15 @@ func checkSeqPayload(p []byte) (byte, uint64, error) {
 	return p[0], binary.LittleEndian.Uint64(p[1:]), nil
 }
 
-// seqSize is the payload size of message seq: mostly borrowed from the
-// ring (FromRingMin and more), some copied.
+// seqSize is the payload size of message seq: one in five small (100 to
+// 399 bytes), the others 4 to 20 KiB. The pack writer borrows them but the
+// smallest (FromRingMin), the MCAP writer those of 16 KiB and more
+// (MCAPFromRingMin): fromRingWriter.min.
 func seqSize(seq uint64) int {
 	if seq%5 == 0 {
 		return 100 + int(seq%300)
 	}
-	return FromRingMin + int(seq*7919%(16<<10))
+	return 4<<10 + int(seq*7919%(16<<10))
 }
 
 // dumpedTopic is what a dump file holds of one topic.
@@ -219,6 +221,14 @@ func (fw *fromRingWriter) new(path string, opts WriterOptions) (Writer, error) {
 	return w, err
 }
 
+// min is the payload size from which the writer borrows.
+func (fw *fromRingWriter) min() int {
+	if fw.mcap {
+		return MCAPFromRingMin
+	}
+	return FromRingMin
+}
+
 func (fw *fromRingWriter) ext() string {
 	if fw.mcap {
 		return MCAPExt
@@ -332,7 +342,7 @@ func fromRingTorn(t *testing.T, fw *fromRingWriter) {
 		t.Fatalf("the file lacks seqs %v of the window's %d, the info says %d overwritten", out, window, a.Overwritten)
 	}
 	for _, s := range out {
-		if seqSize(s) < FromRingMin {
+		if seqSize(s) < fw.min() {
 			t.Fatalf("seq %d, copied, left out", s)
 		}
 	}

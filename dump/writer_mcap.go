@@ -23,6 +23,7 @@ type mcapDump struct {
 	// written again because a producer overwrote a borrowed payload
 	// before its write was checked.
 	fromRing bool
+	minSize  uint64 // MCAPFromRingMin, or MCAPWriteTuning.FromRingMin
 	refs     []ringRef
 	torn     uint64
 }
@@ -30,7 +31,7 @@ type mcapDump struct {
 // NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place, with
 // write(2): preallocated from the size hint, writeback started as it
 // fills), its packed-struct topics transcoded to json for viewers
-// (MCAPWriter(false)). Uncompressed, the payloads of FromRingMin bytes and
+// (MCAPWriter(false)). Uncompressed, the payloads of MCAPFromRingMin bytes and
 // more go to the file straight from the rings, as NewPackWriteWriter's
 // do: each chunk is one writev of its records and the borrowed payloads,
 // checked after the write and written again from copies, without the
@@ -51,9 +52,28 @@ func NewMCAPMmapWriter(path string, o WriterOptions) (Writer, error) {
 // from the rings): kept to measure what that is worth (bench/,
 // docs/performance.md).
 func NewMCAPCopyingWriter(path string, o WriterOptions) (Writer, error) {
+	return newMCAPWriterTuned(path, o, MCAPWriteTuning{Copying: true})
+}
+
+// MCAPWriteTuning varies NewMCAPWriter, to measure what its steps are worth
+// (bench/, docs/performance.md). The zero value is NewMCAPWriter.
+type MCAPWriteTuning struct {
+	// Copying copies every payload into the open chunk.
+	Copying bool
+	// FromRingMin replaces MCAPFromRingMin when > 0.
+	FromRingMin int
+}
+
+// NewMCAPWriterTuned is NewMCAPWriter varied by t.
+func NewMCAPWriterTuned(t MCAPWriteTuning) NewWriterFunc {
+	return func(path string, o WriterOptions) (Writer, error) { return newMCAPWriterTuned(path, o, t) }
+}
+
+func newMCAPWriterTuned(path string, o WriterOptions, t MCAPWriteTuning) (Writer, error) {
 	w, err := newMCAPWriter(path, o, false, false)
 	if md, ok := w.(*mcapDump); ok {
-		md.fromRing = false
+		md.fromRing = md.fromRing && !t.Copying
+		md.minSize = fromRingMin(t.FromRingMin, MCAPFromRingMin)
 	}
 	return w, err
 }
@@ -80,7 +100,7 @@ func newMCAPWriter(path string, o WriterOptions, keepPacked, mmap bool) (Writer,
 	if err != nil {
 		return nil, fmt.Errorf("mcap dump %s: %w", path, err)
 	}
-	return &mcapDump{w: w, types: newTypeTracker(), fromRing: !mmap && w.Writer().CanBorrow()}, nil
+	return &mcapDump{w: w, types: newTypeTracker(), fromRing: !mmap && w.Writer().CanBorrow(), minSize: MCAPFromRingMin}, nil
 }
 
 func (m *mcapDump) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
@@ -116,7 +136,7 @@ func (m *mcapDump) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []by
 func (m *mcapDump) borrowing() bool { return m.fromRing }
 
 // Borrow adds the message s peeked (s.e) and consumes it, as the pack
-// writer's Borrow does: a payload of FromRingMin bytes and more of a topic
+// writer's Borrow does: a payload of MCAPFromRingMin bytes and more of a topic
 // written as it is (not transcoded) is borrowed where it lies in the ring
 // and goes to the file from there, in the writev of its chunk; the chunk
 // is checked after that write (WindowCursor.Intact) and its messages
@@ -132,7 +152,7 @@ func (m *mcapDump) Borrow(s *source, t *ingest.TopicInfo) error {
 		}
 	}
 	lend := false
-	if e.Size >= FromRingMin {
+	if e.Size >= m.minSize {
 		var err error
 		if lend, err = m.w.Borrows(t.Name, t.Channel); err != nil {
 			return err

@@ -73,6 +73,7 @@ type packWriter struct {
 	// frame's data bytes; torn counts frames written again because a
 	// producer overwrote a borrowed payload before its write was checked.
 	fromRing bool
+	minSize  uint64 // FromRingMin, or PackWriteTuning.FromRingMin
 	refs     []ringRef
 	data     int
 	torn     uint64
@@ -138,13 +139,35 @@ type PackWriteTuning struct {
 	// Async implies it (the check of a borrowed payload needs its write
 	// done).
 	Copying bool
+	// FromRingMin replaces the const FromRingMin when > 0 (bench's
+	// BenchmarkFromRingSizes).
+	FromRingMin int
+}
+
+// fromRingMin is tuned when it is positive, else def.
+func fromRingMin(tuned int, def uint64) uint64 {
+	if tuned > 0 {
+		return uint64(tuned)
+	}
+	return def
 }
 
 // FromRingMin is the payload size from which NewPackWriteWriter borrows a
-// payload in place in its ring; smaller ones are copied (the copy costs
-// little, and a borrowed payload is exposed to producers until its frame
-// is written).
-const FromRingMin = 4 << 10
+// payload in place in its ring; smaller ones are copied. Borrowing was
+// measured faster at every size from 64 B (docs/performance.md, Dump
+// write: 1.05x at 64 B, 1.16x at 256 B, 1.24x at 4 KiB, per dump on
+// tmpfs); the bound keeps the tiniest, where it saves least, exposed to
+// producers only while copied rather than until their frame is written.
+const FromRingMin = 256
+
+// MCAPFromRingMin is the payload size from which NewMCAPWriter borrows a
+// payload in place in its ring. Higher than FromRingMin: in an MCAP chunk
+// each payload follows its Message header, so a borrowed one adds two
+// pieces to the chunk's writev, and below 8 KiB that cost more in the
+// kernel than the copy saves (docs/performance.md, Dump write: borrowing
+// 0.49x as fast at 64 B, 0.95-1.0x at 4-8 KiB, 1.08x at 16 KiB, 1.06-1.17x
+// at 64 KiB).
+const MCAPFromRingMin = 16 << 10
 
 // NewPackWriteWriterTuned is NewPackWriteWriter varied by t.
 func NewPackWriteWriterTuned(t PackWriteTuning) NewWriterFunc {
@@ -164,7 +187,7 @@ func newPackWriteWriter(path string, opts WriterOptions, t PackWriteTuning) (Wri
 		return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 	}
 	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker(),
-		fromRing: !t.Copying && !t.Async}, nil
+		fromRing: !t.Copying && !t.Async, minSize: fromRingMin(t.FromRingMin, FromRingMin)}, nil
 }
 
 // packOptions are the pack writer options for opts.
@@ -304,7 +327,7 @@ func (p *packWriter) Borrow(s *source, t *ingest.TopicInfo) error {
 		return p.err
 	}
 	e := s.e
-	if e.Size < FromRingMin {
+	if e.Size < p.minSize {
 		data := p.Reserve(int(e.Size))
 		if !s.c.Copy(e, data) {
 			return nil
