@@ -233,8 +233,8 @@ func maxOf(v []float64) float64 {
 // I/O priority, the dumper copying the next frame meanwhile),
 // write-inflight16M (writeback of older chunks waited for past 16 MiB),
 // stream (pack's stream writer over a preallocated file, no early
-// writeback), mcap (the MCAP dump writer, write(2), payloads of 4 KiB and
-// more written from the rings as the pack default's), mcap-reserve (the
+// writeback), mcap (the MCAP dump writer, write(2), payloads of 16 KiB
+// and more written from the rings as the pack default's), mcap-reserve (the
 // same with every payload copied from the ring into the open chunk:
 // dump.NewMCAPCopyingWriter, the default before; mcap/reserve is the
 // default's per-round speed against it), mcap-scratch (through a scratch

@@ -121,7 +121,7 @@ func writeBorrowed(t *testing.T, path string, msgs []borrowMsg, reject bool) (dr
 				t.Fatal(err)
 			}
 		}
-		if w.Lent() == 0 || !w.ChunkFull() {
+		if len(lentIdx) == 0 || !w.ChunkFull() {
 			continue
 		}
 		flushAt[i] = true

@@ -436,9 +436,6 @@ func (w *Writer) WriteMessageBorrowed(m *Message) error {
 	return nil
 }
 
-// Lent is the number of payloads the open chunk borrows.
-func (w *Writer) Lent() int { return len(w.lent) }
-
 // WriteChunkProvisional writes the open chunk, which borrows payloads,
 // provisionally: the Chunk record goes to the file (one writev from the
 // chunk's records and the payloads where they lie), its MessageIndex
@@ -468,17 +465,15 @@ func (w *Writer) WriteChunkProvisional() error {
 		crc = crc32.Update(crc, crc32.IEEETable, b)
 	}
 	n := w.chunkLen()
-	h := w.chunkHeader(n, n, crc, w.chunkStart, w.chunkEnd)
-	if err := w.flushStage(); err != nil {
+	h, err := w.beginChunk(n, n, crc, w.chunkStart, w.chunkEnd)
+	if err != nil {
 		return err
 	}
 	w.prov = provisional{pending: true, pos: w.pos, crc: w.crc}
-	w.chunks = append(w.chunks, chunkIndex{start: w.chunkStart, end: w.chunkEnd, offset: w.pos,
-		length: uint64(len(h) + n), compressedSize: uint64(n), uncompressedSize: uint64(n), miFrom: len(w.miChan)})
 	w.crc = crc32.Update(w.crc, crc32.IEEETable, h)
 	w.crc = crc32Combine(w.crc, crc, int64(n))
 	iov[0] = h
-	err := sink.Writev(iov, int64(len(h)+n))
+	err = sink.Writev(iov, int64(len(h)+n))
 	clear(iov) // holds no payload past the write
 	w.iov = iov[:0]
 	if err != nil {
@@ -673,15 +668,10 @@ func (w *Writer) chunkEmptied() {
 // from its buffer) after the staged bytes, and starts its chunk index;
 // the MessageIndex records follow (emitMessageIndex), then endChunk.
 func (w *Writer) emitChunk(records, payload []byte, recordsCRC uint32, start, end uint64) error {
-	h := w.chunkHeader(len(records), len(payload), recordsCRC, start, end)
-	if err := w.flushStage(); err != nil {
+	h, err := w.beginChunk(len(records), len(payload), recordsCRC, start, end)
+	if err != nil {
 		return err
 	}
-	w.chunks = append(w.chunks, chunkIndex{start: start, end: end, offset: w.pos,
-		length:           uint64(len(h) + len(payload)),
-		compressedSize:   uint64(len(payload)),
-		uncompressedSize: uint64(len(records)),
-		miFrom:           len(w.miChan)})
 	w.crc = crc32.Update(w.crc, crc32.IEEETable, h)
 	if err := w.write(h); err != nil {
 		return err
@@ -696,9 +686,14 @@ func (w *Writer) emitChunk(records, payload []byte, recordsCRC uint32, start, en
 	return w.write(payload)
 }
 
-// chunkHeader returns a Chunk record's bytes before its payload (in
-// w.head).
-func (w *Writer) chunkHeader(records, payload int, recordsCRC uint32, start, end uint64) []byte {
+// beginChunk hands the staged bytes to w, then starts the chunk index of a
+// Chunk record at the offset reached and returns the record's bytes before
+// its payload (in w.head); records and payload are the uncompressed and
+// stored sizes.
+func (w *Writer) beginChunk(records, payload int, recordsCRC uint32, start, end uint64) ([]byte, error) {
+	if err := w.flushStage(); err != nil {
+		return nil, err
+	}
 	h := w.head[:0]
 	h = append(h, byte(OpChunk))
 	h = appendU64(h, uint64(chunkFixedLen+4+len(w.opt.Compression)+8+payload))
@@ -709,7 +704,10 @@ func (w *Writer) chunkHeader(records, payload int, recordsCRC uint32, start, end
 	h = appendString(h, w.opt.Compression)
 	h = appendU64(h, uint64(payload))
 	w.head = h
-	return h
+	w.chunks = append(w.chunks, chunkIndex{start: start, end: end, offset: w.pos,
+		length: uint64(len(h) + payload), compressedSize: uint64(payload), uncompressedSize: uint64(records),
+		miFrom: len(w.miChan)})
+	return h, nil
 }
 
 // emitMessageIndex stages channel ch's MessageIndex record of the chunk

@@ -154,7 +154,8 @@ event_time = "t"
 	_, st, _ := runBin(t, "status", "--socket", r.sock, "--json")
 	var s struct {
 		Dumps struct {
-			Late uint64 `json:"late"`
+			Late      uint64 `json:"late"`
+			Rewritten uint64 `json:"rewritten"`
 		} `json:"dumps"`
 	}
 	if err := json.Unmarshal([]byte(st), &s); err != nil || s.Dumps.Late != late {
@@ -168,6 +169,11 @@ event_time = "t"
 	resp.Body.Close()
 	if want := fmt.Sprintf("edr_dump_late_messages_total %d\n", late); !strings.Contains(string(body), want) {
 		t.Errorf("/metrics lacks %q", want)
+	}
+	// frames written again without payloads producers overwrote: the
+	// status's count is the metric's
+	if want := fmt.Sprintf("edr_dump_rewritten_total %d\n", s.Dumps.Rewritten); !strings.Contains(string(body), want) {
+		t.Errorf("/metrics lacks %q (status dumps.rewritten %d)", want, s.Dumps.Rewritten)
 	}
 }
 

@@ -293,9 +293,6 @@ func (b *Buffered) Writev(pieces [][]byte, n int64) error {
 	return err
 }
 
-// Offset is the bytes written or buffered.
-func (b *Buffered) Offset() int64 { return b.d.Offset() + int64(len(b.buf)) }
-
 // Rewind takes back what was written or buffered from offset to on
 // (File.Rewind); to must not be past Offset.
 func (b *Buffered) Rewind(to int64) error {

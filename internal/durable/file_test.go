@@ -202,8 +202,8 @@ func TestBufferedWritevRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = append(append(append(want, "ab"...), big...), "cd"...)
-	if got := b.Offset(); got != int64(len(want)) {
-		t.Fatalf("offset %d after Writev, want %d", got, len(want))
+	if got := b.d.Offset(); got != int64(len(want)) || len(b.buf) != 0 {
+		t.Fatalf("file offset %d and %d bytes buffered after Writev, want %d and 0", got, len(b.buf), len(want))
 	}
 	mark := int64(len(want))
 	write([]byte("buffered"))
