@@ -83,6 +83,7 @@ type structType struct {
 	size    int // as node.size
 	leaves  int // leaf fields, arrays counted once
 	depth   int // 1 + the deepest struct among the members
+	pathLen int // the longest path to a leaf, indices at their largest
 }
 
 // Layout is a compiled layout: the description of a packed struct in

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -426,16 +427,21 @@ func (p *parser) addMember(st *structType, m member, at token) error {
 	if nd.size > MaxLayoutSize-st.size {
 		return p.errorf(at, true, "%s: the layout exceeds %d bytes (MaxLayoutSize)", memberName(m), MaxLayoutSize)
 	}
-	leaves, depth := 0, 0
+	leaves, depth, pathLen := 0, 0, len(m.name)
 	for leaf := nd; ; leaf = leaf.elem {
 		if leaf.kind == nStruct {
 			leaves, depth = leaf.st.leaves, leaf.st.depth
+			pathLen += 1 + leaf.st.pathLen
 		} else if leaf.kind != nPad && leaf.kind != nArray {
 			leaves = 1
 		}
 		if leaf.kind != nArray {
 			break
 		}
+		pathLen += len("[]") + len(strconv.Itoa(leaf.n-1))
+	}
+	if pathLen > maxNameLen {
+		return p.errorf(at, true, "%.60s: a path to its fields is %d bytes, more than %d", memberName(m), pathLen, maxNameLen)
 	}
 	if st.leaves+leaves > MaxFields {
 		return p.errorf(at, true, "%s: more than %d leaf fields (MaxFields)", memberName(m), MaxFields)
@@ -447,6 +453,7 @@ func (p *parser) addMember(st *structType, m member, at token) error {
 	st.fixed = st.fixed && nd.fixed
 	st.leaves += leaves
 	st.depth = max(st.depth, depth+1)
+	st.pathLen = max(st.pathLen, pathLen)
 	st.members = append(st.members, m)
 	return nil
 }

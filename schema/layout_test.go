@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -93,6 +94,9 @@ func TestLayoutHostile(t *testing.T) {
 		{"deep nesting", deep(100), ErrLimit, "structs nest 65 deep (MaxDepth 64)"},
 		{"2^62 array", "u8 a[4611686018427387904]", ErrLimit, "exceeds 16777216 (MaxLayoutSize)"},
 		{"array of arrays", "struct s { u8 a[16777216] }\ns b[16777216]", ErrLimit, "exceeds 16777216 bytes (MaxLayoutSize)"},
+		{"a 4006-byte name", "str8 " + strings.Repeat("I", 4006), ErrLimit, "a path to its fields is 4006 bytes, more than 1024"},
+		{"a long path by nesting", "struct s { u8 " + strings.Repeat("x", 1000) + "[100] }\ns " + strings.Repeat("y", 17) + "[2]",
+			ErrLimit, "layout:2:1: field yyyyyyyyyyyyyyyyy: a path to its fields is 1025 bytes, more than 1024"},
 	}
 	for _, c := range cases {
 		start := time.Now()
@@ -111,6 +115,19 @@ func TestLayoutHostile(t *testing.T) {
 	}
 	if _, err := ParseLayout([]byte(deep(63))); err != nil {
 		t.Errorf("64 levels: %v", err)
+	}
+	// The longest path a layout may declare is one every accessor takes:
+	// y[1].xx…x[99], 1024 bytes.
+	long := "struct s { u8 " + strings.Repeat("x", 1000) + "[100] }\ns " + strings.Repeat("y", 16) + "[2]"
+	l, err := ParseLayout([]byte(long))
+	if err != nil {
+		t.Fatalf("a 1024-byte path: %v", err)
+	}
+	p := strings.Repeat("y", 16) + "[1]." + strings.Repeat("x", 1000) + "[99]"
+	if a, err := l.Accessor(p); len(p) != 1024 || err != nil {
+		t.Errorf("accessor for the %d-byte path: %v", len(p), err)
+	} else if v, ok := a.Uint64(bytes.Repeat([]byte{7}, 200)); !ok || v != 7 {
+		t.Errorf("the %d-byte path reads %d, %v", len(p), v, ok)
 	}
 }
 

@@ -239,3 +239,54 @@ function on_message(m) trigger{tag = string.format('%d %d', (m.ts - 179616960000
 		}
 	}
 }
+
+// TestShippedPathNotANumber: threshold and hard_brake read by path skip a
+// JSON message without the member and are disabled, with a reason naming
+// the path and the topic, when the path holds a string or a bool.
+func TestShippedPathNotANumber(t *testing.T) {
+	for _, c := range []struct {
+		rule  string
+		extra map[string]string
+		fires time.Duration // the one trigger on the JSON speeds below
+	}{
+		{"threshold", map[string]string{"high": "10"}, 0},           // 30 > 10
+		{"hard_brake", map[string]string{}, 200 * time.Millisecond}, // 30 -> 20 in 0.2 s, over the gap
+	} {
+		params := func(path string) map[string]string {
+			p := map[string]string{"topic": "vehicle/speed", "path": path}
+			for k, v := range c.extra {
+				p[k] = v
+			}
+			return p
+		}
+		for _, f := range []struct{ path, want string }{
+			{"note", "path note of topic vehicle/speed holds a string, not a number"},
+			{"brake", "path brake of topic vehicle/speed holds a boolean, not a number"},
+		} {
+			r, err := LoadShipped(c.rule, Options{Logger: quiet, Params: params(f.path)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Feed(&Message{Topic: "vehicle/speed", TS: base, Type: packedType(), Data: packSpeed(20, 3, [4]int16{}, 0, 0, true, "12", 0)})
+			if st := r.Status(); !st.Disabled || !strings.Contains(st.Why, f.want) || !strings.Contains(st.Why, "rules/"+c.rule+".lua") {
+				t.Errorf("%s path=%s: status %+v, want disabled with %q", c.rule, f.path, st, f.want)
+			}
+			r.Close()
+		}
+		var fired []int64
+		r, err := LoadShipped(c.rule, Options{Logger: quiet, Params: params("speed"),
+			OnTrigger: func(tr Trigger) { fired = append(fired, tr.TimeNs) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jtyp := &ingest.Type{MessageEncoding: ingest.EncodingJSON}
+		for i, d := range []string{`{"speed": 30}`, `{"gear": 2}`, `{"speed": 20}`, `{"speed": 29}`, `{"speed": 5}`} {
+			r.Feed(&Message{Topic: "vehicle/speed", TS: base + int64(i)*int64(100*time.Millisecond), Type: jtyp, Data: []byte(d)})
+		}
+		mustNotBeDisabled(t, r)
+		if len(fired) != 1 || fired[0] != base+int64(c.fires) {
+			t.Errorf("%s: triggers at %v, want one at base+%v", c.rule, fired, c.fires)
+		}
+		r.Close()
+	}
+}

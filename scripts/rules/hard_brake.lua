@@ -2,8 +2,9 @@
 -- threshold. The speed is a number at a fixed offset of each message on one
 -- topic (by default a little-endian f32 in m/s at offset 0 of
 -- "vehicle/speed"), or a field named by `path` on a topic whose type declares
--- its fields (m:f(path), e.g. "speed"); deceleration is measured between
--- consecutive samples.
+-- its fields (m:f(path), e.g. "speed"; a message without it is skipped, a
+-- field that is not a number disables the rule); deceleration is measured
+-- between consecutive samples.
 local topic  = param("topic", "vehicle/speed")
 local offset = param("offset", 0)
 local field  = param("field", "f32le")     -- any m:<accessor>
@@ -25,7 +26,17 @@ local by_name = path ~= nil and path ~= ""
 local last_v, last_ts
 function on_message(m)
   local v
-  if by_name then v = m:f(path) * scale else v = m[field](m, offset) * scale end
+  if by_name then
+    v = m:f(path)
+    if v == nil then return end -- a JSON message without the member
+    -- a string (it has a metatable) or a bool; type() would allocate
+    if v == true or v == false or getmetatable(v) ~= nil then
+      error(string.format("path %s of topic %s holds a %s, not a number", path, m.topic, type(v)))
+    end
+    v = v * scale
+  else
+    v = m[field](m, offset) * scale
+  end
   local ts = m.ts
   if v ~= v then            -- NaN: a broken sample, forget the history
     last_v = nil
