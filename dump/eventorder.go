@@ -87,7 +87,11 @@ type eventTopic struct {
 	written bool
 	late    uint64
 	missing uint64
-	st      *eventTopic // the topic's shared state (itself for the first span)
+	// first and lastEv are the least and greatest event time of the
+	// messages with one (seen tells whether there was any).
+	firstEv, lastEv int64
+	seen            bool
+	st              *eventTopic // the topic's shared state (itself for the first span)
 }
 
 type eventItem struct {
@@ -142,6 +146,15 @@ func (s *eventStage) WriteMessage(t *ingest.TopicInfo, gen, capNs int64, data []
 	}
 	st := e.st
 	key, ok := e.fn(data)
+	if ok {
+		if !st.seen || key < st.firstEv {
+			st.firstEv = key
+		}
+		if !st.seen || key > st.lastEv {
+			st.lastEv = key
+		}
+		st.seen = true
+	}
 	switch {
 	case !ok:
 		st.missing++
@@ -194,8 +207,8 @@ func (s *eventStage) Flush() error {
 	return nil
 }
 
-// Account sets Late and EventTimeMissing of the topics that have an event
-// time, and marks them ordered by it.
+// Account sets Late, EventTimeMissing and the event-time span of the
+// topics that have an event time, and marks them ordered by it.
 func (s *eventStage) Account(info *dumpinfo.Info) {
 	for i := range info.Topics {
 		a := &info.Topics[i]
@@ -214,6 +227,9 @@ func (s *eventStage) Account(info *dumpinfo.Info) {
 			a.EventTime, a.EventTimeUnit = field.Path, field.Unit
 			a.Late += st.late
 			a.EventTimeMissing += st.missing
+			if st.seen {
+				a.EventFirstNs, a.EventLastNs = st.firstEv, st.lastEv
+			}
 		}
 	}
 }

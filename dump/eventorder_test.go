@@ -120,7 +120,18 @@ func TestEventOrderStage(t *testing.T) {
 	if acc.Late != late || late != uint64(beyond) || acc.Order != dumpinfo.OrderEvent || acc.EventTimeMissing != 1 || acc.EventTime != "t" || acc.EventTimeUnit != "ns" {
 		t.Fatalf("account %+v; late in the output %d, stragglers %d", acc, late, beyond)
 	}
-	if b := info.Topics[1]; b.Order != "" || b.Late != 0 {
+	// the event-time span: the least and greatest key written (the
+	// message too short for a key does not count)
+	lo, hi := int64(1<<62), int64(-1<<62)
+	for _, g := range c.got {
+		if g.topic == "a" {
+			lo, hi = min(lo, g.key), max(hi, g.key)
+		}
+	}
+	if acc.EventFirstNs != lo || acc.EventLastNs != hi {
+		t.Fatalf("event span %d..%d, want %d..%d", acc.EventFirstNs, acc.EventLastNs, lo, hi)
+	}
+	if b := info.Topics[1]; b.Order != "" || b.Late != 0 || b.EventFirstNs != 0 || b.EventLastNs != 0 {
 		t.Fatalf("b: %+v", b)
 	}
 	var bCaps []int64

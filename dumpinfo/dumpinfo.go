@@ -193,6 +193,12 @@ type TopicAccount struct {
 	// schema.NewEventTime takes them), so offline verbs read the same time.
 	EventTime     string `json:"event_time,omitempty"`
 	EventTimeUnit string `json:"event_time_unit,omitempty"`
+	// EventFirstNs and EventLastNs are, with Order = OrderEvent, the least
+	// and greatest event time of the topic's messages (Unix ns, read from
+	// EventTime); 0 when no message had one, and in dumps written before
+	// they existed.
+	EventFirstNs int64 `json:"event_first_ns,omitempty"`
+	EventLastNs  int64 `json:"event_last_ns,omitempty"`
 }
 
 // OrderEvent is TopicAccount.Order for a topic written in event-time

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -139,6 +140,8 @@ event_time = "t"
 			EventTimeMissing uint64 `json:"event_time_missing"`
 			EventTime        string `json:"event_time"`
 			EventTimeUnit    string `json:"event_time_unit"`
+			EventFirstNs     int64  `json:"event_first_ns"`
+			EventLastNs      int64  `json:"event_last_ns"`
 		} `json:"topics"`
 	}
 	if err := json.Unmarshal([]byte(js), &in); code != 0 || err != nil || len(in.Topics) != 1 {
@@ -147,7 +150,12 @@ event_time = "t"
 	if tp := in.Topics[0]; tp.Order != "event" || tp.Late != late || tp.EventTimeMissing != 0 || tp.EventTime != "t" || tp.EventTimeUnit != "ns" {
 		t.Errorf("info --json topic %+v, want order event by t in ns (the layout's unit), late %d", tp, late)
 	}
-	if _, txt, _ := runBin(t, "info", path); !strings.Contains(txt, fmt.Sprintf("event order: imu by t (ns): %d late (beyond the reorder bound", late)) {
+	lo, hi := slices.Min(evs), slices.Max(evs)
+	if tp := in.Topics[0]; tp.EventFirstNs != lo || tp.EventLastNs != hi {
+		t.Errorf("info --json event span %d..%d, want the dump's least and greatest event time %d..%d", tp.EventFirstNs, tp.EventLastNs, lo, hi)
+	}
+	if _, txt, _ := runBin(t, "info", path); !strings.Contains(txt, fmt.Sprintf("event order: imu by t (ns): events %s to %s (%s), %d late (beyond the reorder bound",
+		fmtTime(lo), fmtTime(hi), fmtDur(hi-lo), late)) {
 		t.Errorf("info does not say it:\n%s", txt)
 	}
 	// status and /metrics

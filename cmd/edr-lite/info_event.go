@@ -9,7 +9,8 @@ import (
 )
 
 // printEventOrder says which topics the dump wrote in event-time order, by
-// which field, and what it could not place: "event order: imu by t (ns):
+// which field, the span of the event times it holds and what it could not
+// place: "event order: imu by t (ns): events 2026-…Z to 2026-…Z (5s),
 // 3 late (beyond the reorder bound, ...), 0 without an event time".
 func printEventOrder(w io.Writer, topics []dumpfile.Topic) {
 	for _, t := range topics {
@@ -23,7 +24,11 @@ func printEventOrder(w io.Writer, topics []dumpfile.Topic) {
 				by += " (" + t.EventTimeUnit + ")"
 			}
 		}
-		fmt.Fprintf(w, "event order: %s%s: %d late (beyond the reorder bound, written in arrival order), %d without an event time\n",
-			t.Name, by, t.Late, t.EventTimeMissing)
+		span := ""
+		if t.EventLastNs != 0 {
+			span = fmt.Sprintf(" events %s to %s (%s),", fmtTime(t.EventFirstNs), fmtTime(t.EventLastNs), fmtDur(t.EventLastNs-t.EventFirstNs))
+		}
+		fmt.Fprintf(w, "event order: %s%s:%s %d late (beyond the reorder bound, written in arrival order), %d without an event time\n",
+			t.Name, by, span, t.Late, t.EventTimeMissing)
 	}
 }

@@ -56,9 +56,12 @@ type Topic struct {
 	Order            string `json:"order,omitempty"`
 	Late             uint64 `json:"late,omitempty"`
 	EventTimeMissing uint64 `json:"event_time_missing,omitempty"`
-	// EventTime and EventTimeUnit: the field the dump ordered the topic by.
+	// EventTime and EventTimeUnit: the field the dump ordered the topic by;
+	// EventFirstNs and EventLastNs the span of the event times it holds.
 	EventTime     string `json:"event_time,omitempty"`
 	EventTimeUnit string `json:"event_time_unit,omitempty"`
+	EventFirstNs  int64  `json:"event_first_ns,omitempty"`
+	EventLastNs   int64  `json:"event_last_ns,omitempty"`
 }
 
 // TypeChange is a topic's change of type inside a dump.
@@ -251,6 +254,7 @@ func (in *Info) addDumpInfo(d dumpinfo.Info) {
 		t.LostAtSource, t.Cut = a.LostAtSource, a.Cut
 		t.Order, t.Late, t.EventTimeMissing = a.Order, a.Late, a.EventTimeMissing
 		t.EventTime, t.EventTimeUnit = a.EventTime, a.EventTimeUnit
+		t.EventFirstNs, t.EventLastNs = a.EventFirstNs, a.EventLastNs
 		t.WindowFromNs, t.WindowToNs, t.StartShort, t.EndShort = a.WindowFromNs, a.WindowToNs, a.StartShort, a.EndShort
 		if a.FirstNs != 0 {
 			t.FirstNs, t.LastNs = a.FirstNs, a.LastNs

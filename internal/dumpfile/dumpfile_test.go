@@ -90,3 +90,53 @@ func TestMergeOrderAndTies(t *testing.T) {
 		t.Error("merge of nothing accepted")
 	}
 }
+
+// TestMergeEventSpan: a merge of dumps ordered by event time holds the
+// union of their event-time spans; a cut that leaves messages of a topic
+// out does not claim the inputs' span.
+func TestMergeEventSpan(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, times []int64, first, last int64) string {
+		p := filepath.Join(dir, name)
+		w, err := pack.Create(p, pack.WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ts := range times {
+			if err := w.Add("imu", "", nil, 0, ts, []byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.SetDumpInfo(dumpinfo.Info{Topics: []dumpinfo.TopicAccount{{Topic: "imu#", Messages: uint64(len(times)),
+			Order: dumpinfo.OrderEvent, EventTime: "t", EventTimeUnit: "ns", EventFirstNs: first, EventLastNs: last}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := write("a.pack", []int64{100, 200, 300}, 90, 290)
+	b := write("b.pack", []int64{400, 500}, 380, 495)
+	out := filepath.Join(dir, "ab.pack")
+	if _, err := Merge([]string{b, a}, out, pack.WriterOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	in, err := ReadInfo(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Topics) != 1 || in.Topics[0].EventFirstNs != 90 || in.Topics[0].EventLastNs != 495 || in.Topics[0].Order != dumpinfo.OrderEvent {
+		t.Fatalf("merged topics %+v, want the event span 90..495", in.Topics)
+	}
+	cut := filepath.Join(dir, "cut.pack")
+	if _, err := Rewrite([]*Source{openOne(t, out)}, Output{Path: cut}, RewriteOptions{Window: &Window{FromNs: 150, ToNs: 450}}); err != nil {
+		t.Fatal(err)
+	}
+	if in, err = ReadInfo(cut); err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Topics) != 1 || in.Topics[0].Cut != 2 || in.Topics[0].EventFirstNs != 0 || in.Topics[0].EventLastNs != 0 {
+		t.Fatalf("cut topics %+v, want 2 cut and no event span", in.Topics)
+	}
+}

@@ -173,6 +173,10 @@ func combine(srcs []*Source) *combined {
 				acc.FirstNs = a.FirstNs
 			}
 			acc.LastNs = max(acc.LastNs, a.LastNs)
+			if a.EventLastNs != 0 && (acc.EventLastNs == 0 || a.EventFirstNs < acc.EventFirstNs) {
+				acc.EventFirstNs = a.EventFirstNs
+			}
+			acc.EventLastNs = max(acc.EventLastNs, a.EventLastNs)
 			if acc.Type == "" {
 				acc.Type = a.Type
 			}
@@ -649,6 +653,11 @@ func (rw *rewriter) info(p *part) (dumpinfo.Info, bool) {
 		}
 		a.Messages, a.Bytes, a.FirstNs, a.LastNs = st.messages, st.bytes, st.first, st.last
 		a.Cut = c.counts[k] - min(st.messages, c.counts[k])
+		if a.Cut != 0 {
+			// the inputs' event-time span is not the cut's, and this
+			// path does not read event times
+			a.EventFirstNs, a.EventLastNs = 0, 0
+		}
 		d.Topics = append(d.Topics, a)
 	}
 	d.Cut = cutRec
