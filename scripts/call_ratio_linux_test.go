@@ -6,7 +6,6 @@ import (
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
-	"golang.org/x/sys/unix"
 
 	"github.com/edr-lite/edr-lite/internal/testutil"
 )
@@ -21,15 +20,6 @@ const luaCallGoal = 6.0
 // on the project's 2-vCPU machine (docs/performance.md, "scripts"): a
 // regression past it fails, the goal is reported either way.
 const luaCallCeiling = 10.0
-
-// threadCPU is this thread's CPU time (the caller locks its OS thread).
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
 
 type callRatio struct {
 	rule *Rule
@@ -72,9 +62,9 @@ func (c *callRatio) bare(tb testing.TB, n int) {
 func (c *callRatio) round(tb testing.TB, i, n int) (ratio float64, ruleNs, bareNs float64) {
 	var tr, tb0 time.Duration
 	timeIt := func(fn func()) time.Duration {
-		t0 := threadCPU()
+		t0 := testutil.ThreadCPU()
 		fn()
-		return threadCPU() - t0
+		return testutil.ThreadCPU() - t0
 	}
 	if i%2 == 0 {
 		tr = timeIt(func() { c.feed(n) })
