@@ -260,8 +260,8 @@ func TestShippedPathNotANumber(t *testing.T) {
 			return p
 		}
 		for _, f := range []struct{ path, want string }{
-			{"note", "path note of topic vehicle/speed holds a string, not a number"},
-			{"brake", "path brake of topic vehicle/speed holds a boolean, not a number"},
+			{"note", `m:num("note"): topic vehicle/speed: the field holds a string, not a number`},
+			{"brake", `m:num("brake"): topic vehicle/speed: the field holds a boolean, not a number`},
 		} {
 			r, err := LoadShipped(c.rule, Options{Logger: quiet, Params: params(f.path)})
 			if err != nil {

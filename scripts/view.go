@@ -74,18 +74,29 @@ func (r *Rule) newView() *lua.LUserData {
 		L.Push(lua.LString(r.span(L, "bytes")))
 		return 1
 	}))
-	// m:f(path): a field of the topic's type by path (fields.go)
-	methods.RawSetString("f", L.NewFunction(func(L *lua.LState) int {
-		if L.Get(1) != lua.LValue(r.view) {
-			L.RaiseError("call it as m:f(path)")
-		}
-		p, ok := L.Get(2).(lua.LString)
-		if !ok {
-			L.RaiseError("m:f: argument 1 must be a field path such as \"wheel[2]\", got %s", L.Get(2).Type())
-		}
-		L.Push(r.field(L, string(p), true))
-		return 1
-	}))
+	// m:f(path): a field of the topic's type by path (fields.go);
+	// m:num(path) the same field as a number: nil when the message does
+	// not hold it, an error naming path and topic when it holds a string
+	// or a bool (what a rule that computes with it needs)
+	byPath := func(name string, num bool) *lua.LFunction {
+		return L.NewFunction(func(L *lua.LState) int {
+			if L.Get(1) != lua.LValue(r.view) {
+				L.RaiseError("call it as m:%s(path)", name)
+			}
+			p, ok := L.Get(2).(lua.LString)
+			if !ok {
+				L.RaiseError("m:%s: argument 1 must be a field path such as \"wheel[2]\", got %s", name, L.Get(2).Type())
+			}
+			v := r.field(L, string(p), true)
+			if _, isNum := v.(lua.LNumber); num && !isNum && v != lua.LNil {
+				L.RaiseError("m:num(%q): topic %s: the field holds a %s, not a number", string(p), r.message(L).Topic, v.Type())
+			}
+			L.Push(v)
+			return 1
+		})
+	}
+	methods.RawSetString("f", byPath("f", false))
+	methods.RawSetString("num", byPath("num", true))
 	fields := L.NewTable()
 	fields.RawSetString("__index", L.NewFunction(r.viewField))
 	L.SetMetatable(methods, fields)

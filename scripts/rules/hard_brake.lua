@@ -2,7 +2,7 @@
 -- threshold. The speed is a number at a fixed offset of each message on one
 -- topic (by default a little-endian f32 in m/s at offset 0 of
 -- "vehicle/speed"), or a field named by `path` on a topic whose type declares
--- its fields (m:f(path), e.g. "speed"; a message without it is skipped, a
+-- its fields (m:num(path), e.g. "speed"; a message without it is skipped, a
 -- field that is not a number disables the rule); deceleration is measured
 -- between consecutive samples.
 local topic  = param("topic", "vehicle/speed")
@@ -27,12 +27,8 @@ local last_v, last_ts
 function on_message(m)
   local v
   if by_name then
-    v = m:f(path)
+    v = m:num(path)
     if v == nil then return end -- a JSON message without the member
-    -- a string (it has a metatable) or a bool; type() would allocate
-    if v == true or v == false or getmetatable(v) ~= nil then
-      error(string.format("path %s of topic %s holds a %s, not a number", path, m.topic, type(v)))
-    end
     v = v * scale
   else
     v = m[field](m, offset) * scale

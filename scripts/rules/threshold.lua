@@ -3,7 +3,7 @@
 -- `high` and re-arms once it falls below `low`; with "below" it fires when
 -- the value falls below `low` and re-arms above `high`. value = raw * scale
 -- + bias, raw read by m:<field>(offset), or by name with `path` on a topic
--- whose type declares its fields (m:f(path), e.g. "speed" or "wheel[2]");
+-- whose type declares its fields (m:num(path), e.g. "speed" or "wheel[2]");
 -- a message without the field (JSON) is skipped, a field that is not a
 -- number (a string, a bool) disables the rule with a reason naming it.
 local topic     = param("topic", "**")
@@ -40,12 +40,8 @@ local by_name = path ~= nil and path ~= ""
 function on_message(m)
   local raw
   if by_name then
-    raw = m:f(path)
+    raw = m:num(path)
     if raw == nil then return end -- a JSON message without the member
-    -- a string (it has a metatable) or a bool; type() would allocate
-    if raw == true or raw == false or getmetatable(raw) ~= nil then
-      error(string.format("path %s of topic %s holds a %s, not a number", path, m.topic, type(raw)))
-    end
   else
     raw = m[field](m, offset)
   end
