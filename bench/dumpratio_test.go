@@ -327,3 +327,80 @@ func copying(nw dump.NewWriterFunc) dump.NewWriterFunc {
 		return struct{ dump.Writer }{w}, nil
 	}
 }
+
+// BenchmarkDumpFrameBounds: what smaller frames would cost the dump
+// writers (docs/pack.md, "Frame bounds"). One op is one round in which the
+// same recorder writes its ~64 MiB dump of 64 KiB messages with the default
+// pack writer and the MCAP writer, each in frames (chunks) of the default
+// size (defaults.FrameSize, 1 MiB) and of 256 KiB, and the raw baselines,
+// in an order rotating by round; it reports each one's median ratio to its
+// raw baseline (fallocate + write + fsync for pack, write + fsync for MCAP)
+// and the median of the per-round ratios default time / 256 KiB time
+// (pack-256KiB/default, mcap-256KiB/default: below 1, 256 KiB is the
+// slower).
+//
+//	go test -run '^$' -bench DumpFrameBounds -benchtime 41x ./bench/
+func BenchmarkDumpFrameBounds(b *testing.B) {
+	variants := []struct {
+		name string
+		nw   dump.NewWriterFunc
+	}{
+		{"pack", dump.NewPackWriteWriter},
+		{"pack-256KiB", framesOf(256<<10, dump.NewPackWriteWriter)},
+		{"mcap", dump.NewMCAPWriter},
+		{"mcap-256KiB", framesOf(256<<10, dump.NewMCAPWriter)},
+	}
+	cur := 0
+	sw := func(path string, o dump.WriterOptions) (dump.Writer, error) { return variants[cur].nw(path, o) }
+	_, d, _, _ := newDumpRecorderExt(b, sw, "")
+	dir := b.TempDir()
+	size := dumpOnce(b, d, "big").Bytes
+	b.SetBytes(size)
+	b.ReportAllocs()
+	ratios := make([][]float64, len(variants))
+	var pack256, mcap256 []float64
+	round := 0
+	for b.Loop() {
+		dumpT := make([]time.Duration, len(variants))
+		var rawT, rawNoFallocT time.Duration
+		n := len(variants) + 2
+		for k := range n {
+			switch step := (k + round) % n; step {
+			case len(variants):
+				rawT = rawWrite(b, dir, size, true)
+			case len(variants) + 1:
+				rawNoFallocT = rawWrite(b, dir, size, false)
+			default:
+				cur = step
+				t0 := time.Now()
+				res := dumpOnce(b, d, "big")
+				dumpT[step] = time.Since(t0)
+				settle(b, res.Path)
+			}
+		}
+		for i, v := range variants {
+			base := rawT
+			if strings.HasPrefix(v.name, "mcap") {
+				base = rawNoFallocT
+			}
+			ratios[i] = append(ratios[i], base.Seconds()/dumpT[i].Seconds())
+		}
+		pack256 = append(pack256, dumpT[0].Seconds()/dumpT[1].Seconds())
+		mcap256 = append(mcap256, dumpT[2].Seconds()/dumpT[3].Seconds())
+		round++
+	}
+	for i, v := range variants {
+		b.ReportMetric(median(ratios[i]), v.name+"-ratio")
+	}
+	b.ReportMetric(median(pack256), "pack-256KiB/default")
+	b.ReportMetric(median(mcap256), "mcap-256KiB/default")
+}
+
+// framesOf is nw writing frames (MCAP: chunks) of size bytes of data,
+// whatever the dumper's frame size.
+func framesOf(size int, nw dump.NewWriterFunc) dump.NewWriterFunc {
+	return func(path string, o dump.WriterOptions) (dump.Writer, error) {
+		o.FrameSize = size
+		return nw(path, o)
+	}
+}

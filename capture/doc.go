@@ -13,7 +13,9 @@
 // find their topic id in a map keyed by a string-free struct, without
 // allocating. ParseFrame and ParseIP are the bounds-checked header parsers
 // both sources use; a Filter describes what the raw source's kernel filter
-// lets through.
+// lets through. ProbeUDP and ProbeRaw open and close what NewUDP and
+// NewRaw would open (reading nothing), so that a checker finds beforehand
+// an address on no interface, a port in use or a missing capability.
 //
 // Both sources stamp each packet with the kernel's receive time: the UDP
 // source asks for SO_TIMESTAMPNS (falling back, on a kernel without it, to

@@ -1,3 +1,5 @@
+//go:build !ecu
+
 package capture
 
 import (

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/edr-lite/edr-lite/internal/testutil"
 	"golang.org/x/sys/unix"
@@ -50,6 +51,28 @@ func (n *netns) ip(args string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		n.t.Fatalf("ip -n %s %s: %v: %s", n.name, args, err, out)
 	}
+}
+
+// waitUp waits until the interface dev in the namespace is operationally
+// up. "ip link set up" returns before the kernel's link watch has attached
+// the device's queue: what is sent in between goes to the no-op queue and
+// is dropped (TestUDPMulticastIPv6 received 0 of 20 datagrams that way).
+// The wait is bounded; a link that never comes up fails the test.
+func (n *netns) waitUp(dev string) {
+	n.t.Helper()
+	var out []byte
+	for range 1000 { // 10 s
+		var err error
+		out, err = exec.Command("ip", "-n", n.name, "-o", "link", "show", "dev", dev).CombinedOutput()
+		if err != nil {
+			n.t.Fatalf("ip -n %s link show dev %s: %v: %s", n.name, dev, err, out)
+		}
+		if strings.Contains(string(out), "state UP") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	n.t.Fatalf("%s in %s did not come up: %s", dev, n.name, out)
 }
 
 // sysctl writes a /proc/sys value inside the namespace.
@@ -127,6 +150,8 @@ func vethPair(t *testing.T) (a, b *netns) {
 	b.ip("addr add 10.99.0.2/24 dev vb")
 	a.ip("link set va up")
 	b.ip("link set vb up")
+	a.waitUp("va")
+	b.waitUp("vb")
 	// Static neighbour entries: a burst sent before ARP resolves waits in
 	// the kernel's unresolved queue (unres_qlen_bytes, about 200 small
 	// packets) and the rest is dropped there, which a test would read as

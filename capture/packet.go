@@ -44,6 +44,9 @@ type Packet struct {
 	Src, Dst netip.Addr
 	// EtherType is the type after any VLAN tags (0x0800 for IPv4).
 	EtherType uint16
+	// EtherPayload is what follows the EtherType (after any VLAN tags),
+	// Ethernet padding included; nil for packets from a UDP socket.
+	EtherPayload []byte
 	// VLAN is the 12-bit id of the outer VLAN tag when HasVLAN.
 	VLAN uint16
 	// SrcPort and DstPort are the UDP ports when HasUDP.
@@ -89,6 +92,7 @@ func ParseFrame(frame []byte, p *Packet) error {
 		off += vlanTag
 	}
 	p.EtherType = et
+	p.EtherPayload = frame[off:]
 	var err error
 	switch et {
 	case EtherTypeIPv4:

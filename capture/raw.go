@@ -30,6 +30,18 @@ const (
 	DefaultBlockTimeout = 10 * time.Millisecond
 )
 
+// FrameHandler takes the frames of a raw source whose protocol carries
+// many messages per frame (CAN over Ethernet: package can's EthDecoder),
+// instead of the topic template: it finds its own topics on the sink.
+// HandleFrame is called from the source's Run goroutine for every frame
+// that passed the filter and parsed (p and its bytes valid only during
+// the call, captureNs the kernel's receive time); Close once, by the
+// source's Close, after the last HandleFrame.
+type FrameHandler interface {
+	HandleFrame(captureNs int64, p *Packet)
+	Close()
+}
+
 // RawOptions configure a raw AF_PACKET source.
 type RawOptions struct {
 	// Interface is the network interface to capture on ("eth0"); required.
@@ -71,6 +83,10 @@ type RawOptions struct {
 	// MaxTopics bounds the topics this source discovers (0 =
 	// DefaultMaxTopics).
 	MaxTopics int
+	// Frames, when set, takes every frame instead of the topic template
+	// (Topic, Type, Channel and Payload are then unused): the source
+	// counts packets and bytes, the handler its own messages.
+	Frames FrameHandler
 }
 
 func (o *RawOptions) withDefaults(pageSize int) (RawOptions, Template, error) {

@@ -243,6 +243,12 @@ func (s *RawSource) frame(h, frame []byte, b *Stats) {
 	if !p.HasVLAN && ne.Uint32(h[tp3Status:])&unix.TP_STATUS_VLAN_VALID != 0 {
 		p.HasVLAN, p.VLAN = true, uint16(ne.Uint32(h[tp3VLANTCI:]))&0x0fff
 	}
+	if s.opts.Frames != nil {
+		s.opts.Frames.HandleFrame(int64(ne.Uint32(h[tp3Sec:]))*1e9+int64(ne.Uint32(h[tp3Nsec:])), p)
+		b.Ingested++
+		*p = Packet{}
+		return
+	}
 	payload := frame
 	if s.opts.Payload == PayloadUDP {
 		if !p.HasUDP {
@@ -270,6 +276,9 @@ func (s *RawSource) Close() error {
 	if first {
 		err = errors.Join(err, unix.Munmap(s.ring))
 		s.m.offline()
+		if s.opts.Frames != nil {
+			s.opts.Frames.Close()
+		}
 	}
 	return err
 }

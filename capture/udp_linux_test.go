@@ -363,6 +363,8 @@ func TestUDPMulticastIPv6(t *testing.T) {
 	b.ip("-6 addr add fd99::2/64 dev vb nodad")
 	a.ip("link set va up")
 	b.ip("link set vb up")
+	a.waitUp("va")
+	b.waitUp("vb")
 	b.ip("-6 route add ff00::/8 dev vb") // this kernel adds no multicast route by itself
 
 	sink := newRecordingSink()

@@ -4,7 +4,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/internal/defaults"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // Policy says what happens to a trigger whose window overlaps a dump that
@@ -25,6 +27,7 @@ const (
 	DefaultStopTimeout  = defaults.StopDeadline
 	DefaultPollInterval = 2 * time.Millisecond
 	DefaultFrameSize    = defaults.FrameSize
+	DefaultFrameSpan    = defaults.FrameSpan
 )
 
 // Config configures a Dumper: dump files, triggers and hooks.
@@ -41,17 +44,25 @@ type Config struct {
 	// given; "" keeps the process's group.
 	Group string
 	// MaxFiles and MaxTotalBytes bound the dumps kept in Dir (0 = no
-	// bound); after each dump the oldest beyond either bound are deleted.
+	// bound); after each dump the oldest beyond either bound are deleted,
+	// one at a time, never one the Keeper keeps.
 	MaxFiles      int
 	MaxTotalBytes int64
 	// MinFreeDisk refuses a dump (counted, reported) when the free space of
 	// Dir's file system minus the dump's size estimate would fall below it.
+	// With a Keeper, old dumps are deleted first to make the room (see
+	// Keeper) when that can make it.
 	MinFreeDisk int64
 	// Compression of each frame's data: "none" (default), "lz4", "zstd".
 	Compression string
 	// FrameSize is the data size at which a frame is closed
-	// (DefaultFrameSize when 0).
+	// (DefaultFrameSize when 0), FrameSpan the time a pack frame may span:
+	// a message captured FrameSpan or more after the frame's first starts
+	// the next (DefaultFrameSpan when 0; negative: frames bounded by size
+	// only). A frame is what one damaged byte or a cut costs (docs/pack.md,
+	// "Frame bounds").
 	FrameSize int
+	FrameSpan time.Duration
 	// Policy for overlapping triggers (PolicyMerge when "").
 	Policy Policy
 	// MaxPerMinute caps the dumps rules start per minute of clock time
@@ -98,11 +109,23 @@ type Config struct {
 	Extension string
 	// WriterName is recorded in each dump's header and dump info.
 	WriterName string
-	// Keeper, when set, protects dumps from rotation (an upload queue's
-	// pending dumps) unless the disk is critically low: free space below
-	// MinFreeDisk. Then rotation deletes them too, as far as MaxFiles and
-	// MaxTotalBytes require, and tells the Keeper.
+	// Keeper, when set, protects dumps from rotation by MaxFiles and
+	// MaxTotalBytes (an upload queue's pending dumps). When a new dump
+	// would leave less than MinFreeDisk free, the oldest dumps are deleted
+	// to make its room (Dir.MakeRoom): those it does not keep first (the
+	// uploaded), then those it keeps (telling it), one at a time and only
+	// as many as the room needs; none when deleting them all would not
+	// make the room (the disk is full of other files): the dump is then
+	// refused, saying so.
 	Keeper Keeper
+	// Signer, when set, signs every dump (evidence.Seal, written while the
+	// dump is written) and chains the dumps of Dir (evidence.Chain: a
+	// counter and the previous dump's seal ID in each seal, the signed
+	// ledger evidence.LedgerName in Dir, rotation recorded in it before a
+	// dump is deleted). PreviousKeys are earlier signing keys whose
+	// ledger the chain may go on from (the key was replaced).
+	Signer       *evidence.Signer
+	PreviousKeys *evidence.Keyring
 	// KeepPriority leaves the dumper's thread at the process's CPU and I/O
 	// priority. By default the goroutine that writes dumps runs on an OS
 	// thread of its own whose I/O priority is the best-effort class's
@@ -125,6 +148,9 @@ func (d Config) withDefaults() Config {
 	}
 	if d.FrameSize == 0 {
 		d.FrameSize = DefaultFrameSize
+	}
+	if d.FrameSpan == 0 {
+		d.FrameSpan = DefaultFrameSpan
 	}
 	if d.Policy == "" {
 		d.Policy = PolicyMerge
@@ -150,11 +176,15 @@ func (d Config) withDefaults() Config {
 	return d
 }
 
-// Validate applies the defaults to a copy of d and checks it, as New does,
-// without touching the directory.
+// Validate applies the defaults to a copy of d and checks it, as New does
+// (the group resolved), without touching the directory.
 func (d Config) Validate() error {
 	d = d.withDefaults()
-	return d.validate()
+	if err := d.validate(); err != nil {
+		return err
+	}
+	_, err := lookupGroup(d.Group) // New resolves it too
+	return err
 }
 
 func (d *Config) validate() error {
@@ -178,8 +208,9 @@ func (d *Config) validate() error {
 	default:
 		return configErr("Compression", "want none, lz4 or zstd, got %q", d.Compression)
 	}
-	if d.FrameSize < 0 {
-		return configErr("FrameSize", "must be >= 0, got %d", d.FrameSize)
+	if d.FrameSize < 0 || d.FrameSize > pack.MaxTargetFrameSize {
+		return configErr("FrameSize", "must be between 0 and %d (pack.MaxTargetFrameSize: every frame is read within the readers' default memory limit), got %d",
+			pack.MaxTargetFrameSize, d.FrameSize)
 	}
 	if d.Policy != PolicyMerge && d.Policy != PolicySeparate {
 		return configErr("Policy", "want %q or %q, got %q", PolicyMerge, PolicySeparate, d.Policy)

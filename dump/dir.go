@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-// Extensions of dump files and of a dump being written.
+// Extensions of dump files, of a dump being written, and of one a crash
+// interrupted (a NAME.tmp a restarted recorder found: NAME.interrupted).
 const (
-	PackExt = ".pack"
-	MCAPExt = ".mcap"
-	TmpExt  = ".tmp"
+	PackExt        = ".pack"
+	MCAPExt        = ".mcap"
+	TmpExt         = ".tmp"
+	InterruptedExt = ".interrupted"
 )
 
 // Dir is a dump directory: the one place that knows how dumps are named
@@ -23,21 +25,27 @@ const (
 // rotate out. The Dumper writes through it; "edr-lite ls" lists through it.
 type Dir struct {
 	Path string
-	// Exts are the dump extensions counted as dumps (PackExt and MCAPExt
-	// when empty). Rotation only ever deletes files with these.
+	// Exts are the dump extensions counted as dumps (PackExt and MCAPExt,
+	// and both encrypted, +".age", when empty). Rotation only ever deletes
+	// files with these.
 	Exts []string
 	// Mode is given to the directory when Prepare creates it (0: 0750);
 	// Gid is its group then (< 0: the process's; OpenDir sets -1).
 	Mode os.FileMode
 	Gid  int
+	// Removing, when set, is told of each dump rotation is about to
+	// delete, and why (the bound it serves), before it deletes it: a
+	// chain records it in its ledger, so a rotated dump is told from a
+	// deleted one.
+	Removing func(path, reason string)
 }
 
 // OpenDir returns the Dir at path for dumps with the given extensions.
 func OpenDir(path string, exts ...string) Dir { return Dir{Path: path, Exts: exts, Gid: -1} }
 
 func (d Dir) exts() []string {
-	if len(d.Exts) == 0 {
-		return []string{PackExt, MCAPExt}
+	if len(d.Exts) == 0 { // and the same encrypted at rest (crypt.Ext)
+		return []string{PackExt, MCAPExt, PackExt + ".age", MCAPExt + ".age"}
 	}
 	return d.Exts
 }
@@ -97,7 +105,8 @@ type Listing struct {
 	// Dumps are the complete dumps, oldest first (by name), with sizes.
 	Dumps []File
 	// Leftovers are dumps interrupted by a crash or power loss (their
-	// .tmp), by name; "edr-lite recover" salvages them.
+	// .tmp, or .interrupted once a restarted recorder found it), by name;
+	// "edr-lite recover" salvages them.
 	Leftovers []File
 }
 
@@ -122,7 +131,8 @@ func (d Dir) List() (Listing, error) {
 		}
 		var dst *[]File
 		switch {
-		case strings.HasSuffix(n, TmpExt) && d.isDump(strings.TrimSuffix(n, TmpExt)):
+		case strings.HasSuffix(n, TmpExt) && d.isDump(strings.TrimSuffix(n, TmpExt)),
+			strings.HasSuffix(n, InterruptedExt) && d.isDump(strings.TrimSuffix(n, InterruptedExt)):
 			dst = &l.Leftovers
 		case d.isDump(n):
 			dst = &l.Dumps
@@ -151,11 +161,72 @@ func (d Dir) isDump(name string) bool {
 }
 
 // Rotate deletes the oldest dumps beyond maxFiles / maxBytes (0 = no
-// bound), never keep (the dump just written). It returns how many it
-// deleted. RotateKeeping also spares the dumps a Keeper protects.
+// bound), one at a time, never keep (the dump just written). It returns
+// how many it deleted. RotateKeeping also spares the dumps a Keeper
+// protects; MakeRoom deletes for free space.
 func (d Dir) Rotate(maxFiles int, maxBytes int64, keep string) (int, error) {
-	n, _, err := d.RotateKeeping(maxFiles, maxBytes, keep, nil, false)
-	return n, err
+	del, _, err := d.RotateKeeping(maxFiles, maxBytes, keep, nil)
+	return len(del), err
+}
+
+// LeftoverName is the name a leftover goes by: the dump's name without
+// TmpExt or InterruptedExt.
+func LeftoverName(path string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(path, TmpExt), InterruptedExt)
+}
+
+// Leftovers is what TidyLeftovers did.
+type Leftovers struct {
+	// Removed are the empty leftovers it deleted (nothing to salvage: a
+	// crash right after the file was created).
+	Removed []string
+	// Kept are the others, renamed NAME.interrupted (or left where a
+	// rename failed), for "edr-lite recover".
+	Kept []string
+	// Errs are what failed (the file is then left as it was).
+	Errs []error
+}
+
+// TidyLeftovers deals with the leftovers of an earlier run, which only the
+// recorder that owns the directory may do (no dump of its own is being
+// written yet): an empty one holds nothing and is removed; any other is
+// renamed from NAME.tmp to NAME.interrupted, a name that says why it is
+// there and that no writer will reuse.
+func (d Dir) TidyLeftovers() (Leftovers, error) {
+	l, err := d.List()
+	if err != nil {
+		return Leftovers{}, err
+	}
+	var out Leftovers
+	for _, f := range l.Leftovers {
+		if f.Size == 0 {
+			if err := os.Remove(f.Path); err != nil {
+				out.Errs = append(out.Errs, err)
+				out.Kept = append(out.Kept, f.Path)
+				continue
+			}
+			out.Removed = append(out.Removed, f.Path)
+			continue
+		}
+		kept := f.Path
+		if strings.HasSuffix(kept, TmpExt) {
+			to := LeftoverName(kept) + InterruptedExt
+			if _, err := os.Lstat(to); err == nil {
+				out.Errs = append(out.Errs, fmt.Errorf("dump: %s not renamed: %s exists", kept, to))
+			} else if err := os.Rename(kept, to); err != nil {
+				out.Errs = append(out.Errs, err)
+			} else {
+				kept = to
+			}
+		}
+		out.Kept = append(out.Kept, kept)
+	}
+	if len(out.Removed) > 0 || len(out.Kept) > 0 {
+		if err := syncDir(d.Path); err != nil {
+			out.Errs = append(out.Errs, err)
+		}
+	}
+	return out, nil
 }
 
 // syncDir makes a rename in dir durable.

@@ -16,6 +16,26 @@ func freeDisk(dir string) (int64, error) {
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
+// diskSize returns the size of dir's file system (what is not reserved
+// for root included).
+func diskSize(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Blocks) * int64(st.Bsize), nil
+}
+
+// allocated returns what deleting the file at path frees: its allocated
+// blocks (size when they cannot be read).
+func allocated(path string, size int64) int64 {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return size
+	}
+	return st.Blocks * 512
+}
+
 // preallocate reserves n bytes for f without changing its size, so a full
 // disk fails here rather than mid-dump.
 func preallocate(f *os.File, n int64) error {

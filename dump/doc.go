@@ -12,13 +12,20 @@
 // → directory fsync. Each dump carries its trigger records and per-topic
 // accounting (dumpinfo.Info): messages, bytes, overwritten, oversize,
 // skipped while busy and lost at the source, for its window. After each
-// dump the oldest beyond the rotation bounds are deleted; a dump that would
-// leave less than MinFreeDisk is refused. Hooks hear every finalized dump
-// on their own goroutine.
+// dump the oldest beyond the rotation bounds are deleted, one at a time,
+// never one a Keeper keeps; a dump that would leave less than MinFreeDisk
+// is refused, unless (with a Keeper) deleting old dumps makes its room
+// (Dir.MakeRoom: never in vain). Hooks hear every finalized dump on their
+// own goroutine.
 //
 // Dir owns the dump directory: how dumps are named, which files are dumps
 // or leftovers of an interrupted dump, rotation; the Dumper and
 // "edr-lite ls" both go through it.
+//
+// With Config.Signer every dump is sealed while it is written and chained
+// in the directory's ledger (evidence.Chain; a rotated dump recorded
+// before it is deleted: Dir.Removing); EncryptedWriter writes dumps
+// encrypted at rest to age recipients (docs/evidence.md).
 //
 // It is not for: keeping history (package engine), Lua (package scripts),
 // sockets (packages capture and control), or the bytes of a file format

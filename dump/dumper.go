@@ -12,7 +12,9 @@ import (
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/units"
 )
 
 // Dumper is the dump pipeline of one Recorder: it accepts triggers, waits
@@ -37,7 +39,8 @@ type Dumper struct {
 	recent   []int64 // clock times of dumps rules started, for the rate limit
 	// recentManual: the same for operators' dumps (their own limit)
 	recentManual []int64
-	leftover     []string
+	leftover     []string // leftovers kept (NAME.interrupted)
+	leftRemoved  []string // empty leftovers removed
 
 	wake     chan struct{}
 	stop     chan struct{}
@@ -59,15 +62,23 @@ type Dumper struct {
 	refusedDisk                atomic.Uint64
 	hookDropped                atomic.Uint64
 	rotated                    atomic.Uint64
+	rotatedFor                 [3]atomic.Uint64 // by reason: rotationReasons
 	late                       atomic.Uint64
 	rewritten                  atomic.Uint64
 	lastErr                    atomic.Pointer[string]
 	gid                        int // group of dump files, -1: the process's
+
+	// chain: the dump directory's, when Config.Signer is set (evidence.go)
+	chain      *evidence.Chain
+	chainNotes []string
+	chainErrs  atomic.Uint64
 }
 
 // New validates cfg, prepares the dump directory (created if missing,
-// proven writable) and notes leftover .tmp files of an interrupted run
-// (Status.LeftoverTmp). Triggers are accepted after Start.
+// proven writable) and deals with the leftovers of an interrupted run
+// (Dir.TidyLeftovers): empty ones removed (Status.LeftoverRemoved), the
+// others renamed NAME.interrupted (Status.LeftoverTmp) for "edr-lite
+// recover". Triggers are accepted after Start.
 func New(rec *engine.Recorder, cfg Config) (*Dumper, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -82,7 +93,7 @@ func New(rec *engine.Recorder, cfg Config) (*Dumper, error) {
 	if err := dir.Prepare(); err != nil {
 		return nil, err
 	}
-	l, err := dir.List()
+	left, err := dir.TidyLeftovers()
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +101,15 @@ func New(rec *engine.Recorder, cfg Config) (*Dumper, error) {
 		byTrig: make(map[TriggerID]*job), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), hookDone: make(chan struct{}),
 		hookq: make(chan Result, cfg.HookQueue)}
-	for _, f := range l.Leftovers {
-		d.leftover = append(d.leftover, f.Path)
+	d.leftover, d.leftRemoved = left.Kept, left.Removed
+	for _, err := range left.Errs {
+		s := fmt.Sprintf("leftovers of an earlier run: %v", err)
+		d.lastErr.Store(&s)
+	}
+	if cfg.Signer != nil {
+		if err := d.openChain(left.Kept); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -328,7 +346,7 @@ func (d *Dumper) runJob(j *job) {
 		d.written.Add(1)
 		d.late.Add(res.Late)
 		d.rewritten.Add(res.Rewritten)
-		d.rotated.Add(uint64(d.rotate(res.Path, false)))
+		d.rotate(res.Path)
 	}
 	j.res = res
 	for _, id := range j.order {
@@ -342,17 +360,25 @@ func (d *Dumper) runJob(j *job) {
 	}
 }
 
-// rotate applies the rotation bounds, sparing the dumps cfg.Keeper keeps
-// unless the disk is critically low: a dump is being refused for want of
-// room (critical), or free space is below MinFreeDisk. It returns how many
-// it deleted.
-func (d *Dumper) rotate(keep string, critical bool) int {
-	if !critical && d.cfg.Keeper != nil && d.cfg.MinFreeDisk > 0 {
-		free, err := freeDisk(d.cfg.Dir)
-		critical = err == nil && free < d.cfg.MinFreeDisk
+// rotate applies the rotation bounds after a dump, sparing keep (the dump
+// just written) and the dumps cfg.Keeper keeps.
+func (d *Dumper) rotate(keep string) {
+	del, _, _ := d.dir.RotateKeeping(d.cfg.MaxFiles, d.cfg.MaxTotalBytes, keep, d.cfg.Keeper)
+	d.countRotated(del)
+}
+
+// rotationReasons index Dumper.rotatedFor.
+var rotationReasons = [...]string{ReasonMaxFiles, ReasonMaxTotalBytes, ReasonMinFreeDisk}
+
+func (d *Dumper) countRotated(del []Eviction) {
+	for _, e := range del {
+		d.rotated.Add(1)
+		for i, r := range rotationReasons {
+			if e.Reason == r {
+				d.rotatedFor[i].Add(1)
+			}
+		}
 	}
-	n, _, _ := d.dir.RotateKeeping(d.cfg.MaxFiles, d.cfg.MaxTotalBytes, keep, d.cfg.Keeper, critical)
-	return n
 }
 
 // write writes j's file: .tmp, synced, renamed, directory synced.
@@ -369,24 +395,44 @@ func (d *Dumper) write(j *job) Result {
 			res.Err = err
 			return res
 		}
-		if free-estimate < dc.MinFreeDisk && dc.Keeper != nil {
-			// critically low: kept dumps beyond the bounds go, then look again
-			if n := d.rotate("", true); n > 0 {
-				d.rotated.Add(uint64(n))
-				free, _ = freeDisk(dc.Dir)
+		need := estimate + dc.MinFreeDisk
+		if free < need && dc.Keeper != nil {
+			// with an upload queue, recording wins: the oldest dumps go
+			// (uploaded ones first), one at a time until the dump fits,
+			// or none when deleting them all would not make it fit
+			del, err := d.dir.MakeRoom(free, need, "", dc.Keeper)
+			d.countRotated(del)
+			if err != nil && len(del) == 0 {
+				d.refusedDisk.Add(1)
+				res.Err = fmt.Errorf("%w: dump %d %q refused: it needs up to %s and min_free_disk keeps %s; %w",
+					ErrDiskLow, j.seq, j.reason, units.FormatSize(estimate), units.FormatSize(dc.MinFreeDisk), err)
+				return res
+			}
+			if f, err := freeDisk(dc.Dir); err == nil {
+				free = f
+			}
+			if free < need && len(del) > 0 {
+				d.refusedDisk.Add(1)
+				res.Err = fmt.Errorf("%w: dump %d %q refused: it needs up to %s and min_free_disk keeps %s; %s free on the file system of %s after deleting %d dumps (a deleted dump still open in another process holds its room until closed)",
+					ErrDiskLow, j.seq, j.reason, units.FormatSize(estimate), units.FormatSize(dc.MinFreeDisk), units.FormatSize(free), dc.Dir, len(del))
+				return res
 			}
 		}
-		if free-estimate < dc.MinFreeDisk {
+		if free < need {
 			d.refusedDisk.Add(1)
-			res.Err = fmt.Errorf("%w: %d bytes free, dump needs up to %d, min_free_disk %d (dump %d %q refused, existing dumps kept)",
-				ErrDiskLow, free, estimate, dc.MinFreeDisk, j.seq, j.reason)
+			res.Err = fmt.Errorf("%w: dump %d %q refused: it needs up to %s and min_free_disk keeps %s; %s free on the file system of %s (no dump deleted)",
+				ErrDiskLow, j.seq, j.reason, units.FormatSize(estimate), units.FormatSize(dc.MinFreeDisk), units.FormatSize(free), dc.Dir)
 			return res
 		}
 	}
 	final := filepath.Join(dc.Dir, Name(j.t0, j.reason, j.seq, dc.Extension))
 	tmp := final + TmpExt
-	w, err := dc.NewWriter(tmp, WriterOptions{Compression: dc.Compression, FrameSize: dc.FrameSize,
-		WriterName: dc.WriterName, CreatedNs: d.rec.Now(), SizeHint: estimate})
+	sealer := d.sealerFor()
+	if sealer != nil {
+		defer sealer.Stop() // its hashing goroutine, whatever became of the dump
+	}
+	w, err := dc.NewWriter(tmp, WriterOptions{Compression: dc.Compression, FrameSize: dc.FrameSize, FrameSpan: dc.FrameSpan,
+		WriterName: dc.WriterName, CreatedNs: d.rec.Now(), SizeHint: estimate, Seal: sealer})
 	if err == nil {
 		if err = d.protect(tmp); err != nil {
 			w.Abort()
@@ -432,6 +478,7 @@ func (d *Dumper) write(j *job) Result {
 		err = errors.Join(err, w.Abort())
 	}
 	if err == nil {
+		d.sealed(sealer, final, &res) // in the chain's ledger before it is in the directory
 		err = os.Rename(tmp, final)
 	}
 	if err == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
@@ -194,6 +195,7 @@ func checkAccount(t *testing.T, got map[string]*dumpedTopic, info dumpinfo.Info)
 // made so a test can read how many frames or chunks were torn.
 type fromRingWriter struct {
 	mcap    bool
+	signer  *evidence.Signer // signs the dumps (Config.Signer)
 	mu      sync.Mutex
 	writers []*packWriter
 	mcaps   []*mcapDump
@@ -276,7 +278,7 @@ func TestFromRingTornFrameRewritten(t *testing.T) {
 func fromRingTorn(t *testing.T, fw *fromRingWriter) {
 	r, vc, _ := dumpRecorder(t, rigConfig{
 		Rec:  engine.Config{TopicBytes: 256 << 10, Pre: new(time.Hour), Post: new(time.Duration(0)), Guard: new(time.Duration(0))},
-		Dump: Config{NewWriter: fw.new, Extension: fw.ext(), FrameSize: 64 << 10},
+		Dump: Config{NewWriter: fw.new, Extension: fw.ext(), FrameSize: 64 << 10, Signer: fw.signer},
 	})
 	defer r.Close()
 	ids := discover(t, r, "a")
@@ -319,6 +321,17 @@ func fromRingTorn(t *testing.T, fw *fromRingWriter) {
 	}
 	got, info := checkSeqDump(t, res.Path, map[byte]string{1: "a"})
 	checkAccount(t, got, info)
+	if fw.signer != nil { // the hash followed the frame taken back
+		keys := &evidence.Keyring{}
+		keys.Add(fw.signer.Public())
+		f, err := ReadSeal(res.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := evidence.Judge(f, keys); !v.OK() {
+			t.Fatalf("signed dump with a frame taken back: %s", v.Summary())
+		}
+	}
 	a := info.Topics[0]
 	if a.Overwritten == 0 || a.Messages+a.Overwritten != window || res.Lost != a.Overwritten {
 		t.Fatalf("written %d + overwritten %d (result %d), want some overwritten and %d in all", a.Messages, a.Overwritten, res.Lost, window)

@@ -13,6 +13,10 @@ import (
 // plus search permission where there is read (0750).
 const DefaultFileMode os.FileMode = 0o640
 
+// DirMode is the mode of a directory holding files of mode m: the same
+// bits plus search where there is read (0640 -> 0750).
+func DirMode(m os.FileMode) os.FileMode { return dirMode(m) }
+
 // dirMode is the mode of a directory holding files of mode m.
 func dirMode(m os.FileMode) os.FileMode {
 	m = m.Perm()

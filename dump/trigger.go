@@ -7,6 +7,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/ingest"
 )
 
@@ -103,6 +104,9 @@ type Result struct {
 	Rewritten uint64
 	// StartNs and EndNs bound the dumped window (capture time).
 	StartNs, EndNs int64
+	// Seal is the dump's seal when it was signed (Config.Signer): its
+	// key, digest and place in the directory's chain.
+	Seal *evidence.Seal
 	// Err is nil on success.
 	Err error
 }

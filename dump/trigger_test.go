@@ -10,6 +10,7 @@ import (
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // TestTriggerPostZero: a trigger's post of zero is a zero window (not the
@@ -232,5 +233,21 @@ func TestTriggerAtLastFromARule(t *testing.T) {
 	}
 	if tr := wait(t, r, now).Records[0]; tr.RequestedNs != 0 || tr.At != "" {
 		t.Errorf("a trigger at a given time records %+v, want no RequestedNs", tr)
+	}
+}
+
+// TestFrameSizeWithinReadersLimit (issue #31, item 4): a frame size over
+// pack.MaxTargetFrameSize is refused by the configuration check, where the
+// dump's frames would otherwise be refused by the pack writer (over the
+// readers' default memory limit) when the dump is written.
+func TestFrameSizeWithinReadersLimit(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{1 << 20, true}, {pack.MaxTargetFrameSize, true}, {pack.MaxTargetFrameSize + 1, false}, {1 << 30, false}} {
+		err := Config{Dir: t.TempDir(), FrameSize: tc.size}.Validate()
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "MaxTargetFrameSize")) {
+			t.Errorf("FrameSize %d: %v", tc.size, err)
+		}
 	}
 }

@@ -26,6 +26,12 @@ type mcapDump struct {
 	minSize  uint64 // MCAPFromRingMin, or MCAPWriteTuning.FromRingMin
 	refs     []ringRef
 	torn     uint64
+
+	// sealed: a chunk's hash runs on the seal's worker while the next is
+	// built (mcap.Writer.WriteChunkLent), checked by its lender after.
+	sealed  bool
+	lenders [2]refLender
+	lk      int
 }
 
 // NewMCAPWriter writes an MCAP dump (mcap.PackWriter, in place, with
@@ -89,6 +95,7 @@ func newMCAPWriter(path string, o WriterOptions, keepPacked, mmap bool) (Writer,
 	fo := mcap.FileOptions{InPlace: true, Mmap: mmap, Prealloc: o.SizeHint}
 	fo.KeepPacked = keepPacked
 	fo.Library = o.WriterName
+	fo.Seal = o.Seal
 	fo.Compression = o.Compression
 	if fo.Compression == "none" {
 		fo.Compression = ""
@@ -100,7 +107,8 @@ func newMCAPWriter(path string, o WriterOptions, keepPacked, mmap bool) (Writer,
 	if err != nil {
 		return nil, fmt.Errorf("mcap dump %s: %w", path, err)
 	}
-	return &mcapDump{w: w, types: newTypeTracker(), fromRing: !mmap && w.Writer().CanBorrow(), minSize: MCAPFromRingMin}, nil
+	return &mcapDump{w: w, types: newTypeTracker(), fromRing: !mmap && w.Writer().CanBorrow(), minSize: MCAPFromRingMin,
+		sealed: o.Seal != nil}, nil
 }
 
 func (m *mcapDump) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
@@ -190,7 +198,18 @@ func (m *mcapDump) Flush() error {
 		return nil
 	}
 	mw := m.w.Writer()
-	if err := mw.WriteChunkProvisional(); err != nil {
+	var err error
+	if m.sealed {
+		// hashed on the seal's worker once kept, while the next chunk is
+		// built; the worker checks the payloads again after it
+		m.lk ^= 1
+		l := &m.lenders[m.lk]
+		l.refs = append(l.refs[:0], m.refs...)
+		err = mw.WriteChunkLent(l)
+	} else {
+		err = mw.WriteChunkProvisional()
+	}
+	if err != nil {
 		return err
 	}
 	if afterProvisionalWrite != nil {

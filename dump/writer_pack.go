@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/engine"
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -39,11 +41,19 @@ type reserver interface {
 type WriterOptions struct {
 	Compression string // "none", "lz4", "zstd"
 	FrameSize   int    // data bytes per frame
-	WriterName  string
-	CreatedNs   int64
+	// FrameSpan is the time a pack frame may span (capture times): a
+	// message FrameSpan or more after the frame's first starts the next;
+	// <= 0: frames bounded by FrameSize only. MCAP chunks ignore it.
+	FrameSpan  time.Duration
+	WriterName string
+	CreatedNs  int64
 	// SizeHint is an upper bound of the file size (0 = unknown); the pack
 	// writer preallocates and maps no more than this.
 	SizeHint int64
+	// Seal, when set, seals the file as it is written (the format's
+	// writer hashes every byte; pack.WriterOptions.Seal,
+	// mcap.Options.Seal). The Dumper sets it when Config.Signer is.
+	Seal *evidence.Sealer
 }
 
 // NewWriterFunc creates the file at path and returns its writer.
@@ -64,6 +74,7 @@ type packWriter struct {
 	file  *os.File // stream mode: the file, synced and closed by Close
 	f     *pack.Frame
 	size  int
+	span  int64 // WriterOptions.FrameSpan in ns; 0: none
 	frame uint64
 	types typeTracker
 
@@ -79,6 +90,27 @@ type packWriter struct {
 	torn     uint64
 	safe     []byte      // the safe copies of a torn frame's payloads
 	rebuilt  *pack.Frame // a torn frame without its overwritten messages
+
+	// sealed: the frames' hash runs on the seal's worker while the next
+	// frame is built (pack.Writer.WriteFrameLent); lenders are the last
+	// two frames' borrowed messages, which it checks after hashing them.
+	sealed  bool
+	lenders [2]refLender
+	lk      int
+}
+
+// refLender is a written frame's borrowed messages, for the seal's worker
+// (evidence.Lender): whether they were still intact when it had hashed
+// them.
+type refLender struct{ refs []ringRef }
+
+func (l *refLender) Intact() bool {
+	for i := range l.refs {
+		if r := &l.refs[i]; !r.s.c.Intact(r.at) {
+			return false
+		}
+	}
+	return true
 }
 
 // ringRef is a message of the pending frame whose payload it borrows from
@@ -186,8 +218,8 @@ func newPackWriteWriter(path string, opts WriterOptions, t PackWriteTuning) (Wri
 	if err != nil {
 		return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 	}
-	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker(),
-		fromRing: !t.Copying && !t.Async, minSize: fromRingMin(t.FromRingMin, FromRingMin)}, nil
+	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, span: spanOf(opts), types: newTypeTracker(),
+		fromRing: !t.Copying && !t.Async, minSize: fromRingMin(t.FromRingMin, FromRingMin), sealed: opts.Seal != nil}, nil
 }
 
 // packOptions are the pack writer options for opts.
@@ -199,7 +231,10 @@ func packOptions(opts WriterOptions) pack.WriterOptions {
 	case "zstd":
 		c = pack.CompressZstd
 	}
-	return pack.WriterOptions{Writer: opts.WriterName, CreatedNs: opts.CreatedNs, Compression: c}
+	// HashBehind: packWriter's frames alternate between two scratches
+	// (flushFrame), and borrowed ones are lent (writeChecked).
+	return pack.WriterOptions{Writer: opts.WriterName, CreatedNs: opts.CreatedNs, Compression: c, Seal: opts.Seal,
+		HashBehind: opts.Seal != nil}
 }
 
 func openPackWriter(path string, opts WriterOptions, stream bool) (Writer, error) {
@@ -218,7 +253,7 @@ func openPackWriter(path string, opts WriterOptions, stream bool) (Writer, error
 			f.Close()
 			return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 		}
-		return &packWriter{w: w, file: f, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker()}, nil
+		return &packWriter{w: w, file: f, f: pack.NewFrame(0, 0), size: opts.FrameSize, span: spanOf(opts), types: newTypeTracker()}, nil
 	}
 	po.Mmap = true
 	if h := opts.SizeHint; h > 0 && h < 64<<20 {
@@ -229,7 +264,16 @@ func openPackWriter(path string, opts WriterOptions, stream bool) (Writer, error
 	if err != nil {
 		return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 	}
-	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, types: newTypeTracker()}, nil
+	return &packWriter{w: w, f: pack.NewFrame(0, 0), size: opts.FrameSize, span: spanOf(opts), types: newTypeTracker()}, nil
+}
+
+// spanOf is opts.FrameSpan in ns, 0 when frames have no time bound.
+func spanOf(opts WriterOptions) int64 { return max(int64(opts.FrameSpan), 0) }
+
+// spanOver reports whether a message captured at captureNs starts a new
+// frame by time: FrameSpan or more after the pending frame's first.
+func (p *packWriter) spanOver(captureNs int64) bool {
+	return p.span > 0 && p.f.Len() > 0 && captureNs-p.f.Time() >= p.span
 }
 
 func (p *packWriter) WriteMessage(t *ingest.TopicInfo, genNs, captureNs int64, data []byte) error {
@@ -285,6 +329,18 @@ func (p *packWriter) Commit(t *ingest.TopicInfo, genNs, captureNs int64, data []
 	if p.err != nil {
 		return p.err
 	}
+	if p.spanOver(captureNs) {
+		// The payload was reserved at the end of the scratch the pending
+		// frame borrows: once that frame is written (its scratch set
+		// aside, nothing past the frame's bytes read), it moves to the
+		// start of the next scratch.
+		reserved := data
+		if err := p.flushFrame(); err != nil {
+			return err
+		}
+		data = p.Reserve(len(reserved))
+		copy(data, reserved)
+	}
 	if p.types.changed(t) {
 		var err error
 		if data, err = p.setType(t, captureNs, data); err != nil {
@@ -327,6 +383,11 @@ func (p *packWriter) Borrow(s *source, t *ingest.TopicInfo) error {
 		return p.err
 	}
 	e := s.e
+	if p.spanOver(e.CaptureNs) {
+		if err := p.flushFrame(); err != nil {
+			return err
+		}
+	}
 	if e.Size < p.minSize {
 		data := p.Reserve(int(e.Size))
 		if !s.c.Copy(e, data) {
@@ -381,7 +442,18 @@ func (p *packWriter) Flush() error { return p.flushFrame() }
 // was, the frame is kept and its messages accounted; else it is taken
 // back and written again without the overwritten ones (rewrite).
 func (p *packWriter) writeChecked() error {
-	if err := p.w.WriteFrameProvisional(p.f); err != nil {
+	var err error
+	if p.sealed {
+		// hashed on the seal's worker once kept, while the next frame is
+		// built; the worker checks the payloads again after it
+		p.lk ^= 1
+		l := &p.lenders[p.lk]
+		l.refs = append(l.refs[:0], p.refs...)
+		err = p.w.WriteFrameLent(p.f, l)
+	} else {
+		err = p.w.WriteFrameProvisional(p.f)
+	}
+	if err != nil {
 		return err
 	}
 	if afterProvisionalWrite != nil {

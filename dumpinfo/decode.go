@@ -22,7 +22,8 @@ var ErrTooLarge = errors.New("dumpinfo: too large")
 // Decode decodes an Info from its JSON (as stored by pack and MCAP) after
 // checking, without decoding, that it holds at most MaxObjects objects in
 // at most MaxJSONSize bytes: 3 bytes of "{}," would otherwise cost a
-// hundred bytes of TopicAccount each.
+// hundred bytes of TopicAccount each. What an older writer left out is
+// completed (Normalize).
 func Decode(b []byte) (Info, error) {
 	if len(b) > MaxJSONSize {
 		return Info{}, fmt.Errorf("%w: %d bytes of JSON (limit %d)", ErrTooLarge, len(b), MaxJSONSize)
@@ -31,8 +32,11 @@ func Decode(b []byte) (Info, error) {
 		return Info{}, fmt.Errorf("%w: more than %d JSON objects (topic accounts, triggers)", ErrTooLarge, MaxObjects)
 	}
 	var d Info
-	err := json.Unmarshal(b, &d)
-	return d, err
+	if err := json.Unmarshal(b, &d); err != nil {
+		return Info{}, err
+	}
+	d.Normalize()
+	return d, nil
 }
 
 // countObjects counts the '{' of b outside JSON strings, stopping past

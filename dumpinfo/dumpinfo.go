@@ -1,5 +1,7 @@
 package dumpinfo
 
+import "encoding/json"
+
 // MetadataName is the metadata section (pack) or record name (MCAP) under
 // which a dump stores its Info, as JSON.
 const MetadataName = "edr.dump_info"
@@ -10,6 +12,7 @@ const (
 	SourceLua     = "lua"     // a Lua rule fired (Trigger.Rule names it)
 	SourceSignal  = "signal"  // SIGUSR1
 	SourceCommand = "command" // the control socket ("edr-lite trigger")
+	SourceLive    = "live"    // a live client published on a trigger topic (docs/live.md)
 )
 
 // How a trigger's time was chosen (Trigger.At).
@@ -116,19 +119,25 @@ type Trigger struct {
 	Tag      string `json:"tag,omitempty"`
 	Severity int    `json:"severity,omitempty"`
 	TimeNs   int64  `json:"time_ns"`
-	// PreNs and PostNs are the windows the trigger asked for, overriding
-	// the topics' own, when PreSet / PostSet say it set them (zero is then
-	// a zero window). Dumps written before PreSet and PostSet existed
-	// leave them false and mean "the topics' own windows" by 0.
+	// PreNs and PostNs are overrides: the windows the trigger asked for
+	// instead of the topics' own, when PreSet / PostSet say it set them
+	// (zero is then a zero window). They are not the trigger's window
+	// (FromNs, ToNs are): a trigger that set none leaves them 0 and they
+	// are left out of the JSON. Dumps written before PreSet and PostSet
+	// existed leave them false and mean "the topics' own windows" by 0
+	// (Decode sets PreSet / PostSet for a non-zero one).
 	PreNs   int64             `json:"pre_ns"`
 	PostNs  int64             `json:"post_ns"`
 	PreSet  bool              `json:"pre_set,omitempty"`
 	PostSet bool              `json:"post_set,omitempty"`
 	Params  map[string]string `json:"params,omitempty"`
 	// FromNs and ToNs bound the window this trigger selected (capture
-	// time): the union over its topics of [TimeNs-pre, TimeNs+post]. A
-	// dump that several triggers joined records each one's own window.
-	// 0 in dumps written before they existed.
+	// time): the union over its topics of [TimeNs-pre, TimeNs+post], each
+	// topic's pre and post being its own or the trigger's override. This
+	// is the trigger's effective window, the one every consumer reads
+	// (Window); a dump that several triggers joined records each one's
+	// own. Dumps written before they existed lack them; Decode derives
+	// them where the dump says enough (Normalize).
 	FromNs int64 `json:"from_ns,omitempty"`
 	ToNs   int64 `json:"to_ns,omitempty"`
 	// At says how TimeNs was chosen (AtNow or AtLast); RequestedNs is when
@@ -138,12 +147,92 @@ type Trigger struct {
 }
 
 // Pre returns the pre window the trigger asked for and whether it set one
-// (reading dumps of either generation; see PreNs).
+// (reading dumps of either generation; see PreNs): an override, not the
+// trigger's window (Window is).
 func (t *Trigger) Pre() (int64, bool) { return t.PreNs, t.PreSet || t.PreNs != 0 }
 
 // Post returns the post window the trigger asked for and whether it set
 // one (see PreNs).
 func (t *Trigger) Post() (int64, bool) { return t.PostNs, t.PostSet || t.PostNs != 0 }
+
+// Window returns the trigger's effective window [from, to] (capture time,
+// both included: FromNs, ToNs) and, relative to its time, its effective
+// pre and post (TimeNs-FromNs, ToNs-TimeNs). Without FromNs and ToNs (a
+// dump of an older writer, not normalized) the window is that of the
+// overrides when the trigger set both; else ok is false: the dump does not
+// say (see Normalize).
+func (t *Trigger) Window() (from, to, pre, post int64, ok bool) {
+	if t.FromNs == 0 && t.ToNs == 0 {
+		pre, preOK := t.Pre()
+		post, postOK := t.Post()
+		if !preOK || !postOK {
+			return 0, 0, 0, 0, false
+		}
+		return t.TimeNs - pre, t.TimeNs + post, pre, post, true
+	}
+	return t.FromNs, t.ToNs, t.TimeNs - t.FromNs, t.ToNs - t.TimeNs, true
+}
+
+// MarshalJSON writes the trigger with pre_ns / post_ns only when it set
+// them (Pre, Post): a 0 in pre_ns is then a zero window the trigger asked
+// for, never "not set", and the effective window is from_ns / to_ns.
+// Readers of either generation read the result alike.
+func (t Trigger) MarshalJSON() ([]byte, error) {
+	out := triggerJSON{ID: t.ID, Reason: t.Reason, Source: t.Source, Rule: t.Rule, Tag: t.Tag, Severity: t.Severity,
+		TimeNs: t.TimeNs, PreSet: t.PreSet, PostSet: t.PostSet, Params: t.Params, FromNs: t.FromNs, ToNs: t.ToNs, At: t.At,
+		RequestedNs: t.RequestedNs}
+	if v, ok := t.Pre(); ok {
+		out.PreNs = &v
+	}
+	if v, ok := t.Post(); ok {
+		out.PostNs = &v
+	}
+	return json.Marshal(out)
+}
+
+// triggerJSON is Trigger as MarshalJSON writes it: the same fields in the
+// same order (TestTriggerJSONFields), the overrides left out when not set.
+type triggerJSON struct {
+	ID          uint64            `json:"id"`
+	Reason      string            `json:"reason"`
+	Source      string            `json:"source,omitempty"`
+	Rule        string            `json:"rule,omitempty"`
+	Tag         string            `json:"tag,omitempty"`
+	Severity    int               `json:"severity,omitempty"`
+	TimeNs      int64             `json:"time_ns"`
+	PreNs       *int64            `json:"pre_ns,omitempty"`
+	PostNs      *int64            `json:"post_ns,omitempty"`
+	PreSet      bool              `json:"pre_set,omitempty"`
+	PostSet     bool              `json:"post_set,omitempty"`
+	Params      map[string]string `json:"params,omitempty"`
+	FromNs      int64             `json:"from_ns,omitempty"`
+	ToNs        int64             `json:"to_ns,omitempty"`
+	At          string            `json:"at,omitempty"`
+	RequestedNs int64             `json:"requested_ns,omitempty"`
+}
+
+// Normalize completes what a dump of an older writer leaves out, so that
+// every consumer reads one truth: PreSet / PostSet for a non-zero
+// override, and each trigger's window (FromNs, ToNs) where the dump says
+// enough: from both overrides, else, for the one trigger of a dump that is
+// not a cut, the dump's window (StartNs, EndNs: the window the trigger
+// selected). A trigger of which neither is known keeps no window. Decode
+// calls it.
+func (d *Info) Normalize() {
+	for i := range d.Triggers {
+		t := &d.Triggers[i]
+		t.PreSet = t.PreSet || t.PreNs != 0
+		t.PostSet = t.PostSet || t.PostNs != 0
+		if from, to, _, _, ok := t.Window(); ok {
+			t.FromNs, t.ToNs = from, to
+			continue
+		}
+		switch {
+		case len(d.Triggers) == 1 && d.Cut == nil && d.EndNs > d.StartNs && d.StartNs <= t.TimeNs && t.TimeNs <= d.EndNs:
+			t.FromNs, t.ToNs = d.StartNs, d.EndNs
+		}
+	}
+}
 
 // TopicAccount is one topic's accounting for the dumped window.
 type TopicAccount struct {
@@ -199,6 +288,10 @@ type TopicAccount struct {
 	// they existed.
 	EventFirstNs int64 `json:"event_first_ns,omitempty"`
 	EventLastNs  int64 `json:"event_last_ns,omitempty"`
+	// CAN is, for a CAN frame topic decoded by a DBC, what the DBC made of
+	// its frames in the dump; nil for other topics and in dumps written
+	// before it existed. In a cut, the inputs' figures (like the losses).
+	CAN *CANAccount `json:"can,omitempty"`
 }
 
 // OrderEvent is TopicAccount.Order for a topic written in event-time

@@ -65,6 +65,23 @@ func TestIngestAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("ReserveAt/Commit/Abort: %v allocs/op, want 0", n)
 	}
+	// The batch path (ingest.BatchSink): stage a run, commit or abort it.
+	src := make([]byte, 8*len(p))
+	msgs := make([]ingest.BatchMessage, 8)
+	for i := range msgs {
+		msgs[i] = ingest.BatchMessage{GenNs: 1, Off: uint32(i * len(p)), Len: uint32(len(p))}
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		ns++
+		if r.StageBatch(id, ns, src, msgs) > 0 {
+			r.CommitBatch(id)
+		}
+		if r.StageBatch(id, ns, src, msgs) > 0 {
+			r.AbortBatch(id)
+		}
+	}); n != 0 {
+		t.Errorf("StageBatch/CommitBatch/AbortBatch: %v allocs/op, want 0", n)
+	}
 	rd, err := r.NewReader(id)
 	if err != nil {
 		t.Fatal(err)

@@ -62,7 +62,15 @@
 // IngestAt: everything ReserveAt changed is a valid ring on its own. The
 // shm consumer uses it to copy large records straight from the segment,
 // dropping those its producer overwrote meanwhile. A MultiProducer topic
-// takes no reservations (ReserveAt returns nil, true: use IngestAt). For one topic exactly one
+// takes no reservations (ReserveAt returns nil, true: use IngestAt).
+// Staged runs (ingest.BatchSink): StageBatch places a run of one topic's
+// messages — the run's head up to half the ring as one block — and writes
+// each entry, header and payload, beyond last; CommitBatch publishes them
+// all with one store of last, AbortBatch drops them. Evictions during a
+// run concern committed entries only, a staged entry never overwrites the
+// run's first, and an abort clears the checkpoints the run wrote
+// (ring_batch.go). The shm consumer hands runs of small records this way,
+// straight from the segment. For one topic exactly one
 // goroutine at a time may ingest, unless the topic was discovered with
 // MultiProducer (then a short mutex serializes writers).
 //

@@ -247,6 +247,44 @@ func (r *Recorder) Abort(id ingest.TopicID) {
 	}
 }
 
+// StageBatch copies a run of messages of one topic into its ring, invisible
+// to readers until CommitBatch (see ingest.BatchSink): the topic's checks
+// are made once for the run, the messages take their sequence numbers and
+// one store of the ring's newest position publishes them all. It returns
+// how many it staged; 0 (nothing staged, nothing counted) when the topic
+// takes no run now: unknown or offline, a dump being written with
+// BusySkipData, a MultiProducer topic, or a first message larger than the
+// topic's max packet — the source then hands the messages to IngestAt,
+// which rejects and counts them as it does. It never blocks and never
+// allocates; like IngestAt it may evict old entries, also for a run then
+// aborted.
+func (r *Recorder) StageBatch(id ingest.TopicID, captureNs int64, src []byte, msgs []ingest.BatchMessage) int {
+	if uint(id) >= uint(len(r.table)) {
+		return 0
+	}
+	t := r.table[id].Load()
+	if t == nil || t.multi || !t.online.Load() || (r.busySkip && r.busy.Load()) {
+		return 0
+	}
+	return t.ring.stageBatch(captureNs, src, msgs)
+}
+
+// CommitBatch publishes the topic's staged run (see StageBatch) and returns
+// how many messages it held.
+func (r *Recorder) CommitBatch(id ingest.TopicID) int {
+	if t := r.topic(id); t != nil && !t.multi {
+		return t.ring.commitBatch()
+	}
+	return 0
+}
+
+// AbortBatch drops the topic's staged run: no reader ever sees it.
+func (r *Recorder) AbortBatch(id ingest.TopicID) {
+	if t := r.topic(id); t != nil && !t.multi {
+		t.ring.abortBatch()
+	}
+}
+
 // Lost counts n messages of the topic that its source reports lost before
 // they reached the recorder, detected at atNs on the recorder's clock (see
 // Sink). They appear in TopicCounters.LostAtSource and in the accounting of
@@ -409,4 +447,7 @@ func errTopic(id ingest.TopicID) error {
 	return fmt.Errorf("%w: id %d", ErrUnknownTopic, id)
 }
 
-var _ ingest.DirectSink = (*Recorder)(nil)
+var (
+	_ ingest.DirectSink = (*Recorder)(nil)
+	_ ingest.BatchSink  = (*Recorder)(nil)
+)

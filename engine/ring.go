@@ -122,6 +122,7 @@ type ring struct {
 	// evictedBelow: every entry evicted so far was captured before it.
 	evictedBelow int64
 	res          reservation // the entry reserved and not yet committed
+	st           staging     // the run of entries staged and not yet committed (ring_batch.go)
 
 	_ pad
 	// last is the position of the newest committed entry (noEntry before
@@ -240,18 +241,27 @@ func (r *ring) abort() { r.res.active = false }
 // ring: wHead moves past it) and its clamped capture time. Everything it
 // changes is consistent on its own, so an entry that is never published
 // (an aborted or abandoned reservation) leaves a valid ring. It drops any
-// reservation still open. Writer only.
+// reservation or staged run still open. Writer only.
 func (r *ring) place(capNs int64, n uint64) (pos uint64, _ int64, _ bool) {
 	r.res.active = false
+	if r.st.active {
+		r.abortBatch()
+	}
 	if n > r.maxLen {
 		r.oversize.record(max(capNs, r.lastCap))
 		return 0, 0, false
 	}
+	pos, capNs = r.placeRoom(capNs, entrySize(n))
+	return pos, capNs, true
+}
+
+// placeRoom is place for sz bytes of ring (one entry, or a staged run of
+// entries as one block, ring_batch.go), sz <= the ring's size.
+func (r *ring) placeRoom(capNs int64, sz uint64) (pos uint64, _ int64) {
 	if capNs < r.lastCap {
 		capNs = r.lastCap
 	}
 	r.lastCap = capNs
-	sz := entrySize(n)
 	pos = r.wHead
 	phys := pos & r.mask
 	var skip uint64
@@ -283,7 +293,7 @@ func (r *ring) place(capNs int64, n uint64) (pos uint64, _ int64, _ bool) {
 		pos += skip
 		r.wHead = pos // the marker is part of the ring whether or not the entry is published
 	}
-	return pos, capNs, true
+	return pos, capNs
 }
 
 // publish writes the header of the entry at pos (its payload is in place)

@@ -12,6 +12,10 @@ import (
 func FuzzConfig(f *testing.F) {
 	f.Add([]byte(config.Default()))
 	f.Add([]byte("[recorder]\ncache_size = \"64MiB\"\n[[topic]]\nmatch = \"a/*\"\nkeep_last = 1\n"))
+	// the decoder goes past problems: bare words, duplicates, wrong types,
+	// numeric params, arrays of tables where a table belongs
+	f.Add([]byte("[recorder]\npost = 2seconds\npre = \"1s\"\npre = \"2s\"\ncache_size = [1]\n[rotation]\nmax_files = \"3\"\n"))
+	f.Add([]byte("[[rule]]\nbuiltin = \"threshold\"\nname = \"t\"\nparams = { high = 300.0, offset = 0, on = true, x = [1], t = 1979-05-27T07:32:00Z }\n[[recorder]]\n[topic]\nmatch = 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := config.Parse("fuzz.toml", data)
 		if err != nil {

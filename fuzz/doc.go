@@ -1,8 +1,10 @@
 // Package fuzz holds the fuzz targets over every parser of untrusted bytes
 // (pack files, shm segments, packets, configuration and replay checks
-// files, Lua-facing accessors, MP4 files and the JPEG time readers, the
+// files, Lua-facing accessors, MP4 files (whole and cut short), the JPEG
+// time readers and the JPEG end check, the
 // upload queue's journal and ledger, key templates and schedule windows,
-// the closed loop's comparison of untrusted outputs, the report of a dump
+// the closed loop's comparison of untrusted outputs, the packed codec of
+// an in-process step replay (step.Packed), the report of a dump
 // and its camera thumbnails) with their seed corpora under testdata/fuzz.
 //
 // It is not for: library code.

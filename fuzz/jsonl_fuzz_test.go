@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -60,6 +61,13 @@ func FuzzImportJSONL(f *testing.F) {
 		`{"seq":0,"topic":"s","ts":10,"gen_ts":9,"data":"AQ=="}`+"\n"+
 		`{"seq":1,"topic":"s","ts":11,"gen_ts":10,"type_id":"%s","data":"AQI="}`+"\n", a.ID(), a.ID(), b.ID(), b.ID())
 	f.Add([]byte(typed))
+	// data decoded in place (jsonl/b64.go): escapes, more than one block,
+	// padding.
+	f.Add([]byte(hdr + `{"seq":0,"topic":"a","ts":10,"gen_ts":9,"data":"AA\/C\u0041A=="}` + "\n"))
+	f.Add([]byte(hdr + `{"seq":0,"topic":"a","ts":10,"gen_ts":9,"data":"` + strings.Repeat("QUJD", 1500) + `RA=="}` + "\n"))
+	// Attachments in the header, and a producer's sequence on a line.
+	f.Add([]byte(`{"format":"edr-lite-jsonl","version":1,"topics":[{"topic":"a","name":"a"}],"attachments":[{"name":"c.toml","media_type":"application/toml","log_ns":5,"data":"eA=="},{"name":"","data":null}]}` + "\n" +
+		`{"seq":0,"topic":"a","ts":10,"gen_ts":9,"sequence":4294967296,"data":"AQID"}` + "\n"))
 	addHostile(f, ".jsonl")
 	f.Fuzz(func(t *testing.T, in []byte) {
 		rep, file, err := importBytes(in)

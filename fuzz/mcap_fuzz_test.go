@@ -3,11 +3,13 @@ package fuzz
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/mcap"
 )
 
@@ -15,7 +17,7 @@ import (
 const fuzzMaxChunk = 1 << 20
 
 // FuzzMCAPRead feeds arbitrary bytes to the MCAP reader as a hostile .mcap
-// file: Info, Scan, Verify, Messages, MessagesInTimeOrder and Doctor must never
+// file: Info, Scan, Verify, Attachments, Messages, MessagesInTimeOrder and Doctor must never
 // panic (Doctor listing at most 100 problems), must return nil results with
 // an error, must never hand out more payload bytes
 // than a chunk may decompress to, and the time-ordered walk must be ordered
@@ -31,6 +33,13 @@ func FuzzMCAPRead(f *testing.F) {
 	f.Add(packWriterSeed(mcap.CompressionNone))
 	f.Add(packWriterSeed(mcap.CompressionLZ4))
 	f.Add(typedSeed())
+	// Other writers' files: attachments, metadata names shared, no
+	// summary, records longer than their fields.
+	for _, name := range []string{"chunked-extra", "unchunked-no-summary", "padded-chunked", "padded-no-summary"} {
+		if b, err := os.ReadFile(filepath.Join("..", "mcap", "testdata", "other", name+".mcap")); err == nil {
+			f.Add(b)
+		}
+	}
 	addHostile(f, ".mcap")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := mcap.NewReader(data, "fuzz.mcap", mcap.ReaderOptions{MaxChunkSize: fuzzMaxChunk})
@@ -57,8 +66,21 @@ func FuzzMCAPRead(f *testing.F) {
 		case verr == nil && (vinfo == nil || vinfo.Messages != sinfo.Messages):
 			t.Fatalf("Verify passes with %+v, Scan says %+v", vinfo, sinfo)
 		}
+		// Attachments: each inside the file; a file Verify passes gives
+		// every one Scan counted, without an error.
+		as, aerr := r.Attachments()
+		for _, a := range as {
+			if a.Offset < 8 || a.Offset+int64(len(a.Data)) > int64(len(data)) {
+				t.Fatalf("attachment %q of %d bytes at %d of a %d-byte file", a.Name, len(a.Data), a.Offset, len(data))
+			}
+		}
+		if verr == nil && (aerr != nil || len(as) != sinfo.Attachments) {
+			t.Fatalf("Verify passes, Attachments gives %d (%v), Scan counts %d", len(as), aerr, sinfo.Attachments)
+		}
 		var total int
-		err = r.Messages(func(c *mcap.Channel, m *mcap.Message) error {
+		// An error is fine here (the input is hostile); what is checked is
+		// what it handed out before.
+		_ = r.Messages(func(c *mcap.Channel, m *mcap.Message) error {
 			if c == nil || c.ID != m.ChannelID {
 				t.Fatalf("message on channel %d handed channel %+v", m.ChannelID, c)
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"image"
+	"image/jpeg"
 	"io"
 	"strconv"
 	"strings"
@@ -79,56 +81,80 @@ func (s *seekBuffer) Seek(off int64, whence int) (int64, error) {
 }
 
 // FuzzMP4 feeds arbitrary bytes to the MP4 demuxer as a hostile .mp4
-// file. Properties: no panic; an error leaves no reader; an open error and
-// every Next error other than io.EOF is a *media.BoxError or ErrNoTrack
-// (never a read error: every offset is checked first); errors are sticky;
-// no more samples than the file has bytes (each claims at least one);
-// every sample's data bounded by the limits and the file; memory bounded
-// by MaxBoxBytes and MaxSampleBytes.
+// file, read as it is and with AcceptCut (the seeds include files cut
+// inside an mdat and inside a moof). Properties: no panic; an error
+// leaves no reader; an open error and every Next error other than io.EOF
+// is a *media.BoxError or ErrNoTrack (never a read error: every offset is
+// checked first); errors are sticky; no more samples than the file has
+// bytes (each claims at least one); every sample's data bounded by the
+// limits and the file; memory bounded by MaxBoxBytes and MaxSampleBytes.
+// With AcceptCut: a file read to its end as it is reads the same samples
+// and no Cut; a Cut counts the samples read and lies inside the file.
 func FuzzMP4(f *testing.F) {
 	f.Add(mp4Seed(false))
 	f.Add(mp4Seed(true))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := media.NewMP4Reader(bytes.NewReader(data), int64(len(data)), "fuzz.mp4",
-			media.MP4Options{MaxBoxBytes: fuzzMaxBox, MaxSampleBytes: fuzzMaxBox})
-		var be *media.BoxError
-		if err != nil {
-			if m != nil {
-				t.Fatal("error with a partial result")
-			}
-			if !errors.As(err, &be) && !errors.Is(err, media.ErrNoTrack) {
-				t.Fatalf("open: unexpected error type %T: %v", err, err)
-			}
-			return
+		n, sum, cut, err := fuzzReadMP4(t, data, false)
+		n2, sum2, cut2, err2 := fuzzReadMP4(t, data, true)
+		if cut != nil {
+			t.Fatal("a Cut without AcceptCut")
 		}
-		tr := m.Track()
-		if tr.Codec != media.CodecH264 && tr.Codec != media.CodecH265 || tr.Timescale == 0 {
-			t.Fatalf("selected %+v", tr)
+		if err == io.EOF && (err2 != io.EOF || n2 != n || sum2 != sum || cut2 != nil) {
+			t.Fatalf("read to its end: %d samples; with AcceptCut %d, cut %v, %v", n, n2, cut2, err2)
 		}
-		var s media.Sample
-		n := 0
-		for {
-			err = m.Next(&s)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				if !errors.As(err, &be) {
-					t.Fatalf("Next: unexpected error type %T: %v", err, err)
-				}
-				if err2 := m.Next(&s); err2 != err {
-					t.Fatalf("error not sticky: %v then %v", err, err2)
-				}
-				break
-			}
-			if n++; n > len(data) {
-				t.Fatalf("%d samples from %d bytes", n, len(data))
-			}
-			if s.Index != int64(n-1) || len(s.Data) > 4*fuzzMaxBox+len(data) {
-				t.Fatalf("sample %d: index %d, %d bytes", n-1, s.Index, len(s.Data))
-			}
+		if cut2 != nil && (cut2.Read != int64(n2) || cut2.Size != int64(len(data)) || cut2.Offset < 0 ||
+			cut2.Lost < 0 || cut2.String() == "") {
+			t.Fatalf("%d samples, %+v", n2, cut2)
 		}
 	})
+}
+
+// fuzzReadMP4 reads every sample of data and checks FuzzMP4's properties;
+// it returns the samples read, a sum of their bytes, the Cut and the
+// error that ended the reading (io.EOF at the end).
+func fuzzReadMP4(t *testing.T, data []byte, acceptCut bool) (n int, sum uint64, cut *media.Cut, end error) {
+	m, err := media.NewMP4Reader(bytes.NewReader(data), int64(len(data)), "fuzz.mp4",
+		media.MP4Options{MaxBoxBytes: fuzzMaxBox, MaxSampleBytes: fuzzMaxBox, AcceptCut: acceptCut})
+	var be *media.BoxError
+	if err != nil {
+		if m != nil {
+			t.Fatal("error with a partial result")
+		}
+		if !errors.As(err, &be) && !errors.Is(err, media.ErrNoTrack) {
+			t.Fatalf("open: unexpected error type %T: %v", err, err)
+		}
+		return 0, 0, nil, err
+	}
+	tr := m.Track()
+	if tr.Codec != media.CodecH264 && tr.Codec != media.CodecH265 || tr.Timescale == 0 {
+		t.Fatalf("selected %+v", tr)
+	}
+	var s media.Sample
+	for {
+		err = m.Next(&s)
+		if err == io.EOF {
+			return n, sum, m.Cut(), err
+		}
+		if err != nil {
+			if !errors.As(err, &be) {
+				t.Fatalf("Next: unexpected error type %T: %v", err, err)
+			}
+			if err2 := m.Next(&s); err2 != err {
+				t.Fatalf("error not sticky: %v then %v", err, err2)
+			}
+			return n, sum, m.Cut(), err
+		}
+		if n++; n > len(data) {
+			t.Fatalf("%d samples from %d bytes", n, len(data))
+		}
+		if s.Index != int64(n-1) || len(s.Data) > 4*fuzzMaxBox+len(data) {
+			t.Fatalf("sample %d: index %d, %d bytes", n-1, s.Index, len(s.Data))
+		}
+		for _, c := range s.Data {
+			sum = sum*31 + uint64(c)
+		}
+		sum += uint64(s.PTSNs)*7 + uint64(s.DTSNs)
+	}
 }
 
 // FuzzJPEGTime feeds arbitrary file names to NameTime and arbitrary bytes
@@ -165,6 +191,50 @@ func FuzzJPEGTime(f *testing.F) {
 		}
 		if ns2, err2 := media.EXIFTime(data, loc); ns2 != ns || err2 != nil {
 			t.Fatal("EXIFTime is not deterministic")
+		}
+	})
+}
+
+// jpegSeed encodes a small image with image/jpeg.
+func jpegSeed() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 24, 16))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i * 7)
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, img, &jpeg.Options{Quality: 75}); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// FuzzJPEGCheck feeds arbitrary bytes to CheckJPEG, which walks a JPEG
+// to its end-of-image marker (seeds: a whole image, and the same cut in
+// its header, in its image data and just before its end marker).
+// Properties: no panic; errors wrap ErrCutJPEG, ErrDamagedJPEG or
+// ErrNotJPEG; a whole image has image data; the answer does not change
+// when bytes are appended to a whole image (they come after its end) and
+// is the same for the same input.
+func FuzzJPEGCheck(f *testing.F) {
+	whole := jpegSeed()
+	for _, n := range []int{len(whole), len(whole) - 1, len(whole) / 2, 200, 20} {
+		f.Add(whole[:n])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		data, err := media.CheckJPEG(b)
+		if err != nil && !errors.Is(err, media.ErrCutJPEG) && !errors.Is(err, media.ErrDamagedJPEG) && !errors.Is(err, media.ErrNotJPEG) {
+			t.Fatalf("unexpected error %v", err)
+		}
+		if err == nil && !data {
+			t.Fatal("whole without image data")
+		}
+		if d2, err2 := media.CheckJPEG(b); d2 != data || (err2 == nil) != (err == nil) {
+			t.Fatal("not deterministic")
+		}
+		if err == nil {
+			if d2, err2 := media.CheckJPEG(append(b[:len(b):len(b)], 0xFF, 0x00, 0x12)); !d2 || err2 != nil {
+				t.Fatalf("bytes after the end: %v %v", d2, err2)
+			}
 		}
 	})
 }

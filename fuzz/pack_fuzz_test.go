@@ -15,6 +15,7 @@ import (
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/hostile"
 	"github.com/edr-lite/edr-lite/pack"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // packSeed returns a small valid pack file with the given codec: a few
@@ -185,24 +186,85 @@ func FuzzPackFile(f *testing.F) {
 			_ = r.SeekTime(s.FirstNs + (s.LastNs-s.FirstNs)/2)
 			_ = r.ReadInto(&fr)
 		}
+		// Reading past damage (issue #31, item 5): never an error but
+		// the end, never more frames than Verify's intact ones (it walks
+		// the same way), the data bounded, what was skipped counted.
+		sr, err := pack.NewBytesReader("fuzz.pack", data, pack.ReaderOptions{SkipDamaged: true})
+		if err != nil {
+			return
+		}
+		defer sr.Close()
+		if _, err := sr.Types(); err != nil {
+			t.Fatalf("Types with SkipDamaged: %v", err)
+		}
+		frames, total = 0, 0
+		for {
+			err := sr.ReadInto(&fr)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("read with SkipDamaged: %v", err)
+			}
+			frames++
+			total += fr.DataSize()
+			if total > len(data)*pack.MaxCompressionRatio || frames > len(data)/pack.FrameHeaderSize {
+				t.Fatalf("%d frames, %d data bytes from a %d-byte file", frames, total, len(data))
+			}
+		}
+		if sk := sr.Skipped(); v.OK() && sk.Any() {
+			t.Fatalf("Verify finds no problem, SkipDamaged skipped %+v", sk)
+		}
 	})
 }
 
-// FuzzPackMeta decodes arbitrary bytes as a frame meta; whatever decodes
-// must re-encode to bytes that decode to the same values, and encoding is
-// stable (encode(decode(encode(x))) == encode(x)).
+// FuzzPackMeta decodes arbitrary bytes as a frame meta; it must decode
+// exactly what a plain protowire decoding of frame.v2.proto does (the same
+// values, an error for the same inputs: the fast paths for the writer's
+// layout change nothing), whatever decodes must re-encode to bytes that
+// decode to the same values, and encoding is stable
+// (encode(decode(encode(x))) == encode(x)).
 func FuzzPackMeta(f *testing.F) {
 	fr := pack.NewFrame(7, 123456789)
 	fr.AddMetaWithData("a", "b", []byte("meta"), 1, 2, []byte("data"))
 	f.Add(fr.AppendMeta(nil))
 	f.Add([]byte{})
+	// The replay gate's layout: nanosecond times (nine-byte varints), four
+	// topics taking turns, data indexes of one and two bytes; and the same
+	// with a negative time (a ten-byte varint) and a channel.
+	fr = pack.NewFrame(1, 1_700_000_000_000_000_000)
+	for i := 0; i < 130; i++ {
+		ts := int64(1_700_000_000_000_000_000) + int64(i)*1000
+		fr.AddMetaBorrowed(fmt.Sprintf("topic/%d", i%4), "", nil, ts, ts, []byte{1})
+	}
+	f.Add(fr.AppendMeta(nil))
+	fr = pack.NewFrame(1, 2)
+	fr.AddMetaBorrowed("topic/0", "c", nil, -5, 1<<62, []byte{1})
+	fr.AddMetaBorrowed("", "", nil, 1<<56, 1<<63-1, nil)
+	f.Add(fr.AppendMeta(nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var a pack.Frame
-		if err := a.UnmarshalMeta(data); err != nil {
+		err := a.UnmarshalMeta(data)
+		want, wantOK := referenceMeta(data)
+		if (err == nil) != wantOK {
+			t.Fatalf("UnmarshalMeta: %v; protowire decodes: %v", err, wantOK)
+		}
+		if err != nil {
 			if a.Len() != 0 || a.ID() != 0 {
 				t.Fatal("error left a partial frame")
 			}
 			return
+		}
+		if a.ID() != want.id || a.Time() != want.timeNs || a.DoneTime() != want.doneNs || a.Type() != want.typ ||
+			a.Version() != want.version || a.ProtoVersion() != want.protoVersion || a.Len() != len(want.msgs) {
+			t.Fatalf("frame fields differ from protowire's decoding")
+		}
+		for i := range want.msgs {
+			x, y := a.Message(i), want.msgs[i]
+			if x.Name != y.Name || x.Channel != y.Channel || !bytes.Equal(x.Meta, y.Meta) || x.GenTs != y.GenTs ||
+				x.DoneTs != y.DoneTs || x.DataIndex != y.DataIndex || x.HasSeq != y.HasSeq || x.Seq != y.Seq {
+				t.Fatalf("message %d: %+v, protowire decodes %+v", i, x, y)
+			}
 		}
 		enc := a.AppendMeta(nil)
 		if len(enc) != a.MetaSize() {
@@ -332,4 +394,120 @@ func FuzzPackStream(f *testing.F) {
 			}
 		}
 	})
+}
+
+// refFrame is a frame meta as referenceMeta decodes it.
+type refFrame struct {
+	id             uint64
+	timeNs, doneNs int64
+	typ            pack.FrameType
+	version        string
+	protoVersion   int32
+	msgs           []pack.Message
+}
+
+// referenceMeta decodes a frame meta (frame.v2.proto) field by field with
+// protowire alone, as protobuf does: unknown fields skipped, the last of a
+// repeated scalar wins, anything malformed is an error (ok false).
+func referenceMeta(b []byte) (f refFrame, ok bool) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return f, false
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return f, false
+			}
+			f.version, b = string(v), b[n:]
+		case num == 5 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return f, false
+			}
+			m, ok := referenceMessage(v)
+			if !ok {
+				return f, false
+			}
+			f.msgs, b = append(f.msgs, m), b[n:]
+		case typ == protowire.VarintType && num >= 2 && num <= 7:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return f, false
+			}
+			switch num {
+			case 2:
+				f.id = v
+			case 3:
+				f.timeNs = int64(v)
+			case 4:
+				f.protoVersion = int32(v)
+			case 6:
+				f.typ = pack.FrameType(int32(v))
+			case 7:
+				f.doneNs = int64(v)
+			}
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return f, false
+			}
+			b = b[n:]
+		}
+	}
+	return f, true
+}
+
+func referenceMessage(b []byte) (m pack.Message, ok bool) {
+	m.DataIndex = pack.NoData
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return m, false
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.BytesType && (num == 1 || num == 2 || num == 5):
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return m, false
+			}
+			switch num {
+			case 1:
+				m.Name = string(v)
+			case 2:
+				m.Meta = v
+			case 5:
+				m.Channel = string(v)
+			}
+			b = b[n:]
+		case typ == protowire.VarintType && num >= 3 && num <= 7 && num != 5:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return m, false
+			}
+			switch num {
+			case 3:
+				m.GenTs = int64(v)
+			case 4:
+				m.DoneTs = int64(v)
+			case 6:
+				m.DataIndex = int32(v)
+			case 7:
+				m.Seq, m.HasSeq = v, true
+			}
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return m, false
+			}
+			b = b[n:]
+		}
+	}
+	return m, true
 }

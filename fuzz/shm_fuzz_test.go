@@ -76,6 +76,51 @@ func (s *directSink) Abort(ingest.TopicID) {
 	s.reserved = false
 }
 
+// batchSink is boundedSink taking runs (ingest.BatchSink), so small
+// records take the consumer's batch path: every run lies in the mapping
+// (bounded by the file), is committed or aborted before the next one, and
+// each committed message is counted and bounded as any message.
+type batchSink struct {
+	boundedSink
+	staged [][]byte
+	open   bool
+	runs   int
+}
+
+func (s *batchSink) StageBatch(id ingest.TopicID, _ int64, src []byte, msgs []ingest.BatchMessage) int {
+	if s.open || id != 3 || len(src) > s.limit || len(msgs) == 0 {
+		s.t.Fatalf("run of %d messages (topic %d, one open: %v) over %d bytes from a %d-byte file", len(msgs), id, s.open, len(src), s.limit)
+	}
+	s.staged = s.staged[:0]
+	for _, m := range msgs {
+		if uint64(m.Off)+uint64(m.Len) > uint64(len(src)) {
+			s.t.Fatalf("message at %d of %d bytes outside the %d-byte mapping", m.Off, m.Len, len(src))
+		}
+		s.staged = append(s.staged, append([]byte(nil), src[m.Off:m.Off+m.Len]...))
+	}
+	s.open = true
+	return len(msgs)
+}
+
+func (s *batchSink) CommitBatch(ingest.TopicID) int {
+	if !s.open {
+		s.t.Fatal("CommitBatch without a run")
+	}
+	s.open = false
+	s.runs++
+	for _, p := range s.staged {
+		s.IngestAt(3, 0, 0, p)
+	}
+	return len(s.staged)
+}
+
+func (s *batchSink) AbortBatch(ingest.TopicID) {
+	if !s.open {
+		s.t.Fatal("AbortBatch without a run")
+	}
+	s.open = false
+}
+
 // FuzzShmSegment writes arbitrary bytes as a segment file (named for topic
 // "fuzz") and consumes it to the end with shm.DrainFile, exactly as the
 // consumer reads a hostile producer's segment. Properties: no panic and no
@@ -112,6 +157,15 @@ func FuzzShmSegment(f *testing.F) {
 			dst.Lost != st.Lost || dst.Rejected != st.Rejected || ds.messages != sink.messages || ds.bytes != sink.bytes {
 			t.Fatalf("direct path: %+v, %v (sink %d messages, %d bytes); chunk path: %+v, %v (sink %d, %d)",
 				dst, derr, ds.messages, ds.bytes, st, err, sink.messages, sink.bytes)
+		}
+		// And through the batch path (runs of small records staged from
+		// the mapping, then committed or aborted).
+		bs := &batchSink{boundedSink: boundedSink{t: t, limit: len(data)}}
+		bst, berr := shm.DrainFile(path, bs, shm.ConsumerOptions{})
+		if bs.open || fmt.Sprint(berr) != fmt.Sprint(err) || bst.Messages != st.Messages || bst.Bytes != st.Bytes ||
+			bst.Lost != st.Lost || bst.Rejected != st.Rejected || bs.messages != sink.messages || bs.bytes != sink.bytes {
+			t.Fatalf("batch path: %+v, %v (sink %d messages, %d bytes); chunk path: %+v, %v (sink %d, %d)",
+				bst, berr, bs.messages, bs.bytes, st, err, sink.messages, sink.bytes)
 		}
 		if uint64(sink.messages) != st.Messages+st.Rejected || uint64(sink.bytes) != st.Bytes {
 			t.Fatalf("stats %+v disagree with the sink (%d messages, %d bytes)", st, sink.messages, sink.bytes)

@@ -102,3 +102,55 @@ type DirectSink interface {
 	// counts it (the source counts it lost, e.g. through Lost).
 	Abort(id TopicID)
 }
+
+// BatchMessage locates one message of a batch in the source's memory (see
+// BatchSink.StageBatch): its payload is src[Off:Off+Len].
+type BatchMessage struct {
+	GenNs int64 // producer time (0 = unknown)
+	Off   uint32
+	Len   uint32
+}
+
+// BatchSink is a Sink that also takes a run of messages of one topic
+// straight from the source's memory into the recorder's, published
+// together: the per-message work of IngestAt (the topic lookup, its checks,
+// the store that makes a message visible to readers) is done once per run.
+// It is for a source whose memory is not stable (shared memory its
+// producer may overwrite while it is read): stage the run, check that the
+// source's bytes were intact, then publish it (CommitBatch) or drop it
+// (AbortBatch). Optional: a source checks for it once, by type assertion.
+//
+// For one topic, StageBatch is followed by CommitBatch or AbortBatch before
+// any other call for the topic (one goroutine per topic, as for IngestAt);
+// a run neither committed nor aborted is dropped by the topic's next
+// StageBatch, IngestAt or ReserveAt, and nothing of it is ever visible.
+//
+// A wrapper that embeds a BatchSink and overrides IngestAt (to count, to
+// filter) must override these methods too, or hide them: a source that
+// finds them calls them instead of IngestAt.
+type BatchSink interface {
+	Sink
+
+	// StageBatch copies the payloads of msgs (src[m.Off:m.Off+m.Len]) into
+	// the topic's ring, all stamped captureNs and each with its GenNs, and
+	// returns how many of them it staged, in order: readers see none of
+	// them before CommitBatch. Making room may evict old messages (as
+	// IngestAt would) even if the run is then aborted.
+	//
+	// It stages fewer than len(msgs) when the next one does not fit with
+	// those before it (a small ring): commit those, then hand the rest
+	// again. 0 means the topic takes no run now (unknown or offline id, a
+	// dump being written with BusySkipData, a MultiProducer topic, or a
+	// first message larger than the topic's max packet): nothing is staged
+	// or counted, and the source hands the messages to IngestAt, which
+	// rejects and counts what it must.
+	StageBatch(id TopicID, captureNs int64, src []byte, msgs []BatchMessage) int
+
+	// CommitBatch publishes the topic's staged run (one store makes every
+	// message of it visible) and returns how many messages it published.
+	CommitBatch(id TopicID) int
+
+	// AbortBatch drops the topic's staged run: no reader sees any of it,
+	// no counter counts it (the source counts it lost, e.g. through Lost).
+	AbortBatch(id TopicID)
+}

@@ -12,9 +12,10 @@ import (
 func TestLineAllocs(t *testing.T) {
 	buf := make([]byte, 0, 4096)
 	q := []byte(`"vehicle/speed"`)
-	meta, data := []byte{1, 2, 3}, bytes.Repeat([]byte{0xa5, 0x5a, 7}, 100)
+	m := &Message{Meta: []byte{1, 2, 3}, Data: bytes.Repeat([]byte{0xa5, 0x5a, 7}, 100), TimeNs: 1e18, GenNs: 1e18 - 5,
+		HasSeq: true, Seq: 77}
 	a := testing.AllocsPerRun(100, func() {
-		buf = appendMessage(buf[:0], 12345, q, 1e18, 1e18-5, 0, meta, data, noTypeID)
+		buf = appendMessage(buf[:0], 12345, q, m, noTypeID)
 	})
 	if a != 0 {
 		t.Errorf("appendMessage: %v allocs", a)

@@ -7,7 +7,7 @@
 // creation time, the topics with their types and counts, a table of the
 // topics' types (message encoding, schema, content ID), the dump
 // information as stored, the other metadata sections) and then one line per
-// Message in file order (internal/dumpfile.Export hands it those of a pack
+// Message in file order (dumpfile.Export hands it those of a pack
 // or MCAP file):
 //
 //	{"seq":0,"topic":"vehicle/speed","ts":1764670000010000000,"gen_ts":1764670000009999000,"data":"AACgQQ=="}
@@ -17,7 +17,7 @@
 // The format is specified in docs/replay.md ("JSON lines").
 //
 // It is not for: recording or replaying (packages engine and replay), and
-// not for reading a dump as messages (internal/dumpfile); "edr-lite cat
+// not for reading a dump as messages (dumpfile); "edr-lite cat
 // --jsonl" prints a lighter, one-way JSON form of its own.
 //
 // # Caveats

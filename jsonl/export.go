@@ -17,7 +17,7 @@ import (
 )
 
 // Message is one message as Export writes it: the pack model, as
-// internal/dumpfile reads it from a pack or MCAP dump.
+// dumpfile reads it from a pack or MCAP dump.
 type Message struct {
 	Name, Channel string
 	Meta          []byte
@@ -25,6 +25,10 @@ type Message struct {
 	DoneNs        int64  // capture time as recorded (0 = unknown)
 	TimeNs        int64  // the message time, written as ts
 	Data          []byte // nil when the message has no data block
+	// HasSeq says whether Seq is the producer's sequence number of the
+	// message (an MCAP sequence), written as "sequence".
+	HasSeq bool
+	Seq    uint64
 	// Type is the message's type (nil: the topic's, from the header); a
 	// change of type within a topic is written on its first message.
 	Type *ingest.Type
@@ -40,7 +44,9 @@ type Message struct {
 // producer time, else frame time; MCAP log_time); gen_ts the producer time;
 // data the payload in standard base64, absent for a message without a data
 // block. Optional fields keep the round trip lossless: "done_ts" when the
-// recorded capture time differs from ts (it was 0), "meta" (base64) when
+// recorded capture time differs from ts (it was 0), "sequence" when the
+// message has its producer's sequence number (Message.HasSeq: an MCAP
+// message's, or a pack message's seq), "meta" (base64) when
 // the message has meta bytes, and "type_id" when the message's type
 // (Message.Type) differs from what its topic had so far (the header's
 // types; "" for a message that has none of them: the raw bytes of a
@@ -49,11 +55,12 @@ type Message struct {
 // messages into frames.
 //
 // h gives the dump's writer, creation time, dump information (as stored;
-// it must be JSON), other metadata sections and its topics in the dump's
+// it must be JSON), other metadata sections, attachments (the header line
+// must stay within MaxLineBytes) and its topics in the dump's
 // order with name, channel, type and count. Export sets Format and
 // Version and each topic's key (Topic: "name", or "name#channel", made
 // unique) and lists the topics by key. Every message must belong to one of
-// them. name labels errors (the dump's path). internal/dumpfile.Export
+// them. name labels errors (the dump's path). dumpfile.Export
 // calls Export for a pack or MCAP dump.
 func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) error) error) (*Report, error) {
 	h.Format, h.Version = FormatName, Version
@@ -70,6 +77,10 @@ func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) er
 	line, err := json.Marshal(h)
 	if err != nil {
 		return nil, err
+	}
+	if len(line) > MaxLineBytes { // what Import would refuse
+		return nil, fmt.Errorf("%s: %w: the header line (%d attachments, %d metadata sections) is %d bytes, over the %d an import reads",
+			name, ErrFormat, len(h.Attachments), len(h.Metadata), len(line), MaxLineBytes)
 	}
 	bw.Write(line)
 	bw.WriteByte('\n')
@@ -95,7 +106,7 @@ func Export(w io.Writer, name string, h Header, walk func(fn func(m *Message) er
 				}
 			}
 		}
-		buf = appendMessage(buf[:0], rep.Messages, q, m.TimeNs, m.GenNs, m.DoneNs, m.Meta, m.Data, typeID)
+		buf = appendMessage(buf[:0], rep.Messages, q, m, typeID)
 		if _, err := bw.Write(buf); err != nil {
 			return err
 		}
@@ -170,21 +181,26 @@ func (h *Header) keyTopics() map[topicKey][]byte {
 // noTypeID: a message line without "type_id" (its topic's type goes on).
 const noTypeID = "-"
 
-// appendMessage appends one message line. quotedTopic is the topic as
-// a JSON string; data nil means no data block; typeID noTypeID means no
-// "type_id", "" an empty one (untyped from here).
-func appendMessage(dst []byte, seq uint64, quotedTopic []byte, ts, gen, done int64, meta, data []byte, typeID string) []byte {
+// appendMessage appends message m's line, the seq-th. quotedTopic is the
+// topic as a JSON string; typeID noTypeID means no "type_id", "" an empty
+// one (untyped from here).
+func appendMessage(dst []byte, seq uint64, quotedTopic []byte, m *Message, typeID string) []byte {
+	meta, data := m.Meta, m.Data
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendUint(dst, seq, 10)
 	dst = append(dst, `,"topic":`...)
 	dst = append(dst, quotedTopic...)
 	dst = append(dst, `,"ts":`...)
-	dst = strconv.AppendInt(dst, ts, 10)
+	dst = strconv.AppendInt(dst, m.TimeNs, 10)
 	dst = append(dst, `,"gen_ts":`...)
-	dst = strconv.AppendInt(dst, gen, 10)
-	if done != ts {
+	dst = strconv.AppendInt(dst, m.GenNs, 10)
+	if m.DoneNs != m.TimeNs {
 		dst = append(dst, `,"done_ts":`...)
-		dst = strconv.AppendInt(dst, done, 10)
+		dst = strconv.AppendInt(dst, m.DoneNs, 10)
+	}
+	if m.HasSeq {
+		dst = append(dst, `,"sequence":`...)
+		dst = strconv.AppendUint(dst, m.Seq, 10)
 	}
 	if typeID != noTypeID {
 		dst = append(dst, `,"type_id":"`...)

@@ -3,10 +3,10 @@ package jsonl
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sort"
 
 	"github.com/edr-lite/edr-lite/ingest"
@@ -17,18 +17,19 @@ import (
 
 // message is a message line as Import decodes it.
 type message struct {
-	Seq    *uint64 `json:"seq"`
-	Topic  *string `json:"topic"`
-	TS     *int64  `json:"ts"`
-	GenTS  int64   `json:"gen_ts"`
-	DoneTS *int64  `json:"done_ts"`
-	Meta   []byte  `json:"meta"`
-	Data   *string `json:"data"`
-	TypeID *string `json:"type_id"` // "": untyped from here (before the topic's first type)
+	Seq    *uint64   `json:"seq"`
+	Topic  *string   `json:"topic"`
+	TS     *int64    `json:"ts"`
+	GenTS  int64     `json:"gen_ts"`
+	DoneTS *int64    `json:"done_ts"`
+	SeqOf  *uint64   `json:"sequence"` // the producer's sequence number, when known
+	Meta   []byte    `json:"meta"`
+	Data   *b64Field `json:"data"`
+	TypeID *string   `json:"type_id"` // "": untyped from here (before the topic's first type)
 }
 
 // Import reads a JSON-lines export from r and writes its messages,
-// dump information and metadata to a pack Writer made by mk (given the
+// dump information, metadata and attachments to a pack Writer made by mk (given the
 // header's writer name and creation time), which it closes. Messages are
 // regrouped into frames by Writer.Add. Errors name the line and field; on
 // error the output is incomplete and the caller should discard it.
@@ -62,6 +63,13 @@ func Import(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep
 	if err := addMetadata(lr, w, h); err != nil {
 		return nil, err
 	}
+	for i, a := range h.Attachments {
+		err := w.AddAttachment(pack.Attachment{Name: a.Name, MediaType: a.MediaType, LogNs: a.LogNs, CreateNs: a.CreateNs, Data: a.Data})
+		if err != nil {
+			return nil, lr.errorf("header: attachments[%d]: %v", i, err)
+		}
+	}
+	h.Attachments = nil // written: their bytes need not stay
 	rep = &Report{Topics: len(h.Topics)}
 	if err := addMessages(lr, w, topics, types, rep); err != nil {
 		return nil, err
@@ -88,6 +96,9 @@ func (lr *lineReader) next() ([]byte, error) {
 		if len(lr.buf)+len(frag) > MaxLineBytes {
 			return nil, fmt.Errorf("%w: line %d: longer than %d bytes (a message's base64 data is at most that)", ErrFormat, lr.n+1, MaxLineBytes)
 		}
+		if n := len(lr.buf) + len(frag); n > cap(lr.buf) {
+			lr.grow(n)
+		}
 		lr.buf = append(lr.buf, frag...)
 		if err == bufio.ErrBufferFull {
 			continue
@@ -106,6 +117,35 @@ func (lr *lineReader) next() ([]byte, error) {
 // MaxLineBytes bounds one line of an export: 256 MiB, room for a 190 MiB
 // message in base64.
 const MaxLineBytes = 256 << 20
+
+// keepLineBytes is the longest line buffer kept from one line to the
+// next: a longer one is let go once its line is decoded (release), so a
+// message's text and the copies the Writer makes of its data are not all
+// held at once.
+const keepLineBytes = 1 << 20
+
+// grow makes room for a line of n bytes: doubling, and past
+// keepLineBytes the smaller buffer is returned to the system at once
+// (debug.FreeOSMemory), so that a long line holds about its own size, not
+// its size plus the buffers it outgrew (a few cycles of garbage
+// collection over a heap of a line: cheap, for long lines only).
+func (lr *lineReader) grow(n int) {
+	nb := make([]byte, len(lr.buf), max(n, 2*cap(lr.buf)))
+	copy(nb, lr.buf)
+	big := cap(lr.buf) > keepLineBytes
+	lr.buf = nb
+	if big {
+		debug.FreeOSMemory()
+	}
+}
+
+// release lets go of the line buffer when it grew past keepLineBytes. The
+// line last returned is invalid afterwards.
+func (lr *lineReader) release() {
+	if cap(lr.buf) > keepLineBytes {
+		lr.buf = nil
+	}
+}
 
 // errorf returns an ErrFormat naming the line read last.
 func (lr *lineReader) errorf(format string, a ...any) error {
@@ -218,7 +258,7 @@ func addMetadata(lr *lineReader, w *pack.Writer, h *Header) error {
 // addMessages reads the message lines to the end and adds each to w,
 // counting them in rep.
 func addMessages(lr *lineReader, w *pack.Writer, topics map[string]*importTopic, types map[string]ingest.Type, rep *Report) error {
-	var data, meta []byte
+	var meta []byte
 	for {
 		line, err := lr.next()
 		if err == io.EOF {
@@ -238,13 +278,8 @@ func addMessages(lr *lineReader, w *pack.Writer, topics map[string]*importTopic,
 		}
 		var d []byte // nil: no data block
 		if m.Data != nil {
-			data, err = base64.StdEncoding.AppendDecode(data[:0], []byte(*m.Data))
-			if err != nil {
+			if d, err = m.Data.decode(); err != nil {
 				return lr.errorf("data: %v", err)
-			}
-			d = data
-			if d == nil {
-				d = []byte{} // an empty data block
 			}
 		}
 		meta = append(meta[:0], m.Meta...)
@@ -267,11 +302,17 @@ func addMessages(lr *lineReader, w *pack.Writer, topics map[string]*importTopic,
 			}
 		}
 		t.started = true
-		if err := w.Add(t.Name, t.Channel, meta, m.GenTS, done, d); err != nil {
+		if m.SeqOf != nil {
+			err = w.AddSeq(t.Name, t.Channel, meta, m.GenTS, done, *m.SeqOf, d)
+		} else {
+			err = w.Add(t.Name, t.Channel, meta, m.GenTS, done, d)
+		}
+		if err != nil {
 			return fmt.Errorf("line %d: %w", lr.n, err)
 		}
 		rep.Messages++
 		rep.Bytes += uint64(len(d))
+		lr.release() // d aliased the line: a long one need not outlive its message
 	}
 }
 

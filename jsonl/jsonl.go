@@ -29,6 +29,18 @@ type Header struct {
 	DumpInfo json.RawMessage `json:"dump_info,omitempty"`
 	// Metadata holds the other metadata sections, base64.
 	Metadata map[string][]byte `json:"metadata,omitempty"`
+	// Attachments are the files stored with the dump, in file order.
+	// Ignored by importers before them.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is one file stored with the dump (pack.Attachment).
+type Attachment struct {
+	Name      string `json:"name"`
+	MediaType string `json:"media_type,omitempty"`
+	LogNs     int64  `json:"log_ns,omitempty"`
+	CreateNs  int64  `json:"create_ns,omitempty"`
+	Data      []byte `json:"data"` // base64
 }
 
 // Topic is one topic of the header. Messages name it by Topic: "name",

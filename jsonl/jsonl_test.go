@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/pack"
 )

@@ -24,7 +24,8 @@ const maxDoctorProblems = 100
 // sizes against its records, the MessageIndex records after each chunk
 // against its messages, DataEnd's CRC, the summary (its CRC, the records
 // it may hold, schemas and channels equal to the data section's, the
-// Statistics against the data, one ChunkIndex per chunk and one
+// Statistics against the data, one ChunkIndex per chunk, one
+// AttachmentIndex per Attachment (whose CRC is checked) and one
 // MetadataIndex per Metadata record pointing at them, SummaryOffset groups
 // covering exactly their records) and the footer. Each problem is a
 // *CorruptError wrapping ErrNonconformant (or the reader's error) with the
@@ -40,7 +41,7 @@ func Doctor(name string, b []byte, opts ReaderOptions) []*CorruptError {
 		return []*CorruptError{ce}
 	}
 	d := &doctor{r: r, schemas: map[uint16]Schema{}, chans: map[uint16]Channel{}, counts: map[uint16]uint64{},
-		chunkAt: map[int64]*chunkFacts{}, mdAt: map[int64]string{}}
+		chunkAt: map[int64]*chunkFacts{}, mdAt: map[int64]string{}, attAt: map[int64]Attachment{}, attLen: map[int64]uint64{}}
 	d.data()
 	d.summary()
 	return d.problems
@@ -70,7 +71,10 @@ type doctor struct {
 	mdAt     map[int64]string // Metadata record offset -> name
 	mdLen    map[int64]int64
 	attach   int
-	dataEnd  int64 // offset of DataEnd, -1 when none
+	attAt    map[int64]Attachment // Attachment records by offset (Data: nil)
+	attLen   map[int64]uint64     // their record lengths
+	dataEnd  int64                // offset of DataEnd, -1 when none
+	endAfter int64                // offset of the record after DataEnd
 }
 
 func (d *doctor) bad(at int64, field, format string, a ...any) {
@@ -121,6 +125,7 @@ func (d *doctor) data() {
 		switch rec.op {
 		case OpDataEnd:
 			d.dataEnd = rec.at
+			d.endAfter = rec.at + recordPrefixLen + int64(len(rec.body))
 			dd := dec{b: rec.body}
 			if crc := dd.u32(); crc != 0 && crc32.ChecksumIEEE(r.b[:rec.at]) != crc {
 				d.bad(rec.at, "DataEnd.data_section_crc", "does not match the data section")
@@ -162,6 +167,14 @@ func (d *doctor) data() {
 			}
 		case OpAttachment:
 			d.attach++
+			a, err := r.parseAttachment(rec)
+			if err != nil {
+				d.fail(err)
+				continue
+			}
+			a.Data = nil
+			d.attAt[rec.at] = a
+			d.attLen[rec.at] = recordPrefixLen + uint64(len(rec.body))
 		case OpMetadata:
 			if _, err := r.parseMetadata(rec); err != nil {
 				d.fail(err)
@@ -259,8 +272,8 @@ func (d *doctor) chunk(rec record) *chunkFacts {
 	c.csize = uint64(len(dd.bytes64()))
 	d.chunks = append(d.chunks, c)
 	d.chunkAt[rec.at] = c
-	if dd.bad || len(dd.b) != 0 {
-		d.bad(rec.at, "Chunk", "malformed (fields do not fill the record)")
+	if dd.bad { // bytes after the fields are fields of a later version
+		d.bad(rec.at, "Chunk", "malformed (the record ends inside its fields)")
 	}
 	records, buf, _, err := d.r.chunkRecords(rec, d.r.scratch)
 	d.r.scratch = buf
@@ -339,8 +352,8 @@ func (d *doctor) summary() {
 		}
 		return
 	}
-	if d.dataEnd >= 0 && ss != uint64(d.dataEnd+recordPrefixLen+dataEndLen) {
-		d.bad(r.footerAt, "Footer.summary_start", "%d, the summary should start after DataEnd at %d", ss, d.dataEnd+recordPrefixLen+dataEndLen)
+	if d.dataEnd >= 0 && ss != uint64(d.endAfter) {
+		d.bad(r.footerAt, "Footer.summary_start", "%d, the summary should start after DataEnd at %d", ss, d.endAfter)
 	}
 	offEnd := uint64(r.footerAt)
 	if so != 0 {
@@ -352,6 +365,7 @@ func (d *doctor) summary() {
 	var stats *record
 	chunkIdx := map[int64]bool{}
 	mdIdx := map[int64]bool{}
+	attIdx := map[int64]bool{}
 	it := recIter{b: r.b[ss:r.footerAt], base: int64(ss)}
 	for {
 		rec, ok, _ := it.next()
@@ -389,6 +403,17 @@ func (d *doctor) summary() {
 			}
 			mdIdx[int64(off)] = true
 		case OpAttachmentIndex:
+			off, length, logTime, createTime, size, name, media := dd.u64(), dd.u64(), dd.u64(), dd.u64(), dd.u64(), dd.str(), dd.str()
+			a, ok := d.attAt[int64(off)]
+			switch {
+			case dd.bad:
+				d.bad(rec.at, "AttachmentIndex", "malformed")
+			case !ok || d.attLen[int64(off)] != length:
+				d.bad(rec.at, "AttachmentIndex", "%q at %d+%d is not an Attachment record of the data section", name, off, length)
+			case a.Name != name || a.MediaType != media || a.LogTime != logTime || a.CreateTime != createTime || attSize(d.r, int64(off)) != size:
+				d.bad(rec.at, "AttachmentIndex", "%q at %d does not describe the attachment there (name, media type, times or size differ)", name, off)
+			}
+			attIdx[int64(off)] = true
 		case OpSummaryOffset:
 			op := Opcode(dd.u8())
 			start, length := dd.u64(), dd.u64()
@@ -426,6 +451,13 @@ func (d *doctor) summary() {
 			d.bad(c.at, "ChunkIndex", "the chunk at %d has no ChunkIndex", c.at)
 		}
 	}
+	if len(byOp[OpAttachmentIndex]) > 0 {
+		for at, a := range d.attAt {
+			if !attIdx[at] {
+				d.bad(at, "AttachmentIndex", "attachment %q has no AttachmentIndex", a.Name)
+			}
+		}
+	}
 	if len(byOp[OpMetadataIndex]) > 0 {
 		for at, name := range d.mdAt {
 			if !mdIdx[at] {
@@ -441,6 +473,20 @@ func (d *doctor) summary() {
 	if stats != nil {
 		d.statistics(*stats)
 	}
+}
+
+// attSize is the data size of the Attachment record at off.
+func attSize(r *Reader, off int64) uint64 {
+	it := recIter{b: r.b[off:], base: off}
+	rec, ok, _ := it.next()
+	if !ok {
+		return 0
+	}
+	a, err := r.parseAttachment(rec)
+	if err != nil {
+		return 0
+	}
+	return uint64(len(a.Data))
 }
 
 func (d *doctor) chunkIndex(rec record, seen map[int64]bool) {

@@ -40,7 +40,19 @@ func TestDoctorCleanFiles(t *testing.T) {
 		files[p] = b
 	}
 	for name, b := range files {
-		if ps := Doctor(name, b, ReaderOptions{}); len(ps) != 0 {
+		ps := Doctor(name, b, ReaderOptions{})
+		if filepath.Base(name) == "unchunked.mcap" {
+			// The reference writer indexes an attachment of an unchunked
+			// file at the offset the records before it were still
+			// buffered at (its own indexed reader refuses to read it:
+			// "Attachment data at offset 69 does not point to attachment
+			// record (found Schema)").
+			if len(ps) != 2 || ps[0].Field != "AttachmentIndex" || ps[1].Field != "AttachmentIndex" {
+				t.Errorf("%s: want the reference writer's AttachmentIndex at the wrong offset, got:\n%s", name, problemsText(ps))
+			}
+			continue
+		}
+		if len(ps) != 0 {
 			t.Errorf("%s:\n%s", name, problemsText(ps))
 		}
 	}

@@ -1,6 +1,8 @@
 package mcap
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/internal/durable"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -19,15 +22,13 @@ type exportVariant struct {
 }
 
 // exportVariants: uncompressed (the reference), lz4 and zstd as export
-// writes them (ExportConcurrency), and the other way: lz4 on every core,
-// zstd serially.
+// writes them (ExportConcurrency: every core), and both serially.
 func exportVariants() []exportVariant {
-	all := runtime.GOMAXPROCS(0)
 	return []exportVariant{
 		{"none", CompressionNone, 1},
 		{"lz4", CompressionLZ4, ExportConcurrency(CompressionLZ4)},
 		{"zstd", CompressionZstd, ExportConcurrency(CompressionZstd)},
-		{"lz4-parallel", CompressionLZ4, all},
+		{"lz4-serial", CompressionLZ4, 1},
 		{"zstd-serial", CompressionZstd, 1},
 	}
 }
@@ -35,6 +36,11 @@ func exportVariants() []exportVariant {
 // writeExportPack writes the demo workload (benchWorkload) as an
 // uncompressed pack dump and opens it.
 func writeExportPack(tb testing.TB) (*pack.Reader, int64) {
+	return writeExportPackWith(tb, pack.ReaderOptions{})
+}
+
+// writeExportPackWith is writeExportPack opening the dump with opts.
+func writeExportPackWith(tb testing.TB, opts pack.ReaderOptions) (*pack.Reader, int64) {
 	tb.Helper()
 	topics, msgs, payload := benchWorkload(exportNoisy)
 	path := filepath.Join(tb.TempDir(), "export.pack")
@@ -51,7 +57,7 @@ func writeExportPack(tb testing.TB) (*pack.Reader, int64) {
 	if err := w.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	r, err := pack.Open(path)
+	r, err := pack.OpenWith(path, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -82,7 +88,7 @@ func exportRound(tb testing.TB, r *pack.Reader, vs []exportVariant, round int) [
 // io.Discard once per variant, interleaved; it reports each variant's
 // median per-round speed as a fraction of the uncompressed export's
 // (VARIANT-ratio): lz4 and zstd as export writes them (ExportConcurrency:
-// zstd chunks on every core, lz4 serially), lz4-parallel and zstd-serial.
+// chunks on every core), lz4-serial and zstd-serial.
 //
 //	go test -run '^$' -bench ExportRatio -benchtime 15x ./mcap/
 func BenchmarkExportRatio(b *testing.B) {
@@ -107,9 +113,7 @@ func BenchmarkExportRatio(b *testing.B) {
 // TestExportSpeedGate (EDR_SPEED_GATES=1): export with lz4 reaches 0.5 of
 // the uncompressed export's speed, with zstd 0.3 (issue 18, item 8), as
 // the median of interleaved rounds (up to maxRounds on a noisy machine).
-// The other concurrency's figures are logged beside: on the project's
-// 2-vCPU VM parallel chunks lift zstd, not lz4 (docs/performance.md, MCAP
-// export).
+// The serial figures are logged beside (docs/performance.md, MCAP export).
 func TestExportSpeedGate(t *testing.T) {
 	if os.Getenv("EDR_SPEED_GATES") != "1" {
 		t.Skip("speed gate: set EDR_SPEED_GATES=1")
@@ -163,3 +167,102 @@ func median(v []float64) float64 {
 // exportNoisy picks the workload: the demo vehicle with noise in the
 // camera images' low bits (benchWorkload), so compression has work to do.
 const exportNoisy = true
+
+// BenchmarkExportWriteRatio: one op is one round of the uncompressed
+// export of the benchmark's pack dump to an MCAP file through
+// internal/durable (preallocation, early writeback, one fsync: what
+// "edr-lite export --format mcap" does), and of writing the same bytes to
+// a file with one write and an fsync, in alternating order; it reports
+// the median per-round export speed as a fraction of the plain write's
+// (write-ratio; issue 33 item 1: goal 0.8). The dump is read as the verb
+// reads it: two helper goroutines check its frames' CRCs ahead
+// (pack.ReaderOptions.ReadAhead 2, dumpfile's readAhead).
+//
+//	go test -run '^$' -bench ExportWriteRatio -benchtime 15x ./mcap/
+func BenchmarkExportWriteRatio(b *testing.B) {
+	r, payload := writeExportPackWith(b, pack.ReaderOptions{ReadAhead: 2})
+	dir := b.TempDir()
+	var ref bytes.Buffer
+	r.Rewind()
+	if _, err := ExportPack(r, &ref, ExportOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(payload)
+	var ratios []float64
+	for b.Loop() {
+		ratios = append(ratios, exportWriteRound(b, r, dir, &ref, len(ratios)))
+	}
+	b.ReportMetric(median(ratios), "write-ratio")
+}
+
+// exportWriteRound times the export and the plain write of ref once each,
+// in an order alternating with round, and returns plain time / export time.
+func exportWriteRound(tb testing.TB, r *pack.Reader, dir string, ref *bytes.Buffer, round int) float64 {
+	export := func() {
+		path := filepath.Join(dir, "export.mcap")
+		f, err := os.Create(path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		d := durable.New(f, path, durable.Options{}) // as the verb writes its output
+		r.Rewind()
+		if _, err := ExportPack(r, d, ExportOptions{}); err != nil {
+			tb.Fatal(err)
+		}
+		if err := errors.Join(d.Finish(), os.Remove(path)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	plain := func() {
+		f, err := os.Create(filepath.Join(dir, "plain.mcap"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := f.Write(ref.Bytes()); err != nil {
+			tb.Fatal(err)
+		}
+		if err := errors.Join(f.Sync(), f.Close(), os.Remove(f.Name())); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var te, tp time.Duration
+	for k := range 2 {
+		t0 := time.Now()
+		if (k+round)%2 == 0 {
+			export()
+			te = time.Since(t0)
+		} else {
+			plain()
+			tp = time.Since(t0)
+		}
+	}
+	return tp.Seconds() / te.Seconds()
+}
+
+// TestExportWriteSpeedGate (EDR_SPEED_GATES=1): the uncompressed export
+// runs at 0.8 of a plain write + fsync of its bytes (issue 33, item 1;
+// BenchmarkExportWriteRatio), median of 15 interleaved rounds; it fails
+// below the regression floor 0.5 and logs GOAL NOT MET below 0.8.
+func TestExportWriteSpeedGate(t *testing.T) {
+	if os.Getenv("EDR_SPEED_GATES") != "1" {
+		t.Skip("speed gate: set EDR_SPEED_GATES=1")
+	}
+	r, _ := writeExportPackWith(t, pack.ReaderOptions{ReadAhead: 2})
+	var ref bytes.Buffer
+	if _, err := ExportPack(r, &ref, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var ratios []float64
+	for n := range 15 {
+		ratios = append(ratios, exportWriteRound(t, r, dir, &ref, n))
+	}
+	m := median(ratios)
+	t.Logf("export (uncompressed) / write + fsync of its bytes: ratio %.3f; median of %d interleaved rounds; goal 0.80", m, len(ratios))
+	switch {
+	case m < 0.5:
+		t.Errorf("export / write + fsync %.3f, below the regression floor 0.5 (goal 0.8)", m)
+	case m < 0.8:
+		t.Logf("GOAL NOT MET on this machine: %.3f, goal 0.80; gated at the floor 0.50 (docs/performance.md)", m)
+	}
+}

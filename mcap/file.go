@@ -90,6 +90,12 @@ func Create(path string, opt FileOptions) (*FileWriter, error) {
 		fw.abort()
 		return nil, errors.Join(err, os.Remove(tmp))
 	}
+	if opt.Seal != nil && fw.d != nil {
+		// a chunk lent to the seal's worker (WriteChunkLent) whose
+		// payloads changed is hashed from the file
+		opt.Seal.SetSource(f)
+		fw.Writer.readBack = true
+	}
 	return fw, nil
 }
 

@@ -25,7 +25,13 @@ type PackMessage struct {
 	Meta          []byte // nil when none
 	GenTs         int64  // producer time: publish_time
 	DoneTs        int64  // capture time: log_time
-	Data          []byte // never nil, except for a meta message without its data message
+	// HasSeq: Seq is the producer's sequence number, the MCAP sequence of
+	// the (data) message: on channels of other writers, and on edr-lite's
+	// marked MetadataSequence; edr-lite's other channels were numbered by
+	// its writer (Seq 0, HasSeq false).
+	HasSeq bool
+	Seq    uint64
+	Data   []byte // never nil, except for a meta message without its data message
 	// Type is the type of the message's channel (see PackReader); the same
 	// pointer for every message of a channel, so a change of pointer within
 	// a topic is a change of type. Never nil.
@@ -53,6 +59,7 @@ type chanMap struct {
 	typ    *ingest.Type
 	layout *schema.Layout // a packed topic transcoded to json: re-encode with it
 	ci     *ChannelInfo
+	seq    bool // its sequences are the producers' (PackMessage.HasSeq)
 }
 
 // PackReader reads an MCAP file as a pack dump: pack-model messages, the
@@ -169,6 +176,7 @@ func (p *PackReader) mapChannels() error {
 		t.Messages += ci.Messages
 		p.chans[ci.ID].topic = byKey[k]
 		p.chans[ci.ID].typ, p.chans[ci.ID].layout, p.chans[ci.ID].ci = typ, layout, ci
+		p.chans[ci.ID].seq = !edr || ci.Metadata[MetadataSequence] == SequenceProducer
 	}
 	// A main channel's meta channel: the last meta channel of its topic.
 	metaOf := map[int]int{}
@@ -275,23 +283,40 @@ func (p *PackReader) DumpInfoJSON() []byte { return p.infoJSON }
 // was exported from (MetadataPackHeader), else the MCAP library and 0.
 func (p *PackReader) Header() (writer string, createdNs int64) { return p.writer, p.created }
 
-// Sections returns the file's other metadata as pack metadata sections, in
-// file order: a record with a single "base64" key (as PackWriter.AddMetadata
-// writes) gives the decoded bytes, any other record its key/value pairs as
-// a JSON object. The edr.* records of the dump information and pack header
-// are left out.
+// Sections returns the file's other metadata as pack metadata sections
+// (one per name: pack's names are unique), in the order of each name's
+// first record: a name with one record whose only key is "base64" (as
+// PackWriter.AddMetadata writes other bytes) gives the decoded bytes; any
+// other record its key/value pairs as a JSON object, and a name several
+// records share a JSON array of those (MetadataRecords reads either back,
+// and PackWriter.AddMetadata writes the records again). The edr.* records
+// of the dump information and pack header are left out.
 func (p *PackReader) Sections() (names []string, data [][]byte) {
+	recs := map[string][]map[string]string{}
 	for _, md := range p.c.info.Metadata {
 		switch md.Name {
 		case MetadataDump, MetadataTrigger, MetadataTopicStats, MetadataPackHeader:
 			continue
 		}
-		v, ok := md.KV["base64"]
-		b, err := base64.StdEncoding.DecodeString(v)
-		if !ok || len(md.KV) != 1 || err != nil {
-			b, _ = json.Marshal(md.KV) // string keys and values: never fails
+		if _, seen := recs[md.Name]; !seen {
+			names = append(names, md.Name)
 		}
-		names, data = append(names, md.Name), append(data, b)
+		kv := md.KV
+		if kv == nil {
+			kv = map[string]string{}
+		}
+		recs[md.Name] = append(recs[md.Name], kv)
+	}
+	for _, n := range names {
+		rs := recs[n]
+		if v, ok := rs[0]["base64"]; ok && len(rs) == 1 && len(rs[0]) == 1 {
+			if b, err := base64.StdEncoding.DecodeString(v); err == nil && base64.StdEncoding.EncodeToString(b) == v {
+				data = append(data, b)
+				continue
+			}
+		}
+		b, _ := metadataSection(rs) // string keys and values: never fails
+		data = append(data, b)
 	}
 	return names, data
 }
@@ -329,8 +354,11 @@ func (p *PackReader) Next() (bool, error) {
 	m := p.c.Message()
 	cm := p.chans[m.ChannelID]
 	t := &p.topics[cm.topic]
-	p.msg = PackMessage{Name: t.Name, Channel: t.Channel, GenTs: clampNs(m.PublishTime), DoneTs: clampNs(m.LogTime), Data: m.Data,
-		Type: cm.typ, chanInfo: cm.ci}
+	p.msg = PackMessage{Name: t.Name, Channel: t.Channel, GenTs: clampNs(m.PublishTime), DoneTs: clampNs(m.LogTime),
+		Data: m.Data, Type: cm.typ, chanInfo: cm.ci}
+	if cm.seq {
+		p.msg.Seq, p.msg.HasSeq = uint64(m.Sequence), true
+	}
 	if cm.meta { // no data message before it: a message with meta only
 		p.msg.Meta, p.msg.Data = m.Data, nil
 		p.msg.Type = &p.topics[cm.topic].Type
@@ -394,7 +422,10 @@ func ReadDumpInfo(md []Metadata) (d dumpinfo.Info, ok bool, err error) {
 		switch m.Name {
 		case MetadataTrigger:
 			t := dumpinfo.Trigger{ID: u64(kv["id"]), Reason: kv["reason"], Source: kv["source"], Rule: kv["rule"], Tag: kv["tag"],
-				Severity: int(i64(kv["severity"])), TimeNs: i64(kv["time_ns"]), PreNs: i64(kv["pre_ns"]), PostNs: i64(kv["post_ns"])}
+				Severity: int(i64(kv["severity"])), TimeNs: i64(kv["time_ns"]), PreNs: i64(kv["pre_ns"]), PostNs: i64(kv["post_ns"]),
+				FromNs: i64(kv["from_ns"]), ToNs: i64(kv["to_ns"])}
+			_, t.PreSet = kv["pre_ns"]
+			_, t.PostSet = kv["post_ns"]
 			for k, v := range kv {
 				if p, ok := strings.CutPrefix(k, "param."); ok {
 					if t.Params == nil {
@@ -412,5 +443,6 @@ func ReadDumpInfo(md []Metadata) (d dumpinfo.Info, ok bool, err error) {
 			ok = true
 		}
 	}
+	d.Normalize()
 	return d, ok, nil
 }

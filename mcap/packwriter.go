@@ -1,6 +1,7 @@
 package mcap
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,8 @@ import (
 // Metadata record names written for a dump's self-description.
 const (
 	// MetadataTrigger: one record per trigger (reason, time_ns, source,
-	// rule, tag, severity, pre_ns, post_ns, id, and param.<key> entries).
+	// rule, tag, severity, from_ns, to_ns, pre_ns and post_ns when set, id, and
+	// param.<key> entries).
 	MetadataTrigger = "edr.trigger"
 	// MetadataTopicStats: one record per topic (topic, type, messages,
 	// bytes, overwritten, oversize, skipped_busy, lost_at_source, first_ns,
@@ -42,16 +44,19 @@ type topicKey struct{ name, channel string }
 
 type typedKey struct {
 	topicKey
-	id ingest.ContentID
+	id   ingest.ContentID
+	kept bool
 }
 
-// topicState is a topic's current channel: one per (topic, type). A
-// topic whose type changes gets a new channel; sequence numbers and the
-// meta channel carry over.
+// topicState is a topic's current channel: one per (topic, type, kept). A
+// topic whose type changes gets a new channel, as does one whose messages
+// start or stop carrying their producers' sequence numbers (kept);
+// sequence numbers and the meta channel carry over.
 type topicState struct {
 	id, metaID uint16
 	hasMeta    bool
 	seq        uint32
+	kept       bool           // the channel's sequences are the producers' (MetadataSequence)
 	typ        ingest.Type    // the type declared (what a PackReader gives back)
 	layout     *schema.Layout // transcoding x-edr-packed to json when not nil
 	rawID      int            // the untranscoded channel, -1 until needed
@@ -62,6 +67,18 @@ type topicState struct {
 // packed-struct topic transcoded to json, so a PackReader gives the topic
 // back as the packed struct it was (docs/mcap.md).
 const MetadataLayout = "edr.layout"
+
+// MetadataSequence is the channel metadata key of a channel whose
+// messages carry their producers' sequence numbers (value
+// SequenceProducer): PackWriter writes it on the channels of messages
+// added with their sequence (AddSeq), and a PackReader gives those back
+// with the message (PackMessage.HasSeq). A channel of edr-lite's without
+// it was numbered by the writer (each topic from 0): the producer's
+// numbers are unknown. Channels of other writers carry their own.
+const (
+	MetadataSequence = "edr.sequence"
+	SequenceProducer = "producer"
+)
 
 // PackWriter writes pack-model messages (name, channel, meta, gen_ts,
 // done_ts, data) as MCAP. It has the same Add, WriteFrame, AddMetadata,
@@ -76,7 +93,10 @@ const MetadataLayout = "edr.layout"
 //     bytes on topic+MetaChannelSuffix (encoding MetaEncoding), same times;
 //   - log_time is done_ts (capture time), else gen_ts; publish_time is gen_ts,
 //     else log_time (negative times become 0);
-//   - sequence counts the topic's messages from 0.
+//   - sequence is the message's own sequence number when it has one
+//     (AddSeq, a pack message's Seq: the producer's, kept; modulo 2^32),
+//     else the topic's count so far (from 0, or from one past the last
+//     sequence given).
 //
 // Types: a topic's channel has its type's message encoding and Schema
 // (Writer.AddTopic). A packed-struct topic (x-edr-packed) is transcoded to
@@ -158,10 +178,18 @@ func (p *PackWriter) DeclareTopic(t Topic) error {
 	if cur.typ.Equal(t.Type.OrRaw()) {
 		return nil
 	}
-	ts, ok := p.byType[typedKey{k, t.Type.OrRaw().ID()}]
-	if !ok { // a type this topic had before goes back to its channel
+	return p.switchChannel(cur, t, cur.kept)
+}
+
+// switchChannel moves topic t from its channel cur to the one of its type
+// and kept (made now unless it had one before), carrying over the
+// sequence count and the meta channel.
+func (p *PackWriter) switchChannel(cur *topicState, t Topic, kept bool) error {
+	k := topicKey{t.Name, t.Channel}
+	ts, ok := p.byType[typedKey{k, t.Type.OrRaw().ID(), kept}]
+	if !ok { // a channel this topic had before is taken up again
 		var err error
-		if ts, err = p.newChannel(t); err != nil {
+		if ts, err = p.newChannel(t, kept); err != nil {
 			return err
 		}
 	}
@@ -170,15 +198,24 @@ func (p *PackWriter) DeclareTopic(t Topic) error {
 	return nil
 }
 
-func (p *PackWriter) topic(name, channel string) (*topicState, error) {
+// topic returns the topic's channel for messages with (kept) or without
+// their producers' sequence numbers, making it for the topic's first
+// message or when that changes.
+func (p *PackWriter) topic(name, channel string, kept bool) (*topicState, error) {
 	if ts, ok := p.topics[topicKey{name, channel}]; ok {
+		if ts.kept != kept {
+			if err := p.switchChannel(ts, ts.topic, kept); err != nil {
+				return nil, err
+			}
+			ts = p.topics[topicKey{name, channel}]
+		}
 		return ts, nil
 	}
 	t, ok := p.types[topicKey{name, channel}]
 	if !ok {
 		t = Topic{Name: name, Channel: channel}
 	}
-	ts, err := p.newChannel(t)
+	ts, err := p.newChannel(t, kept)
 	if err != nil {
 		return nil, err
 	}
@@ -186,23 +223,36 @@ func (p *PackWriter) topic(name, channel string) (*topicState, error) {
 	return ts, nil
 }
 
-// newChannel adds the channel of topic t, transcoding a packed type.
-func (p *PackWriter) newChannel(t Topic) (*topicState, error) {
-	ts := &topicState{typ: t.Type.OrRaw(), rawID: -1, topic: t}
+// withSequence returns md with MetadataSequence added (a copy) when kept.
+func withSequence(md map[string]string, kept bool) map[string]string {
+	if !kept {
+		return md
+	}
+	md = maps.Clone(md)
+	if md == nil {
+		md = map[string]string{}
+	}
+	md[MetadataSequence] = SequenceProducer
+	return md
+}
+
+// newChannel adds the channel of topic t, transcoding a packed type; kept:
+// its messages carry their producers' sequence numbers.
+func (p *PackWriter) newChannel(t Topic, kept bool) (*topicState, error) {
+	ts := &topicState{typ: t.Type.OrRaw(), rawID: -1, topic: t, kept: kept}
 	ct := t
+	ct.Metadata = withSequence(t.Metadata, kept)
 	if ts.typ.MessageEncoding == ingest.EncodingPacked && !p.keepPacked {
 		// A layout that does not compile is written as it is, and said.
-		l, err := schema.ParseLayout(ts.typ.Schema.Data)
+		js, l, err := schema.AsJSON(ts.typ)
 		if err != nil && len(p.notes) < maxNotes {
 			p.notes = append(p.notes, fmt.Sprintf("topic %s: type %s not transcoded to json, written as %s: %v",
 				TopicName(t.Name, t.Channel), ts.typ.Schema.Name, ingest.EncodingPacked, err))
 		}
 		if err == nil {
 			ts.layout = l
-			name := ts.typ.Schema.Name
-			ct.Type = ingest.Type{MessageEncoding: ingest.EncodingJSON,
-				Schema: ingest.Schema{Name: name, Encoding: ingest.SchemaJSON, Data: l.JSONSchema(name)}}
-			ct.Metadata = maps.Clone(t.Metadata)
+			ct.Type = js
+			ct.Metadata = maps.Clone(ct.Metadata)
 			if ct.Metadata == nil {
 				ct.Metadata = map[string]string{}
 			}
@@ -217,7 +267,7 @@ func (p *PackWriter) newChannel(t Topic) (*topicState, error) {
 	if p.byType == nil {
 		p.byType = map[typedKey]*topicState{}
 	}
-	p.byType[typedKey{topicKey{t.Name, t.Channel}, ts.typ.ID()}] = ts
+	p.byType[typedKey{topicKey{t.Name, t.Channel}, ts.typ.ID(), kept}] = ts
 	return ts, nil
 }
 
@@ -228,6 +278,7 @@ func (p *PackWriter) rawChannel(ts *topicState) (uint16, error) {
 	if ts.rawID < 0 {
 		t := ts.topic
 		t.Type = ts.typ
+		t.Metadata = withSequence(t.Metadata, ts.kept)
 		id, err := p.w.AddTopic(t)
 		if err != nil {
 			return 0, err
@@ -243,7 +294,13 @@ func nonNegative(ns int64) uint64 { return uint64(max(ns, 0)) }
 // data are copied. It allocates only when a topic is seen for the first
 // time (and, for a transcoded topic, while its JSON buffer grows).
 func (p *PackWriter) Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error {
-	return p.add(name, channel, meta, genTs, doneTs, data, false)
+	return p.add(name, channel, meta, genTs, doneTs, data, false, 0, false)
+}
+
+// AddSeq is Add of a message with its producer's sequence number, written
+// as the MCAP sequence (modulo 2^32: MCAP's is 32 bits).
+func (p *PackWriter) AddSeq(name, channel string, meta []byte, genTs, doneTs int64, seq uint64, data []byte) error {
+	return p.add(name, channel, meta, genTs, doneTs, data, false, seq, true)
 }
 
 // Borrows reports whether AddBorrowed borrows the data of the topic's next
@@ -253,7 +310,7 @@ func (p *PackWriter) Borrows(name, channel string) (bool, error) {
 	if !p.w.CanBorrow() {
 		return false, nil
 	}
-	ts, err := p.topic(name, channel)
+	ts, err := p.topic(name, channel, false)
 	if err != nil {
 		return false, err
 	}
@@ -265,19 +322,19 @@ func (p *PackWriter) Borrows(name, channel string) (bool, error) {
 // closes the chunk once Writer.ChunkFull and checks the data); otherwise
 // the data is copied.
 func (p *PackWriter) AddBorrowed(name, channel string, genTs, doneTs int64, data []byte) error {
-	return p.add(name, channel, nil, genTs, doneTs, data, true)
+	return p.add(name, channel, nil, genTs, doneTs, data, true, 0, false)
 }
 
-func (p *PackWriter) add(name, channel string, meta []byte, genTs, doneTs int64, data []byte, borrow bool) error {
+func (p *PackWriter) add(name, channel string, meta []byte, genTs, doneTs int64, data []byte, borrow bool, seq uint64, hasSeq bool) error {
 	if p.w.reserved(data) {
-		if ts, ok := p.topics[topicKey{name, channel}]; !ok || ts.layout != nil {
+		if ts, ok := p.topics[topicKey{name, channel}]; !ok || ts.layout != nil || ts.kept != hasSeq {
 			// a new channel (or a raw one for a packed message that does
 			// not transcode) would be appended over the reserved data
 			p.held = append(p.held[:0], data...)
 			data = p.held
 		}
 	}
-	ts, err := p.topic(name, channel)
+	ts, err := p.topic(name, channel, hasSeq)
 	if err != nil {
 		return err
 	}
@@ -288,6 +345,9 @@ func (p *PackWriter) add(name, channel string, meta []byte, genTs, doneTs int64,
 	pub := genTs
 	if pub == 0 {
 		pub = logTime
+	}
+	if hasSeq {
+		ts.seq = uint32(seq)
 	}
 	m := &p.msg
 	m.ChannelID, m.Sequence = ts.id, ts.seq
@@ -340,7 +400,7 @@ func (p *PackWriter) WriteFrame(f *pack.Frame) error {
 		if doneTs == 0 && m.GenTs == 0 {
 			doneTs = f.Time()
 		}
-		if err := p.Add(m.Name, m.Channel, m.Meta, m.GenTs, doneTs, f.Data(i)); err != nil {
+		if err := p.add(m.Name, m.Channel, m.Meta, m.GenTs, doneTs, f.Data(i), false, m.Seq, m.HasSeq); err != nil {
 			return err
 		}
 	}
@@ -348,9 +408,74 @@ func (p *PackWriter) WriteFrame(f *pack.Frame) error {
 }
 
 // AddMetadata writes a pack-style metadata section (a name and opaque
-// bytes) as a Metadata record with the bytes base64-encoded under "base64".
+// bytes) as Metadata records: MCAP records a PackReader made into a
+// section (MetadataRecords) are written as they were, one record or
+// several of that name; any other bytes as one record with the bytes
+// base64-encoded under "base64".
 func (p *PackWriter) AddMetadata(name string, data []byte) error {
+	if recs, ok := MetadataRecords(data); ok {
+		for _, kv := range recs {
+			if err := p.w.AddMetadata(name, kv); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	return p.w.AddMetadata(name, map[string]string{"base64": base64.StdEncoding.EncodeToString(data)})
+}
+
+// MetadataRecords reads a pack metadata section as the MCAP Metadata
+// records it holds, when it is what PackReader.Sections makes of them: the
+// canonical JSON (as encoding/json writes it: keys sorted, no spaces) of
+// one record's key/value pairs, or of a non-empty array of them (a name
+// several records share). ok is false for any other bytes.
+func MetadataRecords(data []byte) (recs []map[string]string, ok bool) {
+	switch {
+	case len(data) > 1 && data[0] == '{':
+		var kv map[string]string
+		if json.Unmarshal(data, &kv) != nil || kv == nil {
+			return nil, false
+		}
+		recs = []map[string]string{kv}
+	case len(data) > 2 && data[0] == '[':
+		if json.Unmarshal(data, &recs) != nil || len(recs) < 2 {
+			return nil, false
+		}
+		for _, kv := range recs {
+			if kv == nil { // null in the array
+				return nil, false
+			}
+		}
+	default:
+		return nil, false
+	}
+	if again, err := metadataSection(recs); err != nil || !bytes.Equal(again, data) {
+		return nil, false
+	}
+	return recs, true
+}
+
+// metadataSection is the pack metadata section of MCAP records of one name
+// (MetadataRecords reads it back).
+func metadataSection(recs []map[string]string) ([]byte, error) {
+	if len(recs) == 1 {
+		return json.Marshal(recs[0])
+	}
+	return json.Marshal(recs)
+}
+
+// AddAttachment writes a pack attachment as an MCAP Attachment record
+// (times before 1970 become 0).
+func (p *PackWriter) AddAttachment(a pack.Attachment) error {
+	return p.w.AddAttachment(&Attachment{LogTime: nonNegative(a.LogNs), CreateTime: nonNegative(a.CreateNs),
+		Name: a.Name, MediaType: a.MediaType, Data: a.Data})
+}
+
+// PackAttachment is an MCAP attachment as a pack attachment (times past
+// the year 2262 become the largest).
+func PackAttachment(a *Attachment) pack.Attachment {
+	return pack.Attachment{Name: a.Name, MediaType: a.MediaType, LogNs: clampNs(a.LogTime), CreateNs: clampNs(a.CreateTime),
+		Data: a.Data, Size: int64(len(a.Data))}
 }
 
 // Flush writes the open chunk.
@@ -404,8 +529,17 @@ func WriteDumpInfo(w *Writer, d dumpinfo.Info) error {
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, t := range d.Triggers {
-		kv := map[string]string{"id": u64(t.ID), "reason": t.Reason, "time_ns": i64(t.TimeNs),
-			"pre_ns": i64(t.PreNs), "post_ns": i64(t.PostNs), "severity": strconv.Itoa(t.Severity)}
+		kv := map[string]string{"id": u64(t.ID), "reason": t.Reason, "time_ns": i64(t.TimeNs), "severity": strconv.Itoa(t.Severity)}
+		// the effective window; pre_ns / post_ns only for overrides
+		if t.FromNs != 0 || t.ToNs != 0 { // as recorded (dumpinfo.Decode derives it for older dumps)
+			kv["from_ns"], kv["to_ns"] = i64(t.FromNs), i64(t.ToNs)
+		}
+		if v, ok := t.Pre(); ok {
+			kv["pre_ns"] = i64(v)
+		}
+		if v, ok := t.Post(); ok {
+			kv["post_ns"] = i64(v)
+		}
 		for k, v := range map[string]string{"source": t.Source, "rule": t.Rule, "tag": t.Tag} {
 			if v != "" {
 				kv[k] = v
@@ -460,6 +594,10 @@ type ExportOptions struct {
 	// Topics gives type information per topic (Name and Channel identify
 	// it), winning over what the file says.
 	Topics []Topic
+	// Stamp are Metadata records the output gets instead of the input's
+	// of the same names (a provenance: seal.go); the input's seal is
+	// never copied.
+	Stamp map[string]map[string]string
 }
 
 // ExportStats reports what ExportPack wrote.
@@ -468,6 +606,9 @@ type ExportStats struct {
 	Messages uint64 // pack messages read (an entry with meta and data counts once)
 	Bytes    uint64 // data and meta bytes carried
 	Written  int64  // MCAP bytes written
+	// Attachments is the attachments carried (pack attachment sections,
+	// MCAP Attachment records).
+	Attachments int
 	// Notes are PackWriter.Notes: topics not transcoded, and why.
 	Notes []string
 }
@@ -475,8 +616,8 @@ type ExportStats struct {
 // ExportPack converts the pack file behind r to MCAP on w, frames in file
 // order, with the dump information (triggers, per-topic accounting) as
 // Metadata records, the pack file's other metadata sections as Metadata
-// named after them (value under "base64") and its header as
-// MetadataPackHeader. Each topic's type comes from the file's type
+// named after them (PackWriter.AddMetadata), its attachments as Attachment
+// records and its header as MetadataPackHeader. Each topic's type comes from the file's type
 // sections (pack.Reader.Types), applied from the frame after each, so a
 // type that changed inside the dump starts a new channel there; a file
 // without them (format 1.0) gives each topic the type name of its dump
@@ -536,7 +677,7 @@ func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, e
 		}
 	}
 	for _, name := range r.MetadataNames() {
-		if name == dumpinfo.MetadataName {
+		if name == dumpinfo.MetadataName || opts.stamped(name) {
 			continue
 		}
 		b, _ := r.Metadata(name)
@@ -544,6 +685,19 @@ func ExportPack(r *pack.Reader, w io.Writer, opts ExportOptions) (ExportStats, e
 			return st, err
 		}
 	}
+	if err := opts.addStamp(pw.w); err != nil {
+		return st, err
+	}
+	atts, err := r.Attachments()
+	if err != nil {
+		return st, fmt.Errorf("mcap: export %s: %w", r.Path(), err)
+	}
+	for _, a := range atts {
+		if err := pw.AddAttachment(a); err != nil {
+			return st, err
+		}
+	}
+	st.Attachments = len(atts)
 	h := r.Header()
 	if err := pw.w.AddMetadata(MetadataPackHeader, map[string]string{"writer": h.Writer,
 		"created_ns": strconv.FormatInt(h.CreatedNs, 10)}); err != nil {
@@ -571,8 +725,10 @@ func (p *PackWriter) finish(st *ExportStats, d dumpinfo.Info, hasInfo bool) erro
 // a PackWriter (so a file of another writer gets edr-lite's channels, each
 // keeping its message encoding, schema and channel metadata; a topic with
 // several types keeps them, each from its first message), the dump
-// information, and every other Metadata record as it was. Sequence numbers
-// restart from 0 per topic; times are mapped as PackWriter maps them.
+// information, every attachment and every other Metadata record as it
+// was. Every message
+// keeps its producer's sequence number (PackMessage.HasSeq; the others are
+// numbered again, as they were); times are mapped as PackWriter maps them.
 func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, error) {
 	var st ExportStats
 	pw, err := NewPackWriter(w, opts.Options)
@@ -603,12 +759,22 @@ func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, er
 				return st, err
 			}
 		}
-		if err := pw.Add(m.Name, m.Channel, m.Meta, m.GenTs, m.DoneTs, m.Data); err != nil {
+		if err := pw.add(m.Name, m.Channel, m.Meta, m.GenTs, m.DoneTs, m.Data, false, m.Seq, m.HasSeq); err != nil {
 			return st, err
 		}
 		st.Messages++
 		st.Bytes += uint64(len(m.Meta) + len(m.Data))
 	}
+	atts, err := p.Attachments()
+	if err != nil {
+		return st, fmt.Errorf("mcap: export %s: %w", p.r.name, err)
+	}
+	for i := range atts {
+		if err := pw.w.AddAttachment(&atts[i]); err != nil {
+			return st, err
+		}
+	}
+	st.Attachments = len(atts)
 	info, hasInfo := p.DumpInfo()
 	for _, md := range p.Info().Metadata {
 		switch md.Name {
@@ -617,9 +783,15 @@ func ExportMCAP(p *PackReader, w io.Writer, opts ExportOptions) (ExportStats, er
 				continue // written again from info
 			}
 		}
+		if opts.stamped(md.Name) {
+			continue
+		}
 		if err := pw.w.AddMetadata(md.Name, md.KV); err != nil {
 			return st, err
 		}
+	}
+	if err := opts.addStamp(pw.w); err != nil {
+		return st, err
 	}
 	return st, pw.finish(&st, info, hasInfo)
 }
@@ -638,7 +810,7 @@ func (p *PackReader) DeclaredTopics() []Topic {
 }
 
 // foreignMetadata is a channel's metadata less the keys PackWriter writes
-// itself (edr.name, edr.channel, edr.type, edr.layout).
+// itself (edr.name, edr.channel, edr.type, edr.layout, edr.sequence).
 func foreignMetadata(ci *ChannelInfo) map[string]string {
 	var md map[string]string
 	if ci == nil {
@@ -646,7 +818,7 @@ func foreignMetadata(ci *ChannelInfo) map[string]string {
 	}
 	for k, v := range ci.Metadata {
 		switch k {
-		case "edr.name", "edr.channel", "edr.type", MetadataLayout:
+		case "edr.name", "edr.channel", "edr.type", MetadataLayout, MetadataSequence:
 			continue
 		}
 		if md == nil {

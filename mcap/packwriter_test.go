@@ -50,7 +50,8 @@ func packMessages(n int) []packMsg {
 
 var testDumpInfo = dumpinfo.Info{
 	Triggers: []dumpinfo.Trigger{{ID: 7, Reason: "hard-brake", Source: "lua", Rule: "hard_brake", Severity: 2,
-		TimeNs: 1_700_000_000_500_000_000, PreNs: 15e9, PostNs: 5e9, Params: map[string]string{"decel": "9.1"}}},
+		TimeNs: 1_700_000_000_500_000_000, PreNs: 15e9, PostNs: 5e9, PreSet: true, PostSet: true, Params: map[string]string{"decel": "9.1"},
+		FromNs: 1_700_000_000_500_000_000 - 15e9, ToNs: 1_700_000_000_500_000_000 + 5e9}},
 	Topics: []dumpinfo.TopicAccount{
 		{Topic: "vehicle/speed#", Type: "edr.demo.Speed", Messages: 50, Bytes: 400, Overwritten: 3},
 		{Topic: "camera#front", Type: "edr.demo.Image", Messages: 25, Bytes: 30000, Oversize: 1},
@@ -245,3 +246,78 @@ var (
 	_ dumpWriter = (*pack.Writer)(nil)
 	_ dumpWriter = (*PackWriter)(nil)
 )
+
+// TestPackWriterSequences: a message added with its producer's sequence
+// (AddSeq) keeps it, on a channel marked MetadataSequence, and a
+// PackReader gives it back with HasSeq; a message without one is numbered
+// by the writer, on an unmarked channel, and comes back without one; a
+// topic whose messages change between the two continues on the other
+// channel, the count carried over.
+func TestPackWriterSequences(t *testing.T) {
+	var buf bytes.Buffer
+	pw, err := NewPackWriter(&buf, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type add struct {
+		topic  string
+		seq    uint64
+		hasSeq bool
+	}
+	adds := []add{{"a", 0, false}, {"a", 0, false}, {"a", 100, true}, {"a", 0, false}, {"b", 1<<32 + 5, true}, {"b", 9, true}}
+	for i, a := range adds {
+		var err error
+		if a.hasSeq {
+			err = pw.AddSeq(a.topic, "", nil, int64(i+1), int64(i+1), a.seq, []byte{byte(i)})
+		} else {
+			err = pw.Add(a.topic, "", nil, int64(i+1), int64(i+1), []byte{byte(i)})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(buf.Bytes(), "seq", ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint32
+	var marked []bool
+	err = r.Messages(func(c *Channel, m *Message) error {
+		seqs = append(seqs, m.Sequence)
+		marked = append(marked, c.Metadata[MetadataSequence] == SequenceProducer)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint32{0, 1, 100, 101, 5, 9}; fmt.Sprint(seqs) != fmt.Sprint(want) {
+		t.Errorf("MCAP sequences %v, want %v", seqs, want)
+	}
+	if want := []bool{false, false, true, false, true, true}; fmt.Sprint(marked) != fmt.Sprint(want) {
+		t.Errorf("channels marked %v, want %v", marked, want)
+	}
+	p, err := NewPackReader(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.FileOrder()
+	for i := 0; ; i++ {
+		ok, err := p.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		m, a := p.Message(), adds[i]
+		if m.HasSeq != a.hasSeq || a.hasSeq && m.Seq != a.seq%(1<<32) {
+			t.Errorf("message %d: seq %d (%v), want %d (%v)", i, m.Seq, m.HasSeq, a.seq, a.hasSeq)
+		}
+	}
+	if n := len(p.Topics()); n != 2 {
+		t.Errorf("%d topics: a topic's two channels are one topic", n)
+	}
+}

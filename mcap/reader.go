@@ -334,7 +334,7 @@ const retainCost = 1 << 10
 func (r *Reader) retain(kept *uint64, n int, at int64, field string) error {
 	*kept += uint64(n) + retainCost
 	if *kept > r.retainBudget() {
-		return r.corrupt(at, field, fmt.Errorf("%w: schemas, channels and metadata need more than the reader's limit of %d MiB (offline tools: --max-memory)", ErrTooLarge, r.retainBudget()>>20))
+		return r.corrupt(at, field, fmt.Errorf("%w: the schemas, channels, metadata or attachments kept need more than the reader's limit of %d MiB (offline tools: --max-memory)", ErrTooLarge, r.retainBudget()>>20))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/edr-lite/edr-lite/evidence"
 	"io"
 	"math"
 	"os"
@@ -43,8 +44,8 @@ type RecoverReport struct {
 	// Orphans counts messages dropped because their channel's record was
 	// lost (and no intact summary has it).
 	Orphans uint64
-	// Attachments counts attachments found and not carried over (this
-	// package does not write attachments).
+	// Attachments counts the attachments copied (those whose fields and
+	// CRC check out; another is a lost region).
 	Attachments int
 	// Truncated: the file ends before its footer (a power loss, a copy cut
 	// short, a writer that never closed it).
@@ -62,6 +63,12 @@ type RecoverOptions struct {
 	// CompressionZstd; "keep" or "" uses the compression of the input's
 	// first chunk.
 	Compression string
+	// Seal seals the output (Options.Seal); Metadata are records the
+	// output gets last, by name (seal.go: a stamp). The input's seal and
+	// its records of those names are not copied: they say nothing true
+	// of the new file.
+	Seal     *evidence.Sealer
+	Metadata map[string]map[string]string
 }
 
 // resyncBudget bounds, as a multiple of the file's size, what the search
@@ -71,9 +78,10 @@ const resyncBudget = 4
 
 // Recover reads the MCAP file b (named name in reports), which may be
 // truncated or damaged, and writes a new, valid, indexed MCAP file to w:
-// every chunk whose CRC checks out, every message, schema, channel and
-// metadata record outside a damaged region, in file order, and a rebuilt
-// summary (statistics, chunk and metadata indexes). Past a damaged record
+// every chunk whose CRC checks out, every message, schema, channel,
+// attachment and metadata record outside a damaged region, in file order,
+// and a rebuilt summary (statistics, chunk, attachment and metadata
+// indexes). Past a damaged record
 // it resynchronises on the next chunk that decompresses to records its CRC
 // vouches for. A file cut inside a chunk keeps that chunk's complete
 // records (RecoverReport.PartialMessages). The report says what was lost,
@@ -89,7 +97,7 @@ func Recover(name string, b []byte, w io.Writer, opts RecoverOptions) (*RecoverR
 	default:
 		return nil, fmt.Errorf("%w: output compression %q", ErrCompression, opts.Compression)
 	}
-	s := &salvager{r: &Reader{b: b, name: name, opt: opts.ReaderOptions}, out: w, rep: &RecoverReport{},
+	s := &salvager{r: &Reader{b: b, name: name, opt: opts.ReaderOptions}, out: w, rep: &RecoverReport{}, stamp: opts,
 		comp: opts.Compression, schemas: map[uint16]uint16{}, chans: map[uint16]uint16{},
 		known: map[uint16]*Channel{}, knownSchemas: map[uint16]*Schema{},
 		budget: uint64(len(b))*resyncBudget + opts.MaxChunkSize}
@@ -103,10 +111,11 @@ func Recover(name string, b []byte, w io.Writer, opts RecoverOptions) (*RecoverR
 
 // salvager is one Recover.
 type salvager struct {
-	r   *Reader // over the damaged bytes: chunkRecords, parsers, errors
-	out io.Writer
-	w   *Writer // the output, created at the first record to write
-	rep *RecoverReport
+	r     *Reader        // over the damaged bytes: chunkRecords, parsers, errors
+	stamp RecoverOptions // Seal and Metadata (seal.go)
+	out   io.Writer
+	w     *Writer // the output, created at the first record to write
+	rep   *RecoverReport
 
 	profile, library string
 	comp             string
@@ -277,6 +286,18 @@ func (s *salvager) record(pos, end int64) (next int64, stop bool, err error) {
 			}
 		}
 	case OpAttachment:
+		a, err := s.r.parseAttachment(rec)
+		if err != nil {
+			s.lose(LostRange{Offset: pos, Length: next - pos, Messages: 0, Reason: err.Error()})
+			return next, false, nil
+		}
+		w, err := s.writer()
+		if err != nil {
+			return next, false, err
+		}
+		if err := w.AddAttachment(&a); err != nil {
+			return next, false, err
+		}
 		s.rep.Attachments++
 	default:
 		if err := s.check(rec); err != nil {
@@ -325,7 +346,7 @@ func (s *salvager) resync(from, end int64) int64 {
 		usize, ucrc := d.u64(), d.u32()
 		comp := compressionName(d.bytes32())
 		rl := d.u64()
-		if d.bad || rl != uint64(len(d.b)) || ucrc == 0 || usize > s.r.opt.MaxChunkSize {
+		if d.bad || rl > uint64(len(d.b)) || ucrc == 0 || usize > s.r.opt.MaxChunkSize {
 			continue
 		}
 		switch comp {
@@ -538,7 +559,8 @@ func (s *salvager) writer() (*Writer, error) {
 		lib = "edr-lite recover"
 	}
 	var err error
-	s.w, err = NewWriter(s.out, Options{Profile: s.profile, Library: lib, Compression: s.comp, ChunkSize: s.chunkSize})
+	s.w, err = NewWriter(s.out, Options{Profile: s.profile, Library: lib, Compression: s.comp, ChunkSize: s.chunkSize,
+		Seal: s.stamp.Seal})
 	return s.w, err
 }
 
@@ -599,6 +621,9 @@ func (s *salvager) visit(rec record) error {
 		w, err := s.writer()
 		if err != nil {
 			return err
+		}
+		if _, restamped := s.stamp.Metadata[md.Name]; restamped || md.Name == evidence.MetadataName {
+			return nil
 		}
 		s.rep.Metadata++
 		return w.AddMetadata(md.Name, md.KV)
@@ -665,6 +690,9 @@ func (s *salvager) channel(c *Channel, at int64) (uint16, error) {
 func (s *salvager) finish() error {
 	w, err := s.writer()
 	if err != nil {
+		return err
+	}
+	if err := s.addStamp(w); err != nil {
 		return err
 	}
 	return w.Close()

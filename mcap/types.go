@@ -30,6 +30,19 @@ type Message struct {
 	Data        []byte
 }
 
+// Attachment is an MCAP Attachment record: a file stored with the
+// messages (a calibration, a map, a configuration). Times are nanoseconds
+// since the UNIX epoch, 0 when unknown.
+type Attachment struct {
+	LogTime    uint64
+	CreateTime uint64
+	Name       string
+	MediaType  string
+	Data       []byte // from a Reader: aliases its bytes, valid until Close
+	// Offset is the record's file offset (Reader; 0 for one to write).
+	Offset int64
+}
+
 // Topic is how edr-lite describes a recorded stream to the writer; the
 // writer turns it into a Schema (when there is type information) and a
 // Channel. See (*Writer).AddTopic for the mapping.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"slices"
+
+	"github.com/edr-lite/edr-lite/evidence"
 )
 
 // DefaultChunkSize is the uncompressed size at which a chunk is closed when
@@ -15,14 +17,18 @@ import (
 const DefaultChunkSize = 1 << 20
 
 // ExportConcurrency is the Options.Concurrency an export or rewrite uses
-// for a compression: zstd chunks on every core (GOMAXPROCS); lz4 serially,
-// as on the 2-vCPU VM measured (docs/performance.md, MCAP export) handing
-// its chunks to other goroutines cost more than compressing them in line.
+// for a compression: chunks compressed on every core (GOMAXPROCS), lz4 and
+// zstd alike (the file's bytes are the serial writer's); 1 uncompressed.
+// lz4 was compressed serially until issue 33: on a 2-vCPU VM whose cores
+// other work held, handing chunks to other goroutines cost more than it
+// gained, but on a machine with free cores serial lz4 ran at 0.39 of the
+// uncompressed export where all cores gave 0.69 (docs/performance.md, MCAP
+// export).
 func ExportConcurrency(compression string) int {
-	if compression == CompressionZstd {
-		return runtime.GOMAXPROCS(0)
+	if compression == CompressionNone {
+		return 1
 	}
-	return 1
+	return runtime.GOMAXPROCS(0)
 }
 
 // DefaultLibrary is written to Header.library when Options.Library is "".
@@ -59,6 +65,11 @@ type Options struct {
 	// goroutine when it closes (the recorder's dumps). Without compression
 	// it changes nothing.
 	Concurrency int
+	// Seal, when set, seals the file (seal.go, docs/evidence.md): every
+	// byte written is hashed as it is written, and Close writes the signed
+	// seal, an "edr.seal" Metadata record, as the data section's last
+	// record. Its format must be evidence.FormatMCAP.
+	Seal *evidence.Sealer
 }
 
 type indexEntry struct {
@@ -80,10 +91,17 @@ type metadataIndex struct {
 	name           string
 }
 
+type attachmentIndex struct {
+	offset, length      uint64
+	logTime, createTime uint64
+	size                uint64
+	name, mediaType     string
+}
+
 // Writer writes one MCAP file to an io.Writer in a single pass: Header,
 // a chunked data section (each chunk followed by its MessageIndex records),
 // DataEnd with the data section CRC, a summary section (Schema, Channel,
-// Statistics, ChunkIndex and MetadataIndex groups), the SummaryOffset
+// Statistics, ChunkIndex, AttachmentIndex and MetadataIndex groups), the SummaryOffset
 // section and the Footer with the summary CRC. All CRCs are CRC32 (IEEE) as
 // the specification requires.
 //
@@ -116,6 +134,7 @@ type Writer struct {
 	miChan   []uint16
 	miOff    []uint64
 	metadata []metadataIndex
+	attached []attachmentIndex
 
 	messages  uint64
 	startTime uint64
@@ -133,6 +152,21 @@ type Writer struct {
 	prov      provisional
 	doneStart uint64
 	doneEnd   uint64
+
+	seal sealState // Options.Seal's (seal.go)
+
+	// A chunk written by WriteChunkLent: its pieces (from heldAt), held
+	// until KeepChunk lends them to the seal's worker with lender; the
+	// worker then reads the chunk's records in the buffer set aside
+	// (spareChunk, swapped with chunk) and its head's copy in heads.
+	readBack   bool // the seal's Hasher reads the file (Create's write(2) path)
+	held       bool
+	heldAt     int64
+	heldIov    [][]byte
+	lender     evidence.Lender
+	spareChunk []byte
+	heads      [2][]byte
+	hk         int
 }
 
 // lentPayload is a message payload the open chunk borrows: its bytes go
@@ -168,6 +202,9 @@ func NewWriter(w io.Writer, opt Options) (*Writer, error) {
 	if opt.Library == "" {
 		opt.Library = DefaultLibrary
 	}
+	if opt.Seal != nil && opt.Seal.Format() != evidence.FormatMCAP {
+		return nil, fmt.Errorf("BUG: mcap: a sealer of %s files", opt.Seal.Format())
+	}
 	var comp compressor
 	var err error
 	if opt.Concurrency > 1 && opt.Compression != CompressionNone {
@@ -198,7 +235,18 @@ func (w *Writer) write(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
+	if w.seal.holding { // Close's records after the seal (seal.go)
+		w.seal.tail = append(w.seal.tail, p...)
+		w.pos += uint64(len(p))
+		return nil
+	}
+	if w.opt.Seal != nil {
+		w.opt.Seal.WriteAsync(p) // while the write copies it (a small p: copied aside while a chunk is hashed)
+	}
 	n, err := w.w.Write(p)
+	if w.opt.Seal != nil && len(p) >= asyncMin {
+		w.opt.Seal.Wait() // p's memory is reused; a short write fails the file below: no seal is made
+	}
 	w.pos += uint64(n)
 	if err == nil && n != len(p) {
 		err = io.ErrShortWrite
@@ -442,7 +490,22 @@ func (w *Writer) WriteMessageBorrowed(m *Message) error {
 // records not yet. The lender then checks that no payload changed before
 // the write returned and calls KeepChunk, or TakeBackChunk; no other call
 // in between. A chunk that borrows nothing is written and kept.
-func (w *Writer) WriteChunkProvisional() error {
+func (w *Writer) WriteChunkProvisional() error { return w.writeProvisional(nil) }
+
+// WriteChunkLent is WriteChunkProvisional for a sealed file whose lender
+// checks its payloads again after the seal's worker hashed them (l, kept
+// unchanged until the next WriteChunkLent, Flush or Close returns): the
+// chunk is hashed on the worker after KeepChunk, while the next chunk is
+// built; when l says a payload changed meanwhile, the worker hashes the
+// chunk's bytes read back from the file (evidence.Hasher.Lend). Without
+// a seal, or a file to read back from, it is WriteChunkProvisional.
+func (w *Writer) WriteChunkLent(l evidence.Lender) error { return w.writeProvisional(l) }
+
+// asyncMin is the write size from which the seal's Hasher hashes on its
+// worker (evidence's): the write waits for it before its memory is reused.
+const asyncMin = 64 << 10
+
+func (w *Writer) writeProvisional(l evidence.Lender) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
@@ -473,7 +536,24 @@ func (w *Writer) WriteChunkProvisional() error {
 	w.crc = crc32.Update(w.crc, crc32.IEEETable, h)
 	w.crc = crc32Combine(w.crc, crc, int64(n))
 	iov[0] = h
+	lent := w.opt.Seal != nil && l != nil && w.readBack
+	if lent {
+		// hashed after KeepChunk, from a copy of the head (the next
+		// chunk's is built in w.head meanwhile)
+		w.hk ^= 1
+		w.heads[w.hk] = append(w.heads[w.hk][:0], h...)
+		iov[0] = w.heads[w.hk]
+	} else if w.opt.Seal != nil { // hashed from the memory the writev reads, while it does, before the lender checks it
+		w.opt.Seal.Mark()
+		w.opt.Seal.WriteAsync(iov...)
+	}
 	err = sink.Writev(iov, int64(len(h)+n))
+	if lent && err == nil {
+		w.held, w.heldAt, w.lender = true, int64(w.pos), l
+		w.heldIov = append(w.heldIov[:0], iov...)
+	} else if w.opt.Seal != nil {
+		w.opt.Seal.Wait()
+	}
 	clear(iov) // holds no payload past the write
 	w.iov = iov[:0]
 	if err != nil {
@@ -491,6 +571,17 @@ func (w *Writer) KeepChunk() {
 		return
 	}
 	w.prov.pending = false
+	if w.held {
+		w.opt.Seal.Lend(w.heldAt, w.lender, w.heldIov...)
+		clear(w.heldIov)
+		w.held, w.lender = false, nil
+		// the worker reads this chunk's records: the next is built in
+		// the other buffer
+		if w.spareChunk == nil {
+			w.spareChunk = make([]byte, 0, cap(w.chunk))
+		}
+		w.chunk, w.spareChunk = w.spareChunk, w.chunk
+	}
 	w.finishChunk()
 }
 
@@ -511,6 +602,16 @@ func (w *Writer) TakeBackChunk(keep func(i int) bool) error {
 		return w.err
 	}
 	w.pos, w.crc = w.prov.pos, w.prov.crc
+	if w.held { // never hashed
+		clear(w.heldIov)
+		w.held, w.lender = false, nil
+		w.opt.Seal.Wait() // rare: the chunk is rebuilt in new memory
+	} else if w.opt.Seal != nil {
+		if err := w.opt.Seal.Back(); err != nil {
+			w.err = err
+			return err
+		}
+	}
 	w.chunks = w.chunks[:len(w.chunks)-1]
 	// Copies first, then the question (a payload may change meanwhile).
 	var safe []byte
@@ -583,6 +684,49 @@ func (w *Writer) AddMetadata(name string, kv map[string]string) error {
 	w.stage = AppendMetadata(w.stage, name, kv)
 	w.metadata = append(w.metadata, metadataIndex{
 		offset: w.pos + uint64(start), length: uint64(len(w.stage) - start), name: name})
+	if len(w.stage) >= stageFlush {
+		return w.flushStage()
+	}
+	return nil
+}
+
+// AddAttachment writes an Attachment record (its CRC computed) to the data
+// section, outside chunks, and indexes it in the summary (AttachmentIndex,
+// Statistics.attachment_count). Large data is handed to the underlying
+// writer as it is, not copied.
+func (w *Writer) AddAttachment(a *Attachment) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := w.drainChunks(0); err != nil { // the chunks closed before it come first
+		return err
+	}
+	start := len(w.stage)
+	w.stage = append(w.stage, byte(OpAttachment))
+	w.stage = appendU64(w.stage, uint64(8+8+4+len(a.Name)+4+len(a.MediaType)+8+len(a.Data)+4))
+	fields := len(w.stage)
+	w.stage = appendU64(w.stage, a.LogTime)
+	w.stage = appendU64(w.stage, a.CreateTime)
+	w.stage = appendString(w.stage, a.Name)
+	w.stage = appendString(w.stage, a.MediaType)
+	w.stage = appendU64(w.stage, uint64(len(a.Data)))
+	crc := crc32.Update(crc32.ChecksumIEEE(w.stage[fields:]), crc32.IEEETable, a.Data)
+	at := w.pos + uint64(start)
+	if len(a.Data) < stageFlush {
+		w.stage = append(w.stage, a.Data...)
+	} else { // the staged bytes, then the data straight from the caller
+		if err := w.flushStage(); err != nil {
+			return err
+		}
+		w.crc = crc32.Update(w.crc, crc32.IEEETable, a.Data)
+		if err := w.write(a.Data); err != nil {
+			return err
+		}
+	}
+	w.stage = appendU32(w.stage, crc)
+	w.attached = append(w.attached, attachmentIndex{offset: at,
+		length:  uint64(recordPrefixLen + 8 + 8 + 4 + len(a.Name) + 4 + len(a.MediaType) + 8 + len(a.Data) + 4),
+		logTime: a.LogTime, createTime: a.CreateTime, size: uint64(len(a.Data)), name: a.Name, mediaType: a.MediaType})
 	if len(w.stage) >= stageFlush {
 		return w.flushStage()
 	}
@@ -762,6 +906,9 @@ func (w *Writer) Close() error {
 		w.pipe = nil
 	}
 	w.closed = true
+	if w.opt.Seal != nil {
+		w.beginSeal() // the seal's place, and its records after it held until it is made
+	}
 	w.stage = appendDataEnd(w.stage, w.crc) // crc covers everything before DataEnd
 	if err := w.write(w.stage); err != nil {
 		return err
@@ -799,6 +946,20 @@ func (w *Writer) Close() error {
 	}
 	mark(OpChunkIndex, from)
 	from = len(b)
+	for _, a := range w.attached {
+		var st int
+		b, st = beginRecord(b, OpAttachmentIndex)
+		b = appendU64(b, a.offset)
+		b = appendU64(b, a.length)
+		b = appendU64(b, a.logTime)
+		b = appendU64(b, a.createTime)
+		b = appendU64(b, a.size)
+		b = appendString(b, a.name)
+		b = appendString(b, a.mediaType)
+		b = endRecord(b, st)
+	}
+	mark(OpAttachmentIndex, from)
+	from = len(b)
 	for _, m := range w.metadata {
 		var st int
 		b, st = beginRecord(b, OpMetadataIndex)
@@ -816,7 +977,10 @@ func (w *Writer) Close() error {
 	b = appendU32(b, crc32.ChecksumIEEE(b))
 	b = append(b, Magic[:]...)
 	w.stage = b[:0]
-	return w.write(b)
+	if err := w.write(b); err != nil || w.opt.Seal == nil {
+		return err
+	}
+	return w.finishSeal()
 }
 
 func (w *Writer) appendStatistics(b []byte) []byte {
@@ -824,7 +988,7 @@ func (w *Writer) appendStatistics(b []byte) []byte {
 	b = appendU64(b, w.messages)
 	b = appendU16(b, uint16(len(w.schemas)))
 	b = appendU32(b, uint32(len(w.channels)))
-	b = appendU32(b, 0) // attachments
+	b = appendU32(b, uint32(len(w.attached)))
 	b = appendU32(b, uint32(len(w.metadata)))
 	b = appendU32(b, uint32(len(w.chunks)))
 	b = appendU64(b, w.startTime)

@@ -16,7 +16,11 @@
 // (DecodeCompressed* read them back); CompressedImageDescriptor and
 // CompressedVideoDescriptor are their protobuf schemas (FileDescriptorSets
 // compiled from proto/foxglove/*.proto), SchemaCompressedImage and
-// SchemaCompressedVideo their names. docs/media.md lists what is
+// SchemaCompressedVideo their names: those are package media/foxglove's,
+// re-exported here. A file cut short is read up to the
+// cut with MP4Options.AcceptCut (MP4.Cut says what was lost); CheckJPEG
+// tells a whole JPEG from one cut short, and OpenJPEGDir keeps a cut one
+// that holds image data (JPEGFrame.Cut). docs/media.md lists what is
 // supported, the file-name patterns and the limits.
 //
 // It is not for: decoding pictures (only headers are read: the JPEG
@@ -44,7 +48,10 @@
 //     says what the file claims). Samples come in decode order: with
 //     B-frames their presentation times go back and forth.
 //   - Foxglove's viewer does not play B-frames (its CompressedVideo
-//     documentation says so); the messages carry them faithfully anyway.
+//     documentation says so); the messages carry them faithfully anyway
+//     (dumpfile warns when they are written to MCAP).
+//   - A fragmented file cut exactly between two fragments looks whole:
+//     nothing in it says more fragments were to come.
 //
 // # Performance
 //

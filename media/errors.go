@@ -3,14 +3,18 @@ package media
 import (
 	"errors"
 	"fmt"
+
+	"github.com/edr-lite/edr-lite/media/foxglove"
 )
 
 // Sentinel errors. Damage or hostile values found in an MP4 file are
 // reported as a *BoxError whose Unwrap returns ErrMalformed, ErrUnsupported
 // or ErrLimit, so callers test with errors.Is or errors.As.
 var (
-	// ErrMalformed: a box, table, NAL unit or message holds an impossible value.
-	ErrMalformed = errors.New("media: malformed")
+	// ErrMalformed: a box, table, NAL unit or message holds an impossible
+	// value (the same error as foxglove.ErrMalformed, which the messages'
+	// decoders return).
+	ErrMalformed = foxglove.ErrMalformed
 	// ErrUnsupported: valid input this package does not handle (a codec,
 	// a box version, a multi-segment edit list feature).
 	ErrUnsupported = errors.New("media: unsupported")

@@ -42,6 +42,8 @@ var (
 		{"h264_444.mp4", "libx264", args(testsrc, []string{"-c:v", "libx264", "-bf", "3", "-g", "30"})},
 		{"h265_bframes.mp4", "libx265", args(testsrc, x265BFrames)},
 		{"h264_frag.mp4", "libx264", args(testsrc, x264BFrames, fragmented)},
+		// moov before mdat, as cameras and web videos have it.
+		{"h264_faststart.mp4", "libx264", args(testsrc, x264BFrames, []string{"-movflags", "+faststart"})},
 		{"h265_frag.mp4", "libx265", args(testsrc, x265BFrames, fragmented, []string{"-tag:v", "hvc1"})},
 		// An audio track first: the video is track 2.
 		{"h264_audio_first.mp4", "libx264", args([]string{"-f", "lavfi", "-i", "sine=frequency=440:duration=2"},
@@ -114,6 +116,7 @@ type probe struct {
 		PTS   *int64 `json:"pts"`
 		DTS   *int64 `json:"dts"`
 		Size  string `json:"size"`
+		Pos   string `json:"pos"`
 		Flags string `json:"flags"`
 	} `json:"packets"`
 }

@@ -2,6 +2,7 @@ package media
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image/jpeg"
@@ -68,9 +69,9 @@ type JPEGOptions struct {
 // DefaultMaxJPEGBytes is JPEGOptions.MaxFileBytes when it is 0.
 const DefaultMaxJPEGBytes = 256 << 20
 
-// jpegHead is how much of each file OpenJPEGDir reads first; a file whose
-// header segments are longer is read whole.
-const jpegHead = 64 << 10
+// jpegStart is the buffer OpenJPEGDir starts with; it grows to the
+// largest file it reads (each file is read whole, up to MaxFileBytes).
+const jpegStart = 64 << 10
 
 // JPEGFrame is one image of a JPEG folder.
 type JPEGFrame struct {
@@ -79,12 +80,19 @@ type JPEGFrame struct {
 	Source        TimeSource // which source gave TimeNs
 	Size          int64      // bytes, when the directory was opened
 	Width, Height int        // from the JPEG header
+	// Cut is why the file is not a whole image ("" when it is): it holds
+	// image data but the end of the file cuts it (CheckJPEG). The frame
+	// is kept with its bytes as stored: a viewer shows the part it holds.
+	Cut string
 }
 
 // Skip is a directory entry OpenJPEGDir left out, and why.
 type Skip struct {
 	Name   string
 	Reason string
+	// Damaged: the file is a JPEG cut short (or broken) before its image
+	// data (CheckJPEG).
+	Damaged bool
 }
 
 // JPEGDir is a directory of JPEG files seen as a stream of frames, sorted
@@ -98,11 +106,14 @@ type JPEGDir struct {
 }
 
 // OpenJPEGDir lists dir, checks that each .jpg / .jpeg file (any case)
-// starts with an SOI marker and that image/jpeg accepts its header, and
-// gives each a time from opts.Sources. Entries that are not such files,
-// are not JPEGs, or get no time are listed by Skipped with the reason;
-// they are never an error. It reads each file's header segments, not its
-// image data. The error is about dir itself or the options.
+// starts with an SOI marker, that image/jpeg accepts its header and that
+// it holds image data (CheckJPEG), and gives each a time from
+// opts.Sources. Entries that are not such files, are not JPEGs, hold no
+// image data (cut short before it: Skip.Damaged) or get no time are
+// listed by Skipped with the reason; they are never an error. A JPEG cut
+// inside its image data is a frame with the reason in JPEGFrame.Cut. It
+// reads each file whole (not decoding the image). The error is about dir
+// itself or the options.
 func OpenJPEGDir(dir string, opts JPEGOptions) (*JPEGDir, error) {
 	sources := opts.Sources
 	if len(sources) == 0 {
@@ -133,7 +144,7 @@ func OpenJPEGDir(dir string, opts JPEGOptions) (*JPEGDir, error) {
 		names = append(names, e.Name())
 	}
 	slices.SortFunc(names, naturalCompare)
-	buf := make([]byte, 0, jpegHead)
+	buf := make([]byte, 0, jpegStart)
 	index := 0 // position among the JPEGs, for TimeFromRate
 	for _, name := range names {
 		ext := strings.ToLower(filepath.Ext(name))
@@ -143,9 +154,10 @@ func OpenJPEGDir(dir string, opts JPEGOptions) (*JPEGDir, error) {
 		}
 		var f JPEGFrame
 		f.Name = name
-		buf, err = d.readHead(name, buf, &f)
+		buf, err = d.readFile(name, buf, &f)
 		if err != nil {
-			d.skip(name, err.Error())
+			d.skipped = append(d.skipped, Skip{Name: name, Reason: err.Error(),
+				Damaged: errors.Is(err, ErrCutJPEG) || errors.Is(err, ErrDamagedJPEG)})
 			continue
 		}
 		i := index
@@ -190,11 +202,14 @@ func OpenJPEGDir(dir string, opts JPEGOptions) (*JPEGDir, error) {
 	return d, nil
 }
 
-func (d *JPEGDir) skip(name, reason string) { d.skipped = append(d.skipped, Skip{name, reason}) }
+func (d *JPEGDir) skip(name, reason string) {
+	d.skipped = append(d.skipped, Skip{Name: name, Reason: reason})
+}
 
-// readHead reads the head of a file into buf (the whole file when its
-// header segments do not fit in jpegHead) and checks that it is a JPEG.
-func (d *JPEGDir) readHead(name string, buf []byte, f *JPEGFrame) ([]byte, error) {
+// readFile reads a file into buf and checks that it is a JPEG (SOI,
+// image/jpeg accepts its header) that holds image data (CheckJPEG); a
+// JPEG cut inside its image data is kept, with the reason in f.Cut.
+func (d *JPEGDir) readFile(name string, buf []byte, f *JPEGFrame) ([]byte, error) {
 	fh, err := os.Open(filepath.Join(d.dir, name))
 	if err != nil {
 		return buf, err
@@ -210,8 +225,7 @@ func (d *JPEGDir) readHead(name string, buf []byte, f *JPEGFrame) ([]byte, error
 	if f.Size = st.Size(); f.Size > d.max {
 		return buf, fmt.Errorf("%d bytes, over the limit of %d", f.Size, d.max)
 	}
-	n := min(f.Size, jpegHead)
-	buf = slices.Grow(buf[:0], int(n))[:n]
+	buf = slices.Grow(buf[:0], int(f.Size))[:f.Size]
 	if _, err := io.ReadFull(fh, buf); err != nil {
 		return buf, err
 	}
@@ -219,18 +233,114 @@ func (d *JPEGDir) readHead(name string, buf []byte, f *JPEGFrame) ([]byte, error
 		return buf, fmt.Errorf("%w: no SOI marker", ErrNotJPEG)
 	}
 	cfg, err := jpeg.DecodeConfig(bytes.NewReader(buf))
-	if err != nil && f.Size > int64(len(buf)) {
-		buf = slices.Grow(buf, int(f.Size)-len(buf))[:f.Size]
-		if _, err := io.ReadFull(fh, buf[n:]); err != nil {
-			return buf, err
-		}
-		cfg, err = jpeg.DecodeConfig(bytes.NewReader(buf))
-	}
+	data, cerr := CheckJPEG(buf)
 	if err != nil {
+		if errors.Is(cerr, ErrCutJPEG) { // a JPEG whose header the end of the file cuts
+			return buf, cerr
+		}
 		return buf, fmt.Errorf("%w: image/jpeg: %v", ErrNotJPEG, err)
 	}
 	f.Width, f.Height = cfg.Width, cfg.Height
+	if cerr != nil {
+		if !data {
+			return buf, cerr
+		}
+		f.Cut = strings.TrimPrefix(cerr.Error(), "media: ")
+	}
 	return buf, nil
+}
+
+// ErrCutJPEG: a JPEG file ends before its end-of-image marker.
+// ErrDamagedJPEG: a JPEG's segments are broken before its end-of-image
+// marker (no marker where one must be, a segment length under 2).
+var (
+	ErrCutJPEG     = errors.New("media: JPEG cut short")
+	ErrDamagedJPEG = errors.New("media: JPEG damaged")
+)
+
+// CheckJPEG walks a JPEG file's segments to its first scan, then through
+// the entropy-coded data (and the segments and scans that follow, as in a
+// progressive JPEG) to the end-of-image marker (FF D9); bytes after it
+// are not looked at. It returns nil for a whole image. Otherwise the error
+// wraps ErrCutJPEG (the file ends first), ErrDamagedJPEG (a broken
+// segment) or ErrNotJPEG (no SOI marker) and names the offset where the
+// image stops, and data says whether scan data came before that (a
+// viewer shows the part a cut image holds). Every step moves forward, so
+// the work is bounded by len(b).
+func CheckJPEG(b []byte) (data bool, err error) {
+	if len(b) < 2 || b[0] != 0xFF || b[1] != markerSOI {
+		return false, fmt.Errorf("%w: no SOI marker", ErrNotJPEG)
+	}
+	cut := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrCutJPEG, fmt.Sprintf(format, args...))
+	}
+	for pos := 2; ; {
+		if pos >= len(b) {
+			if data {
+				return true, cut("no end-of-image marker: the file's %d bytes end after the image data", len(b))
+			}
+			return false, cut("the file's %d bytes end before its image data", len(b))
+		}
+		if b[pos] != 0xFF {
+			return data, fmt.Errorf("%w: no marker at byte %d (of %d), where a segment should start", ErrDamagedJPEG, pos, len(b))
+		}
+		for pos+1 < len(b) && b[pos+1] == 0xFF { // fill bytes
+			pos++
+		}
+		if pos+1 >= len(b) {
+			pos = len(b)
+			continue
+		}
+		m := b[pos+1]
+		switch {
+		case m == markerEOI:
+			if !data {
+				return false, cut("an end-of-image marker at byte %d before any image data", pos)
+			}
+			return true, nil
+		case m == 0x01 || (m >= 0xD0 && m <= 0xD7): // TEM, RSTn: no length
+			pos += 2
+			continue
+		}
+		if pos+4 > len(b) {
+			return data, cut("the file's %d bytes end inside the header of segment 0x%02X at byte %d", len(b), m, pos)
+		}
+		n := int(binary.BigEndian.Uint16(b[pos+2:]))
+		if n < 2 {
+			return data, fmt.Errorf("%w: segment 0x%02X at byte %d has length %d", ErrDamagedJPEG, m, pos, n)
+		}
+		if pos+2+n > len(b) {
+			return data, cut("the file's %d bytes end inside segment 0x%02X at byte %d (%d bytes long)", len(b), m, pos, n+2)
+		}
+		pos += 2 + n
+		if m != markerSOS {
+			continue
+		}
+		// Entropy-coded data: FF is followed by 00 (a stuffed FF), a
+		// restart marker, or a fill byte; any other marker ends the scan.
+		start := pos
+		for pos < len(b) {
+			i := bytes.IndexByte(b[pos:], 0xFF)
+			if i < 0 {
+				pos = len(b)
+				break
+			}
+			pos += i
+			if pos+1 >= len(b) {
+				pos = len(b)
+				break
+			}
+			if c := b[pos+1]; c == 0x00 || (c >= 0xD0 && c <= 0xD7) {
+				pos += 2
+				continue
+			} else if c == 0xFF {
+				pos++
+				continue
+			}
+			break
+		}
+		data = data || pos > start
+	}
 }
 
 // Dir returns the directory.

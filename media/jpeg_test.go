@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -419,5 +421,99 @@ func TestJPEGDirWriterNames(t *testing.T) {
 	}
 	if naturalCompare("1764682342052000000.jpg", "1764682342052000000_1.jpg") >= 0 {
 		t.Error("a same-time suffix must sort after the plain name")
+	}
+}
+
+// sosEnd returns the offset just after a JPEG's first SOS segment (where
+// its image data starts).
+func sosEnd(t testing.TB, b []byte) int {
+	for pos := 2; pos+4 <= len(b); {
+		m, n := b[pos+1], int(binary.BigEndian.Uint16(b[pos+2:]))
+		pos += 2 + n
+		if m == markerSOS {
+			return pos
+		}
+	}
+	t.Fatal("no SOS segment")
+	return 0
+}
+
+// TestCheckJPEG: a whole image (also with bytes after its end marker, a
+// restart marker, fill bytes and a second scan after a table segment, as
+// progressive JPEGs have) is whole; every prefix is cut: before the image
+// data without data, inside it with data; a tail of zeros (a file whose
+// last blocks were never written) is cut; the reason names the offset.
+func TestCheckJPEG(t *testing.T) {
+	whole := testJPEG(t, 3)
+	start := sosEnd(t, whole)
+	eoi := len(whole) - 2
+	if whole[eoi] != 0xFF || whole[eoi+1] != markerEOI {
+		t.Fatal("image/jpeg output does not end in EOI")
+	}
+	scan := whole[start:eoi]
+	dht := []byte{0xFF, 0xC4, 0x00, 0x05, 0x10, 0x00, 0x00} // a table segment's shape
+	multi := slices.Concat(whole[:eoi], []byte{0xFF, 0xD0, 0xFF, 0xFF}, dht, whole[sosEnd(t, whole)-14:start], scan, whole[eoi:])
+	for name, b := range map[string][]byte{
+		"whole":         whole,
+		"trailing data": slices.Concat(whole, []byte("vendor trailer \xff\xd8")),
+		"two scans":     multi,
+	} {
+		if data, err := CheckJPEG(b); err != nil || !data {
+			t.Errorf("%s: %v %v", name, data, err)
+		}
+	}
+	for n := 0; n < len(whole)-1; n++ {
+		data, err := CheckJPEG(whole[:n])
+		if !errors.Is(err, ErrCutJPEG) && !(n < 2 && errors.Is(err, ErrNotJPEG)) {
+			t.Fatalf("cut to %d bytes: %v", n, err)
+		}
+		if data != (n > start) {
+			t.Fatalf("cut to %d bytes (image data from %d): data %v, %v", n, start, data, err)
+		}
+	}
+	zeros := slices.Concat(whole[:start+len(scan)/2], make([]byte, 4096))
+	if data, err := CheckJPEG(zeros); !data || !errors.Is(err, ErrCutJPEG) ||
+		!strings.Contains(err.Error(), "no end-of-image marker: the file's "+strconv.Itoa(len(zeros))+" bytes end after the image data") {
+		t.Errorf("zero tail: %v %v", data, err)
+	}
+	if _, err := CheckJPEG(whole[:start-3]); err == nil || !strings.Contains(err.Error(), "end inside segment 0xDA at byte") {
+		t.Errorf("cut in the SOS header: %v", err)
+	}
+}
+
+// TestJPEGDirCut: in a folder, a JPEG cut inside its image data is listed
+// as a frame with the reason in Cut; one cut before its image data is
+// skipped as damaged; whole ones have no Cut.
+func TestJPEGDirCut(t *testing.T) {
+	dir := t.TempDir()
+	whole := testJPEG(t, 1)
+	start := sosEnd(t, whole)
+	files := map[string][]byte{
+		"1796218342052000000.jpg": whole,
+		"1796218342085000000.jpg": whole[:start+(len(whole)-start)/2],
+		"1796218342118000000.jpg": whole[:start-1],
+		"1796218342151000000.jpg": whole[:100], // before image/jpeg has the frame header
+		"1796218342184000000.jpg": []byte("\xff\xd8 not a JPEG at all"),
+	}
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := OpenJPEGDir(dir, JPEGOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, sk := d.Frames(), d.Skipped()
+	if len(fr) != 2 || fr[0].Cut != "" || !strings.HasPrefix(fr[1].Cut, "JPEG cut short: no end-of-image marker") ||
+		len(sk) != 3 || !sk[0].Damaged || sk[0].Name != "1796218342118000000.jpg" ||
+		!strings.Contains(sk[0].Reason, "end inside segment 0xDA") ||
+		!sk[1].Damaged || !strings.Contains(sk[1].Reason, "JPEG cut short: the file's 100 bytes end inside segment") ||
+		sk[2].Damaged || !strings.Contains(sk[2].Reason, "not a JPEG image") {
+		t.Fatalf("frames %+v, skipped %+v", fr, sk)
+	}
+	b, err := d.ReadFrame(1, nil)
+	if err != nil || !bytes.Equal(b, files[fr[1].Name]) {
+		t.Fatalf("the cut frame reads %d bytes, %v", len(b), err)
 	}
 }

@@ -55,6 +55,66 @@ type MP4Options struct {
 	MaxBoxBytes int64
 	// MaxSampleBytes bounds one sample. Default DefaultMaxSampleBytes.
 	MaxSampleBytes int64
+	// AcceptCut reads a file cut short (a copy interrupted, a recorder
+	// that lost power) up to the cut: a top-level box that runs past the
+	// end of the file, and a sample whose data does, are not errors; Next
+	// gives every sample wholly in the file before the first that is not,
+	// then io.EOF, and Cut says where the file ends and what was lost.
+	// Without it they are errors. A cut moov box is an error either way
+	// (the sample tables are lost).
+	AcceptCut bool
+}
+
+// Cut says where an MP4 file read with MP4Options.AcceptCut is cut short
+// and what of the selected track was lost.
+type Cut struct {
+	// Offset is where the lost data starts: the first sample not wholly
+	// in the file, else the top-level box the end of the file cuts.
+	Offset int64
+	// Box is the top-level box the end of the file cuts ("mdat", "moof",
+	// ...; "(top level)" when fewer bytes than a box header are left) and
+	// BoxOffset its offset; Box is "" when every box fits and a sample
+	// points past the end. BoxMissing is the bytes the box's declared size
+	// runs past the end (0 when its size field itself is cut).
+	Box        string
+	BoxOffset  int64
+	BoxMissing int64
+	Size       int64 // the file's size
+	Read       int64 // samples read before the cut
+	// Lost is the samples the file's tables name that are not wholly in
+	// the file (the rest of the moov's sample table, or of the fragment
+	// the cut falls in). AtLeast: more may have been lost (a fragmented
+	// file: what fragments followed is unknown).
+	Lost    int64
+	AtLeast bool
+}
+
+// String says it in one line: where the file ends, in which box, what
+// was read and what was lost.
+func (c *Cut) String() string {
+	var s string
+	switch {
+	case c.Box != "" && c.BoxMissing > 0:
+		s = fmt.Sprintf("cut short: its %d bytes end %d bytes into box %s at offset %d, %d bytes before the box does",
+			c.Size, c.Size-c.BoxOffset, c.Box, c.BoxOffset, c.BoxMissing)
+	case c.Box != "":
+		s = fmt.Sprintf("cut short: its %d bytes end inside the header of box %s at offset %d", c.Size, c.Box, c.BoxOffset)
+	default:
+		s = fmt.Sprintf("cut short: its %d bytes end before its samples do", c.Size)
+	}
+	s += fmt.Sprintf("; %d samples read", c.Read)
+	switch {
+	case c.Lost > 0 && c.AtLeast:
+		s += fmt.Sprintf(", at least %d lost from offset %d on (samples %d to %d, the rest of the fragment the cut falls in; any fragments after it are unknown)",
+			c.Lost, c.Offset, c.Read, c.Read+c.Lost-1)
+	case c.Lost > 0:
+		s += fmt.Sprintf(", samples %d to %d (%d) lost from offset %d on", c.Read, c.Read+c.Lost-1, c.Lost, c.Offset)
+	case c.AtLeast:
+		s += ", the samples of the cut fragment and of any after it lost (how many is unknown)"
+	default:
+		s += ", none lost"
+	}
+	return s
 }
 
 // Defaults of MP4Options.
@@ -113,6 +173,12 @@ type MP4 struct {
 
 	stbl stblCursor
 	frag fragCursor
+
+	// end is where the readable top-level boxes end: the file's size, or
+	// the offset of the box the end of the file cuts (topCut, AcceptCut).
+	end    int64
+	topCut *Cut
+	cut    *Cut // set when reading reached the cut
 
 	index   int64
 	claimed uint64 // bytes the samples read so far claim (at least 1 each)
@@ -177,17 +243,22 @@ func NewMP4Reader(r io.ReaderAt, size int64, name string, opts MP4Options) (*MP4
 	if opts.MaxSampleBytes <= 0 {
 		opts.MaxSampleBytes = DefaultMaxSampleBytes
 	}
-	m := &MP4{r: r, file: name, size: size, opts: opts}
+	m := &MP4{r: r, file: name, size: size, opts: opts, end: size}
 	var moov box
 	found := false
 	for off := int64(0); off < size; {
-		typ, hdr, total, err := topHeader(r, name, off, size, &m.hdrBuf)
+		typ, hdr, total, err := m.topBox(off)
 		if err != nil {
 			return nil, err
 		}
 		if typ == typeMoov {
 			if found {
 				return nil, boxErr(name, "moov", off, ErrMalformed, "a second moov box")
+			}
+			if m.topCut != nil {
+				return nil, boxErr(name, "moov", off, ErrMalformed,
+					"the file ends %d bytes into the moov box, %d bytes before the box does: its sample tables are lost (nothing can be read)",
+					size-off, m.topCut.BoxMissing)
 			}
 			if total > opts.MaxBoxBytes {
 				return nil, boxErr(name, "moov", off, ErrLimit, "%d bytes, over MaxBoxBytes %d", total, opts.MaxBoxBytes)
@@ -198,9 +269,17 @@ func NewMP4Reader(r io.ReaderAt, size int64, name string, opts MP4Options) (*MP4
 			}
 			moov, found = box{typ: typ, off: off, hdr: int(hdr), data: data}, true
 		}
+		if m.topCut != nil {
+			break
+		}
 		off += total
 	}
 	if !found {
+		if c := m.topCut; c != nil {
+			return nil, boxErr(name, "moov", 0, ErrMalformed,
+				"no moov box before the end of the file, which is cut short inside box %s at offset %d: the sample tables are lost (nothing can be read)",
+				c.Box, c.BoxOffset)
+		}
 		return nil, boxErr(name, "moov", 0, ErrMalformed, "no moov box in %d bytes", size)
 	}
 	if err := m.parseMoov(moov); err != nil {
@@ -233,6 +312,15 @@ func (m *MP4) Rewind() {
 	f.next, f.runs, f.ri, f.si, f.pos, f.dts = 0, f.runs[:0], 0, 0, 0, 0
 }
 
+// SetStartNs changes MP4Options.StartNs (the time of the movie's time 0)
+// for the samples read from now on, and rewinds. A caller that read the
+// file through once with StartNs 0 can so place it by what it holds (its
+// duration, its first decode time) without opening it again.
+func (m *MP4) SetStartNs(ns int64) {
+	m.opts.StartNs = ns
+	m.Rewind()
+}
+
 // Close closes the file OpenMP4 opened; for NewMP4Reader it does nothing.
 func (m *MP4) Close() error {
 	m.err = os.ErrClosed
@@ -243,6 +331,38 @@ func (m *MP4) Close() error {
 	}
 	return nil
 }
+
+// topBox reads the header of the top-level box at off. With AcceptCut, a
+// box the end of the file cuts is recorded as m.topCut (and m.end set to
+// its offset) and returned with the bytes the file holds of it.
+func (m *MP4) topBox(off int64) (typ uint32, hdr, total int64, err error) {
+	if !m.opts.AcceptCut {
+		return topHeader(m.r, m.file, off, m.size, &m.hdrBuf)
+	}
+	typ, hdr, declared, err := topHeaderCut(m.r, m.file, off, m.size, &m.hdrBuf)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	left := m.size - off
+	if hdr > 0 && declared <= uint64(left) {
+		return typ, hdr, int64(declared), nil
+	}
+	if m.topCut == nil {
+		c := &Cut{Offset: off, Box: "(top level)", BoxOffset: off, Size: m.size}
+		if hdr != 0 {
+			c.Box = fourCCString(typ)
+		}
+		if hdr > 0 {
+			c.BoxMissing = int64(min(declared-uint64(left), 1<<62))
+		}
+		m.topCut, m.end = c, off
+	}
+	return typ, max(hdr, 0), left, nil
+}
+
+// Cut says where the file is cut short and what was lost, once Next has
+// returned io.EOF (MP4Options.AcceptCut); nil for a whole file.
+func (m *MP4) Cut() *Cut { return m.cut }
 
 // Seconds from 1904-01-01 (ISO-BMFF times) to 1970-01-01.
 const mp4Epoch = 2082844800

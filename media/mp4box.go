@@ -31,10 +31,8 @@ func fourCCString(t uint32) string {
 }
 
 var (
-	typeFtyp = fourCC("ftyp")
 	typeMoov = fourCC("moov")
 	typeMoof = fourCC("moof")
-	typeMdat = fourCC("mdat")
 	typeMvhd = fourCC("mvhd")
 	typeTrak = fourCC("trak")
 	typeTkhd = fourCC("tkhd")
@@ -56,7 +54,6 @@ var (
 	typeCo64 = fourCC("co64")
 	typeMvex = fourCC("mvex")
 	typeTrex = fourCC("trex")
-	typeMfhd = fourCC("mfhd")
 	typeTraf = fourCC("traf")
 	typeTfhd = fourCC("tfhd")
 	typeTfdt = fourCC("tfdt")
@@ -67,7 +64,6 @@ var (
 	typeHev1 = fourCC("hev1")
 	typeAvcC = fourCC("avcC")
 	typeHvcC = fourCC("hvcC")
-	typeVide = fourCC("vide")
 )
 
 // box is one parsed box inside a buffer.
@@ -132,14 +128,36 @@ func boxErr(file, path string, off int64, err error, format string, args ...any)
 
 // topHeader reads the header of the top-level box at off in a file of
 // size bytes: its type, header length and total size (a size of 0 means
-// "to the end of the file").
+// "to the end of the file"). A box the end of the file cuts is an error;
+// see topHeaderCut.
 func topHeader(r io.ReaderAt, file string, off, size int64, buf *[boxLargeHeader]byte) (typ uint32, hdr, total int64, err error) {
+	typ, hdr, declared, err := topHeaderCut(r, file, off, size, buf)
+	switch {
+	case err != nil:
+		return 0, 0, 0, err
+	case hdr == 0:
+		return 0, 0, 0, boxErr(file, "(top level)", off, ErrMalformed, "%d trailing bytes are not a box header", size-off)
+	case hdr < 0:
+		return 0, 0, 0, boxErr(file, fourCCString(typ), off, ErrMalformed, "64-bit size runs past the end of the file")
+	case declared > uint64(size-off):
+		return 0, 0, 0, boxErr(file, fourCCString(typ), off, ErrMalformed,
+			"size %d does not fit in the file (%d bytes left, header %d)", declared, size-off, hdr)
+	}
+	return typ, hdr, int64(declared), nil
+}
+
+// topHeaderCut reads the header of the top-level box at off like
+// topHeader, but a box that the end of the file cuts is not an error: its
+// declared size may run past the end; hdr is 0 when fewer bytes than a
+// box header are left (typ unknown) and -1 when its 64-bit size field is
+// cut. A size smaller than its header is an error.
+func topHeaderCut(r io.ReaderAt, file string, off, size int64, buf *[boxLargeHeader]byte) (typ uint32, hdr int64, declared uint64, err error) {
 	n := int64(boxLargeHeader)
 	if size-off < n {
 		n = size - off
 	}
 	if n < boxHeader {
-		return 0, 0, 0, boxErr(file, "(top level)", off, ErrMalformed, "%d trailing bytes are not a box header", size-off)
+		return 0, 0, 0, nil
 	}
 	if _, err := readFullAt(r, buf[:n], off); err != nil {
 		return 0, 0, 0, err
@@ -152,15 +170,15 @@ func topHeader(r io.ReaderAt, file string, off, size int64, buf *[boxLargeHeader
 		s = uint64(size - off)
 	case 1:
 		if n < boxLargeHeader {
-			return 0, 0, 0, boxErr(file, fourCCString(typ), off, ErrMalformed, "64-bit size runs past the end of the file")
+			return typ, -1, 0, nil
 		}
 		s, hdr = binary.BigEndian.Uint64(buf[8:]), boxLargeHeader
 	}
-	if s < uint64(hdr) || s > uint64(size-off) {
+	if s < uint64(hdr) {
 		return 0, 0, 0, boxErr(file, fourCCString(typ), off, ErrMalformed,
 			"size %d does not fit in the file (%d bytes left, header %d)", s, size-off, hdr)
 	}
-	return typ, hdr, int64(s), nil
+	return typ, hdr, s, nil
 }
 
 // readFullAt reads len(b) bytes at off.

@@ -358,7 +358,7 @@ func (f *fragCursor) nextSample(m *MP4, loc *sampleLoc) (bool, error) {
 // loadMoof finds the next moof box and parses the selected track's runs.
 func (f *fragCursor) loadMoof(m *MP4) (bool, error) {
 	f.runs = f.runs[:0]
-	for f.next < m.size {
+	for f.next < m.end { // the boxes before the cut (AcceptCut) are whole
 		typ, hdr, total, err := topHeader(m.r, m.file, f.next, m.size, &m.hdrBuf)
 		if err != nil {
 			return false, err
@@ -545,7 +545,9 @@ func (f *fragCursor) parseTraf(m *MP4, moofOff int64, traf box, first bool, prev
 			return 0, boxErr(m.file, "moof/traf/trun", b.off, ErrMalformed,
 				"%d samples of %d bytes do not fit in the file's %d bytes", r.count, def.size, m.size)
 		}
-		if pos < 0 || total > uint64(m.size) || uint64(pos)+total > uint64(m.size) {
+		// With AcceptCut, data past the end of the file is what a cut lost:
+		// Next stops at the first sample not wholly in the file.
+		if pos < 0 || !m.opts.AcceptCut && (total > uint64(m.size) || uint64(pos)+total > uint64(m.size)) {
 			return 0, boxErr(m.file, "moof/traf/trun", b.off, ErrMalformed,
 				"data at %d + %d bytes runs past the end of the file (%d bytes)", pos, total, m.size)
 		}
@@ -591,6 +593,13 @@ func (m *MP4) next(s *Sample) error {
 		}
 	}
 	if !ok {
+		if c := m.topCut; c != nil && m.cut == nil {
+			// Every sample the tables name was read; the cut box held
+			// none of them, or (a fragmented file) those of a cut moof.
+			cut := *c
+			cut.Read, cut.AtLeast = m.index, m.fragmented && c.Box != "mdat"
+			m.cut = &cut
+		}
 		return io.EOF
 	}
 	t := m.t
@@ -598,6 +607,10 @@ func (m *MP4) next(s *Sample) error {
 	// more bytes than the file: a file claiming more (overlapping or
 	// empty samples by the billion) is refused, which bounds the number of
 	// samples, and the work, by the file's size.
+	if m.opts.AcceptCut && loc.off >= 0 && loc.off > m.size-int64(loc.size) {
+		m.cutAt(&loc) // the first sample not wholly in a cut file: the end
+		return io.EOF
+	}
 	if m.claimed += max(uint64(loc.size), 1); m.claimed > uint64(m.size) {
 		return boxErr(m.file, loc.srcPath, loc.srcOff, ErrMalformed, "sample %d: the samples claim more bytes than the file's %d",
 			m.index, m.size)
@@ -676,6 +689,27 @@ func (m *MP4) next(s *Sample) error {
 	s.Index = m.index
 	m.index++
 	return nil
+}
+
+// cutAt records that reading stops at the sample loc, which is not wholly
+// in the file (AcceptCut), and what the tables say is lost with it.
+func (m *MP4) cutAt(loc *sampleLoc) {
+	c := Cut{Offset: loc.off, Size: m.size, Read: m.index}
+	if tc := m.topCut; tc != nil {
+		c.Box, c.BoxOffset, c.BoxMissing = tc.Box, tc.BoxOffset, tc.BoxMissing
+	}
+	if loc.fromFrag {
+		f := &m.frag
+		c.Lost = int64(f.runs[f.ri].count - f.si + 1)
+		for _, r := range f.runs[f.ri+1:] {
+			c.Lost += int64(r.count)
+		}
+		c.AtLeast = true
+	} else {
+		c.Lost = int64(m.stbl.n-m.stbl.i) + 1
+		c.AtLeast = m.fragmented
+	}
+	m.cut = &c
 }
 
 // readWindow is the read-ahead of small samples: one pread fills it, and

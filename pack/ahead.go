@@ -1,6 +1,9 @@
 package pack
 
-import "sync"
+import (
+	"runtime/debug"
+	"sync"
+)
 
 // Read-ahead (ReaderOptions.ReadAhead): helper goroutines decode the frames
 // after the one the caller reads (both CRCs, meta, decompression) into Frames
@@ -87,9 +90,20 @@ func (r *Reader) aheadWorker(a *readAhead) {
 	d := frameDecoder{path: r.path, codec: newCodecs(), id: r.id, maxMem: r.maxMem}
 	defer d.codec.close()
 	for s := range a.jobs {
-		_, s.err = d.decodeFrame(r.data[s.off:r.end], s.off, &s.f, true)
+		s.err = r.decodeAhead(&d, s)
 		s.done <- struct{}{}
 	}
+}
+
+// decodeAhead decodes slot s's frame on a helper goroutine, a fault on
+// the mapping (the file shrank) its error.
+func (r *Reader) decodeAhead(d *frameDecoder, s *aheadSlot) (err error) {
+	defer guard(&err, r.path, r.data, debug.SetPanicOnFault(true))
+	_, err = d.decodeFrame(r.data[s.off:r.end], s.off, &s.f, true)
+	if err != nil {
+		s.f.Reset(0, 0)
+	}
+	return err
 }
 
 // fill dispatches records from a.scan while slots and the memory bound

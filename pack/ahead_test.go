@@ -159,19 +159,19 @@ func TestReadAheadDamageSameError(t *testing.T) {
 		for _, at := range []int64{offs[17] + 2, offs[17] + FrameHeaderSize + 3, offs[18] - 1, offs[39] + 1} {
 			b := bytes.Clone(good)
 			b[at] ^= 0x40
-			run := func(ahead int) (n int, err error, pos int64) {
+			run := func(ahead int) (n int, pos int64, err error) {
 				r, _ := NewBytesReader("x.pack", b, ReaderOptions{ReadAhead: ahead})
 				defer r.Close()
 				var f Frame
 				for {
 					if err = r.ReadInto(&f); err != nil {
-						return n, err, r.Tell()
+						return n, r.Tell(), err
 					}
 					n++
 				}
 			}
-			n0, err0, pos0 := run(0)
-			n1, err1, pos1 := run(2)
+			n0, pos0, err0 := run(0)
+			n1, pos1, err1 := run(2)
 			if n0 != n1 || pos0 != pos1 || err0 == nil || err1 == nil || err0.Error() != err1.Error() {
 				t.Fatalf("codec %v flip at %d: plain %d frames, %v, pos %d; read-ahead %d frames, %v, pos %d",
 					c, at, n0, err0, pos0, n1, err1, pos1)

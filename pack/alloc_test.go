@@ -7,6 +7,8 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+
+	"github.com/edr-lite/edr-lite/evidence"
 )
 
 // readLoop reads the next frame, rewinding at the end.
@@ -41,6 +43,16 @@ func TestReadIntoAllocs(t *testing.T) {
 			}
 			if n := testing.AllocsPerRun(500, func() { readLoop(t, r, &f, meta) }); n != 0 {
 				t.Errorf("codec %v meta-only %v: %v allocs per frame, want 0", c, meta, n)
+			}
+			// Exact over whole passes: the end of the file (io.EOF) and
+			// Rewind allocate nothing either, with SkipDamaged too.
+			r.SetSkipDamaged(true)
+			if n := testing.AllocsPerRun(1, func() {
+				for range 3 * len(frames) {
+					readLoop(t, r, &f, meta)
+				}
+			}); n != 0 {
+				t.Errorf("codec %v meta-only %v: %v allocs in three passes, want 0", c, meta, n)
 			}
 			r.Close()
 		}
@@ -178,5 +190,44 @@ func TestStreamReadIntoAllocs(t *testing.T) {
 				t.Errorf("codec %v meta-only %v: %v allocs per frame, want 0", c, meta, n)
 			}
 		}
+	}
+}
+
+// TestSealedWriteAllocs: a sealed file's frames, lent to the seal's
+// worker one behind (WriteFrameLent, KeepFrame) or written with
+// HashBehind, allocate nothing in steady state.
+func TestSealedWriteAllocs(t *testing.T) {
+	s, _ := testSigner(t)
+	sealer := evidence.NewSealer(s, evidence.FormatPack, evidence.Link{})
+	sealer.Async(func() {})
+	w, err := Create(filepath.Join(t.TempDir(), "sealed.pack"), WriterOptions{Seal: sealer, HashBehind: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := benchFrames(2, 2, 96<<10, sensorData(1<<20, 1))
+	var l tornLender
+	i := 0
+	step := func() {
+		i++
+		f := frames[i%len(frames)]
+		if i%2 == 0 {
+			if err := w.WriteFrame(f); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err := w.WriteFrameLent(f, &l); err != nil {
+			t.Fatal(err)
+		}
+		w.KeepFrame()
+	}
+	for range 4 {
+		step()
+	}
+	if n := testing.AllocsPerRun(200, step); n != 0 {
+		t.Errorf("sealed WriteFrameLent/WriteFrame: %v allocs, want 0", n)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

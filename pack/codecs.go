@@ -1,5 +1,7 @@
 package pack
 
+import "runtime/debug"
+
 // CodecStats says how a file's frames are compressed: frames per codec and
 // the data bytes stored against their uncompressed size.
 type CodecStats struct {
@@ -11,8 +13,11 @@ type CodecStats struct {
 // Codecs reads every frame's header (through the index; no data pages are
 // touched) and counts the codecs in use. Frames whose header does not parse
 // are left out (Verify reports them).
-func (r *Reader) Codecs() CodecStats {
-	st := CodecStats{Frames: map[Compression]int{}}
+func (r *Reader) Codecs() (st CodecStats) {
+	var fault error
+	defer zeroOnFault(&fault, &st)
+	defer r.guard(&fault, nil, debug.SetPanicOnFault(true))
+	st = CodecStats{Frames: map[Compression]int{}}
 	for _, off := range r.FrameOffsets() {
 		if off < 0 || off >= r.end {
 			continue

@@ -16,14 +16,15 @@
 // ReadMetaInto (meta only) into a reused Frame until io.EOF, Tell /
 // SeekFrame / SeekTime to move, Summary and DumpInfo for what the file
 // holds without reading frames, Types for the type sections (TypeIndex
-// answers a frame's message its type). Read from any io.Reader (a pipe, a socket)
+// answers a frame's message its type), ReaderOptions.SkipDamaged to read on
+// past damage (Skipped says what was passed over). Read from any io.Reader (a pipe, a socket)
 // with NewStreamReader: front to back, frame by frame, no index, memory
 // bounded by the records read; DecodeFrame decodes one frame record held
 // in memory.
 //
 // It is not for: the recorder (package engine decides what goes into a
 // dump; pack only writes and reads it), not for MCAP, and not for reading
-// several dumps as one stream in time order (internal/dumpfile.Messages
+// several dumps as one stream in time order (dumpfile.Messages
 // merges pack and MCAP dumps message by message).
 //
 // # Caveats
@@ -41,6 +42,12 @@
 //     ReadInto; Close ends them. A Frame filled by ReadInto with read-ahead
 //     owns the buffers its data aliases until the next ReadInto into it,
 //     as without.
+//   - A Reader maps its file. If another process truncates it meanwhile, a
+//     read past the new end is an error wrapping ErrShrunk naming the offset
+//     (fault.go: every method touching the mapping runs with
+//     debug.SetPanicOnFault), not SIGBUS; bytes already handed out still
+//     alias the mapping, so a caller touching them after the file shrank
+//     faults in its own code.
 //   - Concurrency: Frame, Writer, Reader and StreamReader are not safe for concurrent use;
 //     use one Reader per goroutine (they share the page cache). FrameCache is
 //     safe for concurrent use.

@@ -1,6 +1,8 @@
 package pack
 
 import (
+	"runtime/debug"
+
 	"encoding/json"
 	"fmt"
 
@@ -20,8 +22,11 @@ func (w *Writer) SetDumpInfo(d dumpinfo.Info) error {
 // DumpInfo returns the file's dump information; ok is false when it has none or it
 // does not decode.
 func (r *Reader) DumpInfo() (d dumpinfo.Info, ok bool) {
-	b, ok := r.Metadata(dumpinfo.MetadataName)
-	if !ok {
+	var fault error
+	defer zeroOnFault(&fault, &ok)
+	defer r.guard(&fault, nil, debug.SetPanicOnFault(true))
+	b, found := r.Metadata(dumpinfo.MetadataName)
+	if !found {
 		return dumpinfo.Info{}, false
 	}
 	d, err := dumpinfo.Decode(b)

@@ -71,6 +71,9 @@ const (
 	SectionMetadata = 1 // a named metadata blob
 	SectionIndex    = 2 // the frame index, topic table and metadata table
 	SectionType     = 3 // a topic's type from the next frame on (types.go); since 1.1
+	// SectionAttachment is a file stored with the dump (attach.go): added
+	// to 1.1 without a version change (older readers skip it).
+	SectionAttachment = 4
 )
 
 // Index flags.

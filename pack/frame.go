@@ -45,6 +45,11 @@ type Message struct {
 	GenTs     int64
 	DoneTs    int64
 	DataIndex int32
+	// HasSeq says whether the message carries its producer's sequence
+	// number Seq (FrameV2Proto.Message.seq; SetSeq): a file's messages
+	// from another format that numbers them (MCAP). Zero: unknown.
+	HasSeq bool
+	Seq    uint64
 }
 
 // Topic returns "name#channel".
@@ -98,10 +103,9 @@ type Frame struct {
 	scratch []byte            // decompressed data (reader)
 	names   map[string]string // interned names and channels (reader)
 
-	recentNames [4]string // the last names interned (reader)
-	recentNext  int
-	recentMiss  int    // names of this frame that matched none of them
-	lastChan    string // the last channel interned (reader)
+	recentNames [16]string // recent names interned, by length and bytes (reader)
+	recentMiss  int        // names of this frame that matched none of them
+	lastChan    string     // the last channel interned (reader)
 }
 
 // NewFrame returns an empty Bundle frame with the given id and time (ns
@@ -172,6 +176,11 @@ func (f *Frame) Len() int { return len(f.msgs) }
 // frame (see Frame).
 func (f *Frame) Message(i int) Message { return f.msgs[i] }
 
+// MessageAt returns message i in place, for readers that look at a few
+// fields of every message without copying it: valid until the frame
+// changes, and not to be modified.
+func (f *Frame) MessageAt(i int) *Message { return &f.msgs[i] }
+
 // Data returns the data block of message i, or nil when it has none.
 func (f *Frame) Data(i int) []byte {
 	di := f.msgs[i].DataIndex
@@ -227,6 +236,11 @@ func (f *Frame) AddMetaWithData(name, channel string, meta []byte, genTs, doneTs
 // has been written (WriteFrame returns) or Reset. A nil data adds no block.
 func (f *Frame) AddMetaBorrowed(name, channel string, meta []byte, genTs, doneTs int64, data []byte) {
 	f.addBorrowed(name, channel, meta, genTs, doneTs, data)
+}
+
+// SetSeq gives message i its producer's sequence number (Message.Seq).
+func (f *Frame) SetSeq(i int, seq uint64) {
+	f.msgs[i].Seq, f.msgs[i].HasSeq = seq, true
 }
 
 func (f *Frame) addBorrowed(name, channel string, meta []byte, genTs, doneTs int64, data []byte) {
@@ -291,6 +305,26 @@ func (f *Frame) removeIf(drop func(*Message) bool) int {
 		}
 	}
 	return removed
+}
+
+// dropBefore removes the messages whose MessageTime is before from,
+// keeping the data blocks (the others' DataIndex stay valid).
+func (f *Frame) dropBefore(from int64) {
+	i := 0 // the messages before the first dropped stay where they are
+	for i < len(f.msgs) && MessageTime(&f.msgs[i], f.timeNs) >= from {
+		i++
+	}
+	if i == len(f.msgs) {
+		return // every frame after a seek's first: nothing moves
+	}
+	kept := f.msgs[:i]
+	for i++; i < len(f.msgs); i++ {
+		if MessageTime(&f.msgs[i], f.timeNs) >= from {
+			kept = append(kept, f.msgs[i])
+		}
+	}
+	clear(f.msgs[len(kept):])
+	f.msgs = kept
 }
 
 // Topics returns the frame's topics ("name#channel") in order of first

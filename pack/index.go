@@ -2,7 +2,6 @@ package pack
 
 import (
 	"encoding/binary"
-	"sort"
 )
 
 // TopicSummary is the per-topic accounting kept in the index.
@@ -173,38 +172,6 @@ func parseIndex(b []byte) (*index, string) {
 		return nil, "index has trailing bytes"
 	}
 	return x, ""
-}
-
-// search returns the first entry (file order) whose time is >= ns, or x.n.
-// O(log n) when frame times are sorted, else a linear pass over the entries.
-func (x *index) search(ns int64) int {
-	if x.timeSorted {
-		return sort.Search(x.n, func(i int) bool {
-			_, t, _ := x.entry(i)
-			return t >= ns
-		})
-	}
-	for i := 0; i < x.n; i++ {
-		if _, t, _ := x.entry(i); t >= ns {
-			return i
-		}
-	}
-	return x.n
-}
-
-// find returns the entry index of the frame at offset off, or -1.
-func (x *index) find(off int64) int {
-	// Offsets increase in file order.
-	i := sort.Search(x.n, func(i int) bool {
-		o, _, _ := x.entry(i)
-		return o >= off
-	})
-	if i < x.n {
-		if o, _, _ := x.entry(i); o == off {
-			return i
-		}
-	}
-	return -1
 }
 
 // accounting collects the index of frames as they are written or scanned.

@@ -6,6 +6,7 @@ package pack
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -56,6 +57,22 @@ func countMessages(b []byte) (n int, ok bool) {
 	return n, true
 }
 
+// messagesWithin is the most messages a frame with header h decodes into
+// within limit: frameCost(h, n, data) <= limit for every n up to it (-1
+// when not even an empty meta fits).
+func messagesWithin(h *frameHeader, data bool, limit int64) int {
+	rest := limit - frameCost(h, 0, data)
+	if rest < 0 {
+		return -1
+	}
+	return int(min(rest/messageCost, math.MaxInt32))
+}
+
+// errTooMany: the meta holds more messages than the decoder was allowed
+// (unmarshalMetaAtMost). The reader allows at least as many as the meta
+// can hold, so it never meets it.
+var errTooMany = fmt.Errorf("%w: more messages than the memory limit allows", ErrBadMeta)
+
 // frameCost is the memory decoding the frame with header h and meta
 // (holding msgs messages) takes; data adds the decompressed bytes of a
 // compressed frame.
@@ -68,6 +85,37 @@ func frameCost(h *frameHeader, msgs int, data bool) int64 {
 		}
 	}
 	return c
+}
+
+// MaxTargetFrameSize is the largest data size a frame made by a writer
+// that closes frames at a target size (Writer.Add, the recorder's dumps)
+// may be set to grow to: half of DefaultMaxMemory, so that its last
+// message (up to the rest) still fits the limit every frame keeps. Add
+// closes its frame there whatever WriterOptions.TargetFrameSize says.
+const MaxTargetFrameSize = DefaultMaxMemory / 2
+
+// writeLimit is the memory limit every frame a Writer writes keeps: the
+// readers' default (DefaultMaxMemory), so that every reader with default
+// options reads every frame a Writer makes. A variable for the tests only.
+var writeLimit int64 = DefaultMaxMemory
+
+// frameNeeds is what reading the frame with header h (record length rec)
+// and msgs messages takes at most of a reader's memory limit: a
+// StreamReader holds the whole record, and decoding costs frameCost (a
+// Reader maps the record and pays the decoding only).
+func frameNeeds(h *frameHeader, rec int64, msgs int) int64 {
+	return max(rec, frameCost(h, msgs, true))
+}
+
+// tooLargeError is the writer's refusal of a frame that a reader with the
+// default memory limit would refuse.
+func tooLargeError(h *frameHeader, rec int64, msgs int) error {
+	comp := ""
+	if h.codec != CompressNone {
+		comp = fmt.Sprintf(" (%d decompressed)", h.rawLen)
+	}
+	return fmt.Errorf("%w: a frame of %d messages, %d data blocks and %d bytes of data%s needs %d MiB to read, over the %d MiB every reader takes by default (pack.DefaultMaxMemory): write it as smaller frames",
+		ErrFrameTooLarge, msgs, h.nblocks, h.stored, comp, (frameNeeds(h, rec, msgs)+(1<<20)-1)>>20, writeLimit>>20)
 }
 
 // memoryError is the CorruptError of a frame at off that would cost more

@@ -38,7 +38,11 @@ func MapFile(path string) ([]byte, func() error, error) {
 	if err != nil {
 		return nil, nil, &os.PathError{Op: "mmap", Path: path, Err: err}
 	}
-	return b, func() error { return unix.Munmap(b) }, nil
+	mapped.add(path, b)
+	return b, func() error {
+		mapped.remove(b)
+		return unix.Munmap(b)
+	}, nil
 }
 
 // fileKind names what a non-regular file is, for errors.

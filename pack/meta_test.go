@@ -69,6 +69,7 @@ func TestProtoMatchesEncoder(t *testing.T) {
 	check(mm, "done_ts", fieldMsgDoneTs, protoreflect.Int64Kind, false)
 	check(mm, "channel", fieldMsgChannel, protoreflect.StringKind, false)
 	check(mm, "data_index", fieldMsgDataIndex, protoreflect.Int32Kind, false)
+	check(mm, "seq", fieldMsgSeq, protoreflect.Uint64Kind, false)
 	if d := mm.Fields().ByName("data_index").Default().Int(); d != NoData {
 		t.Errorf("data_index default %d, codec assumes %d", d, NoData)
 	}
@@ -97,6 +98,9 @@ func genFrame(t *rapid.T) *Frame {
 			f.AddMetaWithData(name, ch, meta, gen, done, rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "data"))
 		} else {
 			f.AddMeta(name, ch, meta, gen, done)
+		}
+		if rapid.Bool().Draw(t, "hasSeq") {
+			f.SetSeq(f.Len()-1, rapid.Uint64().Draw(t, "seq"))
 		}
 	}
 	return f
@@ -141,6 +145,9 @@ func toDynamic(md protoreflect.MessageDescriptor, f *Frame) *dynamicpb.Message {
 		if m.DataIndex != NoData {
 			set(e, "data_index", protoreflect.ValueOfInt32(m.DataIndex))
 		}
+		if m.HasSeq {
+			set(e, "seq", protoreflect.ValueOfUint64(m.Seq))
+		}
 		list.Append(protoreflect.ValueOfMessage(e))
 	}
 	if f.Type() != Bundle {
@@ -162,7 +169,7 @@ func sameMeta(t *rapid.T, got, want *Frame) {
 	for i := 0; i < got.Len(); i++ {
 		g, w := got.Message(i), want.Message(i)
 		if g.Name != w.Name || g.Channel != w.Channel || !bytes.Equal(g.Meta, w.Meta) ||
-			g.GenTs != w.GenTs || g.DoneTs != w.DoneTs || g.DataIndex != w.DataIndex {
+			g.GenTs != w.GenTs || g.DoneTs != w.DoneTs || g.DataIndex != w.DataIndex || g.HasSeq != w.HasSeq || g.Seq != w.Seq {
 			t.Fatalf("message %d differs:\n got %+v\nwant %+v", i, g, w)
 		}
 	}
@@ -275,5 +282,37 @@ func TestUvarintMatchesProtowire(t *testing.T) {
 			r[j] = byte(rng.Uint32()) | byte(rng.IntN(2))<<7
 		}
 		check(r)
+	}
+}
+
+// Decoding a meta into a frame that held more messages leaves no stale
+// message past the new count (Reset's promise: no references kept), on
+// success and on error.
+func TestUnmarshalMetaClearsStaleMessages(t *testing.T) {
+	long, short := NewFrame(1, 2), NewFrame(1, 2)
+	for i := 0; i < 10; i++ {
+		long.AddMetaWithData("topic/long", "c", []byte("meta"), 3, 4, []byte("data"))
+	}
+	for i := 0; i < 3; i++ {
+		short.AddMetaWithData("s", "", nil, 5, 6, []byte("x"))
+	}
+	bad := append(short.AppendMeta(nil), 0x2a, 0x05, 0x0a) // a truncated fourth message
+	for _, c := range []struct {
+		meta []byte
+		n    int
+	}{{short.AppendMeta(nil), 3}, {bad, 0}} {
+		var f Frame
+		if err := f.UnmarshalMeta(long.AppendMeta(nil)); err != nil {
+			t.Fatal(err)
+		}
+		err := f.UnmarshalMeta(c.meta)
+		if (err != nil) != (c.n == 0) || f.Len() != c.n {
+			t.Fatalf("decoded %d messages, error %v", f.Len(), err)
+		}
+		for i, m := range f.msgs[c.n:10] {
+			if m.Name != "" || m.Channel != "" || m.Meta != nil || m.GenTs != 0 {
+				t.Fatalf("message %d past the count kept %+v", c.n+i, m)
+			}
+		}
 	}
 }

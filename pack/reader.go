@@ -3,6 +3,9 @@ package pack
 import (
 	"errors"
 	"io"
+	"math"
+	"runtime/debug"
+	"sort"
 	"sync/atomic"
 )
 
@@ -28,6 +31,14 @@ type ReaderOptions struct {
 	// frames average under 16 KiB (the hand-over costs more than it
 	// moves); ReadMetaInto does not use it.
 	ReadAhead int
+	// SkipDamaged reads past damage: a damaged frame or section does not
+	// stop ReadInto and ReadMetaInto (whose error would stay until a seek),
+	// they resynchronise on the next intact record as Recover does and go
+	// on; Types leaves out a damaged type section (its topic reads as
+	// untyped from there) and walks on. Reader.Skipped counts what was
+	// passed over. A StreamReader skips a frame whose head checks out but
+	// whose data does not; other damage still stops it.
+	SkipDamaged bool
 }
 
 // Reader reads a pack file through a read-only mmap: frames in order with
@@ -49,8 +60,21 @@ type Reader struct {
 	idx     *index
 	indexed bool  // idx came from the file
 	scanErr error // why a scan for the index stopped early
+	fault   error // the last fault on the mapping (Fault)
 	closed  bool
 	meta    Frame // scratch for scans
+
+	// seeked: SeekTime's from is in force: reads leave out the messages
+	// before it (until SeekFrame or Rewind). covers[i] is the latest
+	// message time of frames 0..i (index order), built by the first
+	// SeekTime.
+	seeked bool
+	from   int64
+	covers []int64
+
+	skipDamaged bool    // ReaderOptions.SkipDamaged
+	skipped     Skipped // what it passed over
+	walk        *walker // its resynchronisation, made at the first damage
 
 	aheadN int        // ReaderOptions.ReadAhead
 	ahead  *readAhead // started by the first ReadInto
@@ -95,8 +119,19 @@ func NewBytesReader(name string, b []byte, opts ReaderOptions) (*Reader, error) 
 	return r, nil
 }
 
-func newReader(path string, b []byte, opts ReaderOptions) (*Reader, error) {
+func newReader(path string, b []byte, opts ReaderOptions) (_ *Reader, err error) {
+	defer guard(&err, path, b, debug.SetPanicOnFault(true))
 	h, err := parseFileHeader(path, b)
+	var headerLost *CorruptError
+	if err != nil && opts.SkipDamaged && errors.Is(err, ErrChecksum) {
+		// Its CRC does not check out, but the magic and the version do:
+		// read on, the records carry their own CRCs.
+		headerLost = err.(*CorruptError)
+		var fixed [HeaderSize]byte
+		copy(fixed[:], b)
+		le.PutUint32(fixed[60:], crc(fixed[:60]))
+		h, err = parseFileHeader(path, fixed[:])
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +139,10 @@ func newReader(path string, b []byte, opts ReaderOptions) (*Reader, error) {
 		data: b, hdr: h, pos: HeaderSize, last: -1, end: int64(len(b))}
 	if opts.Cache == nil {
 		r.aheadN = max(opts.ReadAhead, 0)
+	}
+	r.skipDamaged = opts.SkipDamaged
+	if headerLost != nil {
+		r.skipped.add(LostRange{Offset: 0, Length: HeaderSize, Reason: headerLost.Reason})
 	}
 	if off, ok := parseTrailer(b); ok {
 		r.trailer = true
@@ -151,7 +190,25 @@ func (r *Reader) Indexed() bool { return r.indexed }
 // steady state does not allocate. It returns io.EOF after the last frame
 // and a *CorruptError when the frame is damaged (f is then empty). Both CRCs
 // are checked and compressed data is decompressed into f.
-func (r *Reader) ReadInto(f *Frame) error {
+func (r *Reader) ReadInto(f *Frame) (err error) {
+	defer r.guard(&err, f, debug.SetPanicOnFault(true))
+	for {
+		if err := r.readInto(f); err != nil {
+			if r.skipDamage(err) {
+				continue
+			}
+			return err
+		}
+		if !r.seeked {
+			return nil
+		}
+		if f.dropBefore(r.from); f.Len() > 0 {
+			return nil
+		}
+	}
+}
+
+func (r *Reader) readInto(f *Frame) error {
 	if r.aheadN > 0 && !r.closed {
 		if r.ahead == nil {
 			if r.indexed && r.idx.n > 0 && (r.end-HeaderSize)/int64(r.idx.n) < aheadMinFrame {
@@ -170,7 +227,23 @@ func (r *Reader) ReadInto(f *Frame) error {
 // ReadMetaInto reads the next frame's meta into f without touching its data
 // pages: f's messages keep their DataIndex but f has no blocks (Data returns
 // nil). Only the head CRC (header, meta, block table) is checked.
-func (r *Reader) ReadMetaInto(f *Frame) error { return r.next(f, false) }
+func (r *Reader) ReadMetaInto(f *Frame) (err error) {
+	defer r.guard(&err, f, debug.SetPanicOnFault(true))
+	for {
+		if err := r.next(f, false); err != nil {
+			if r.skipDamage(err) {
+				continue
+			}
+			return err
+		}
+		if !r.seeked {
+			return nil
+		}
+		if f.dropBefore(r.from); f.Len() > 0 {
+			return nil
+		}
+	}
+}
 
 func (r *Reader) next(f *Frame, withData bool) error {
 	if r.closed {
@@ -235,15 +308,23 @@ func (r *frameDecoder) decodeFrame(b []byte, off int64, f *Frame, withData bool)
 		return 0, corrupt(r.path, off+4, ErrChecksum, "frame head CRC32C %#08x, computed %#08x", h.headCRC, got)
 	}
 	meta := rec[FrameHeaderSize:h.tableOff]
-	if n, ok := countMessages(meta); ok {
-		// Bounded before anything is allocated, then allocated once.
-		if frameCost(&h, n, withData) > r.limit() {
-			f.Reset(0, 0)
-			return 0, memoryError(r.path, off, &h, n, withData, r.limit())
+	// A meta holds at most one message per two bytes (a tag and a
+	// length). When that many fit the memory limit, the messages are
+	// decoded in one pass as they come, their array growing within the
+	// limit; a meta that could hold more is counted first and refused
+	// before anything is allocated when it does.
+	most := messagesWithin(&h, withData, r.limit())
+	if len(meta)/2 > most {
+		most = math.MaxInt
+		if n, ok := countMessages(meta); ok {
+			if frameCost(&h, n, withData) > r.limit() {
+				f.Reset(0, 0)
+				return 0, memoryError(r.path, off, &h, n, withData, r.limit())
+			}
+			f.msgs = growTo(f.msgs, n, int(r.limit()/messageCost))
 		}
-		f.msgs = growTo(f.msgs, n, int(r.limit()/messageCost))
 	}
-	if err := f.UnmarshalMeta(meta); err != nil {
+	if err := f.unmarshalMetaAtMost(meta, most); err != nil {
 		return 0, corrupt(r.path, off+FrameHeaderSize, err, "frame meta does not decode: %v", err)
 	}
 	table := rec[h.tableOff:h.dataOff]
@@ -318,12 +399,13 @@ func (r *Reader) FrameOffset() int64 { return r.last }
 
 // SeekFrame moves to off, which must be the offset of a frame (as returned by
 // Tell before a read, or found in the index) or the end of the frames.
-func (r *Reader) SeekFrame(off int64) error {
+func (r *Reader) SeekFrame(off int64) (err error) {
+	defer r.guard(&err, nil, debug.SetPanicOnFault(true))
 	if r.closed {
 		return ErrClosed
 	}
 	if off == r.end {
-		r.pos = off
+		r.pos, r.seeked = off, false
 		return nil
 	}
 	if off < HeaderSize || off > r.end-4 {
@@ -332,29 +414,79 @@ func (r *Reader) SeekFrame(off int64) error {
 	if m := le.Uint32(r.data[off:]); m != frameMagic && m != sectionMagic {
 		return ErrBadOffset
 	}
-	r.pos = off
+	r.pos, r.seeked = off, false
 	return nil
 }
 
-// Rewind moves to the first frame.
-func (r *Reader) Rewind() { r.pos = HeaderSize }
+// Rewind moves to the first frame; reads return whole frames again.
+func (r *Reader) Rewind() { r.pos, r.seeked = HeaderSize, false }
 
-// SeekTime moves to the first frame, in file order, whose time is >= ns,
-// or to the end when there is none. With an index and non-decreasing frame
-// times (what the writer records) this is a binary search, O(log n); a file
-// without an index is scanned once (headers and metas only) to build one.
-func (r *Reader) SeekTime(ns int64) error {
+// SeekTime moves so that the reads that follow return exactly the messages
+// whose time (MessageTime) is >= ns, in file order, whatever the frames'
+// bounds: it goes to the first frame holding such a message, and until the
+// next SeekFrame or Rewind every frame read leaves out its messages before
+// ns (a frame left with none is skipped). The first SeekTime of a Reader
+// finds each frame's latest message time from its meta (head CRC checked,
+// no data touched; a frame whose head does not check out is never skipped,
+// so reading reports its damage) and keeps it, 8 bytes a frame; later
+// seeks are a binary search, O(log n). A file without an index is scanned
+// once (headers and metas only) to build one.
+func (r *Reader) SeekTime(ns int64) (err error) {
+	defer r.guard(&err, nil, debug.SetPanicOnFault(true))
 	if r.closed {
 		return ErrClosed
 	}
 	x := r.index()
-	i := x.search(ns)
+	r.seeked, r.from = true, ns
+	if r.covers == nil && x.n > 0 {
+		// A seek into the first frame (replay's start, the first
+		// message's time) needs no pass over every frame's meta: the
+		// search below would stop at 0 as soon as that frame holds a
+		// message at or after ns.
+		if off, _, _ := x.entry(0); r.latestIn(off) >= ns {
+			r.pos = off
+			return nil
+		}
+	}
+	if r.covers == nil {
+		r.covers = r.frameCovers(x)
+	}
+	i := sort.Search(x.n, func(i int) bool { return r.covers[i] >= ns })
 	if i == x.n {
 		r.pos = r.end
 		return nil
 	}
 	r.pos, _, _ = x.entry(i)
 	return nil
+}
+
+// frameCovers returns, for each frame of x, the latest message time of the
+// frames up to it (a running maximum, so SeekTime can binary-search it).
+func (r *Reader) frameCovers(x *index) []int64 {
+	out := make([]int64, x.n)
+	run := int64(math.MinInt64)
+	for i := range out {
+		off, _, _ := x.entry(i)
+		run = max(run, r.latestIn(off))
+		out[i] = run
+	}
+	return out
+}
+
+// latestIn returns the latest MessageTime of the frame at off, from its
+// meta; math.MaxInt64 when its head does not check out (it is then never
+// skipped), math.MinInt64 when it holds no message.
+func (r *Reader) latestIn(off int64) int64 {
+	var h frameHeader
+	b := r.data[off:r.end]
+	if _, err := parseFrameHeader(b, &h); err != nil || headCRCOf(b[:h.recLen], &h) != h.headCRC {
+		return math.MaxInt64
+	}
+	t, ok := latestMessageTime(b[FrameHeaderSize:h.tableOff])
+	if !ok {
+		return math.MaxInt64
+	}
+	return t
 }
 
 // index returns the file's index, scanning to build one if needed.
@@ -368,7 +500,8 @@ func (r *Reader) index() *index {
 // ScanError returns why the scan that built the index of a file without a
 // valid index stopped before the end (nil when it reached the end or the
 // file has an index).
-func (r *Reader) ScanError() error {
+func (r *Reader) ScanError() (err error) {
+	defer r.guard(&err, nil, debug.SetPanicOnFault(true))
 	r.index()
 	return r.scanErr
 }
@@ -420,9 +553,12 @@ func (r *Reader) scan() *index {
 
 // Summary returns frames, messages, time range, topics and metadata names
 // from the index (built by a header-only scan when the file has none).
-func (r *Reader) Summary() Summary {
+func (r *Reader) Summary() (s Summary) {
+	var fault error
+	defer zeroOnFault(&fault, &s)
+	defer r.guard(&fault, nil, debug.SetPanicOnFault(true))
 	x := r.index()
-	s := Summary{Header: r.hdr, Frames: x.n, Indexed: r.indexed, TimeSorted: x.timeSorted,
+	s = Summary{Header: r.hdr, Frames: x.n, Indexed: r.indexed, TimeSorted: x.timeSorted,
 		Size: int64(len(r.data)), Topics: append([]TopicSummary(nil), x.topics...),
 		Metadata: append([]string(nil), x.metaNames...)}
 	for i := 0; i < x.n; i++ {
@@ -441,9 +577,12 @@ func (r *Reader) Summary() Summary {
 }
 
 // FrameOffsets returns the offsets of all frames, from the index.
-func (r *Reader) FrameOffsets() []int64 {
+func (r *Reader) FrameOffsets() (out []int64) {
+	var fault error
+	defer zeroOnFault(&fault, &out)
+	defer r.guard(&fault, nil, debug.SetPanicOnFault(true))
 	x := r.index()
-	out := make([]int64, x.n)
+	out = make([]int64, x.n)
 	for i := range out {
 		out[i], _, _ = x.entry(i)
 	}
@@ -452,7 +591,9 @@ func (r *Reader) FrameOffsets() []int64 {
 
 // Metadata returns the metadata blob stored under name. The bytes alias the
 // mapping: valid until Close, read-only.
-func (r *Reader) Metadata(name string) ([]byte, bool) {
+func (r *Reader) Metadata(name string) (_ []byte, _ bool) {
+	var fault error // then nil, false
+	defer r.guard(&fault, nil, debug.SetPanicOnFault(true))
 	x := r.index()
 	if x.metaIdx == nil {
 		// One map for every lookup: callers walking MetadataNames stay
@@ -479,7 +620,9 @@ func (r *Reader) Metadata(name string) ([]byte, bool) {
 }
 
 // MetadataNames returns the names of the metadata sections.
-func (r *Reader) MetadataNames() []string {
+func (r *Reader) MetadataNames() (_ []string) {
+	var fault error // then nil
+	defer r.guard(&fault, nil, debug.SetPanicOnFault(true))
 	return append([]string(nil), r.index().metaNames...)
 }
 

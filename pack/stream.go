@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -49,6 +50,10 @@ type StreamReader struct {
 	types  []TopicType
 	bodies map[ingest.ContentID]ingest.Type
 
+	attachments []Attachment // without their bytes
+	skipDamaged bool         // ReaderOptions.SkipDamaged
+	skipped     Skipped      // the frames it skipped
+
 	indexed bool // the index and trailer checked out
 	frames  [CompressZstd + 1]int
 	stored  int64
@@ -65,7 +70,7 @@ func NewStreamReader(r io.Reader) (*StreamReader, error) {
 // is not used).
 func NewStreamReaderWith(r io.Reader, opts ReaderOptions) (*StreamReader, error) {
 	s := &StreamReader{frameDecoder: frameDecoder{codec: newCodecs(), maxMem: opts.MaxMemory}, r: r, index: -1, last: -1,
-		buf: make([]byte, HeaderSize, streamGrowMin)}
+		buf: make([]byte, HeaderSize, streamGrowMin), skipDamaged: opts.SkipDamaged}
 	n, err := io.ReadFull(r, s.buf[:HeaderSize])
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 		return nil, fmt.Errorf("pack: reading <stream>: %w", err)
@@ -137,6 +142,15 @@ func (s *StreamReader) next(f *Frame, withData bool) error {
 			}
 			n, err := s.decodeFrame(s.buf[:h.recLen], s.off, f, withData)
 			if err != nil {
+				if s.skipDamaged && headCRCOf(s.buf[:h.recLen], &h) == h.headCRC {
+					// Its head checks out: its length can be trusted, and
+					// the stream goes on after it.
+					var ce *CorruptError
+					errors.As(err, &ce)
+					s.skipped.add(LostRange{Offset: s.off, Length: h.recLen, Frames: 1, FromNs: h.timeNs, ToNs: h.endNs, Reason: ce.Reason})
+					s.off += h.recLen
+					continue
+				}
 				return s.fail(f, err)
 			}
 			s.last = s.off
@@ -196,6 +210,14 @@ func (s *StreamReader) section() error {
 			return err
 		}
 		s.types = append(s.types, t)
+	case SectionAttachment:
+		a, err := parseAttachmentPayload("", s.off, payload)
+		if err != nil {
+			return err
+		}
+		a.Data = nil // the record buffer is reused
+		s.mdLen += int64(len(a.Name)+len(a.MediaType)) + 64
+		s.attachments = append(s.attachments, a)
 	}
 	s.off += rec
 	return nil
@@ -239,6 +261,15 @@ func (s *StreamReader) trailer() error {
 	}
 	s.indexed = true
 	return io.EOF
+}
+
+// Skipped returns the frames a StreamReader reading with SkipDamaged
+// skipped so far (frames whose head checks out but whose data does not;
+// other damage stops a stream).
+func (s *StreamReader) Skipped() Skipped {
+	sk := s.skipped
+	sk.Lost = append([]LostRange(nil), sk.Lost...)
+	return sk
 }
 
 // Indexed reports whether the stream ended with a valid index and trailer

@@ -1,6 +1,8 @@
 package pack
 
 import (
+	"runtime/debug"
+
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -225,7 +227,8 @@ func (f *Frame) HasTopic(name, channel string) bool {
 // computed once. A type section whose CRC holds but whose content does not
 // decode (or refers to a body it does not have) is a *CorruptError naming
 // its offset and field.
-func (r *Reader) Types() ([]TopicType, error) {
+func (r *Reader) Types() (_ []TopicType, err error) {
+	defer r.guard(&err, nil, debug.SetPanicOnFault(true))
 	if r.typesDone {
 		return r.types, r.typesErr
 	}
@@ -240,21 +243,37 @@ func (r *Reader) Types() ([]TopicType, error) {
 		if len(b) >= 4 && le.Uint32(b) == sectionMagic {
 			kind, payload, rec, _, err := parseSection(b)
 			if err != nil {
+				if r.skipDamaged { // reading the frames counts the region
+					pos, _, _, _ = r.resync(pos)
+					continue
+				}
 				break // damage: reading the frames reports it
 			}
 			if kind == SectionType {
 				t, err := parseTypePayload(r.path, pos, payload, bodies)
-				if err != nil {
+				switch {
+				case err == nil:
+					r.types = append(r.types, t)
+				case r.skipDamaged: // left out: its topic is untyped from here
+					r.skipped.Types++
+				default:
 					r.typesErr = err
-					break
+					return r.types, r.typesErr
 				}
-				r.types = append(r.types, t)
 			}
 			pos += rec
 			continue
 		}
 		var h frameHeader
-		if _, err := parseFrameHeader(b, &h); err != nil {
+		_, err := parseFrameHeader(b, &h)
+		if err == nil && r.skipDamaged && headCRCOf(b[:h.recLen], &h) != h.headCRC {
+			err = ErrChecksum // a length not to trust
+		}
+		if err != nil {
+			if r.skipDamaged {
+				pos, _, _, _ = r.resync(pos)
+				continue
+			}
 			break
 		}
 		pos += h.recLen

@@ -200,7 +200,7 @@ func TestHostileTypeSections(t *testing.T) {
 	}{
 		{"name length past the end", "topic name", []byte{0x7f, 'a'}},
 		{"no id", "type id", []byte{1, 'a', 0, 2, 1, 2, 3}},
-		{"bad form", "form", append(appendTypePayload(nil, "a", "", 0, nil, id, false)[:len(body)-len(body)+1+1+1+1+16], 7)},
+		{"bad form", "form", append(appendTypePayload(nil, "a", "", 0, nil, id, false)[:1+1+1+1+16], 7)},
 		{"unknown reference", "type id", appendTypePayload(nil, "a", "", 0, nil, id, false)},
 		{"body does not hash to its id", "type id", lie(func(p []byte) []byte { p[len(p)-1] = 'b'; return p })},
 		{"invalid type", "type", func() []byte {

@@ -1,6 +1,8 @@
 package pack
 
 import (
+	"runtime/debug"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -18,6 +20,8 @@ type VerifyReport struct {
 	Messages uint64 // messages in intact frames
 	Metadata int    // intact metadata sections
 	Types    int    // intact type sections
+	// Attachments is the intact attachment sections.
+	Attachments int
 	// Complete: the file has a valid trailer and an index that matches its
 	// frames (it was closed). A file that is not complete but has no
 	// Problems is a valid prefix (still being written, or cut at a record
@@ -48,12 +52,23 @@ func VerifyWith(path string, opts ReaderOptions) (*VerifyReport, error) {
 		return nil, err
 	}
 	defer release()
-	return verifyBytes(path, b, opts), nil
+	v, fault := verifyBytesGuarded(path, b, opts)
+	if fault != nil {
+		return nil, fault
+	}
+	return v, nil
 }
 
 // VerifyBytes is Verify over a file held in memory; name is used in reports.
 func VerifyBytes(name string, b []byte) *VerifyReport {
 	return verifyBytes(name, b, ReaderOptions{})
+}
+
+// verifyBytesGuarded is verifyBytes over a mapping: a fault on it (the
+// file shrank while it was read) is the error.
+func verifyBytesGuarded(name string, b []byte, opts ReaderOptions) (v *VerifyReport, err error) {
+	defer guard(&err, name, b, debug.SetPanicOnFault(true))
+	return verifyBytes(name, b, opts), nil
 }
 
 func verifyBytes(name string, b []byte, opts ReaderOptions) *VerifyReport {
@@ -73,6 +88,12 @@ func verifyBytes(name string, b []byte, opts ReaderOptions) *VerifyReport {
 				v.Problems = append(v.Problems, err.(*CorruptError))
 			} else {
 				v.Types++
+			}
+		case SectionAttachment:
+			if _, err := parseAttachmentPayload(name, off, payload); err != nil {
+				v.Problems = append(v.Problems, err.(*CorruptError))
+			} else {
+				v.Attachments++
 			}
 		}
 	}
@@ -105,13 +126,14 @@ type RecoverReport struct {
 	Messages      uint64
 	Metadata      int   // metadata sections salvaged
 	Types         int   // type sections salvaged (written again: a body lost with a damaged region is stored again)
+	Attachments   int   // attachment sections salvaged
 	LostFrames    int   // sum of Lost[i].Frames
 	LostBytes     int64 // sum of Lost[i].Length
 	Lost          []LostRange
 	HeaderRebuilt bool // the input header was damaged; a new one was written
 }
 
-// Recover copies every intact frame and metadata section of the file at in
+// Recover copies every intact frame, metadata, type and attachment section of the file at in
 // to a new file at out (written with Create, so out is complete and always
 // verifies), resynchronising past damaged regions instead of stopping at the
 // first, rebuilding the index, and reports exactly what was lost. A file cut
@@ -177,6 +199,11 @@ func recoverBytes(name string, b []byte, ropts ReaderOptions, mk func(WriterOpti
 				werr = w.SetTopicType(t.Name, t.Channel, t.Type, t.FromNs)
 				rep.Types++
 			}
+		case SectionAttachment:
+			if a, err := parseAttachmentPayload(name, off, payload); err == nil && werr == nil {
+				werr = w.AddAttachment(a)
+				rep.Attachments++
+			}
 		}
 	}
 	wk.onLoss = func(l LostRange, err *CorruptError) {
@@ -187,7 +214,9 @@ func recoverBytes(name string, b []byte, ropts ReaderOptions, mk func(WriterOpti
 		rep.LostFrames += l.Frames
 		rep.LostBytes += l.Length
 	}
-	wk.walk()
+	if _, err := wk.walkGuarded(); err != nil && werr == nil {
+		werr = err // the file shrank while it was read
+	}
 	if cerr := w.Close(); werr == nil {
 		werr = cerr
 	}
@@ -356,6 +385,13 @@ func (w *walker) walk() FileHeader {
 		}
 	}
 	return h
+}
+
+// walkGuarded is walk over a mapping: a fault on it (the file shrank
+// while it was read) is the error.
+func (w *walker) walkGuarded() (h FileHeader, err error) {
+	defer guard(&err, w.path, w.b, debug.SetPanicOnFault(true))
+	return w.walk(), nil
 }
 
 // check fully checks the record at pos. For a frame whose head checks out

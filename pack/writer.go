@@ -7,11 +7,18 @@ import (
 	"sort"
 	"time"
 
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/internal/defaults"
 )
 
-// DefaultTargetFrameSize is WriterOptions.TargetFrameSize when it is 0.
-const DefaultTargetFrameSize = 1 << 20
+// DefaultTargetFrameSize is WriterOptions.TargetFrameSize when it is 0,
+// and DefaultTargetFrameSpan WriterOptions.TargetFrameSpan: the recorder's
+// defaults (internal/defaults; docs/pack.md, "Frame bounds").
+const (
+	DefaultTargetFrameSize = defaults.FrameSize
+	DefaultTargetFrameSpan = defaults.FrameSpan
+)
 
 // WriterOptions configure a Writer. The zero value is valid: no
 // compression, default windows, the current time in the header.
@@ -26,8 +33,13 @@ type WriterOptions struct {
 	// whose data does not shrink is stored uncompressed.
 	Compression Compression
 	// TargetFrameSize is the data size at which Add closes its pending frame;
-	// 0 means 1 MiB.
+	// 0 means DefaultTargetFrameSize.
 	TargetFrameSize int
+	// TargetFrameSpan is the time a frame of Add's may span: a message
+	// whose time (MessageTime) is TargetFrameSpan or more after the
+	// pending frame's first message's starts a new frame. 0 means
+	// DefaultTargetFrameSpan; negative: frames are bounded by size only.
+	TargetFrameSpan time.Duration
 
 	// Window (with Mmap) is the size of the mmap writer's mapping window (rounded up to
 	// the page size); 0 means 256 MiB (16 MiB on 32-bit platforms). A frame
@@ -65,6 +77,20 @@ type WriterOptions struct {
 	// it is the slower path (the kernel zero-fills every page-cache page a
 	// mapping faults in before the copy; see the package doc's figures).
 	Mmap bool
+	// Seal, when set, seals the file (seal.go, FORMAT.md "Seal section"):
+	// every byte written is hashed as it is written, and Close writes the
+	// signed seal before the index. Its format must be evidence.FormatPack.
+	Seal *evidence.Sealer
+	// HashBehind (with Seal) lets a frame's hash run on the Sealer's worker
+	// while the next frame is built and written: the caller keeps each
+	// frame's data blocks unchanged until the next WriteFrame, Flush or
+	// Close returns (its frames alternate between two buffers, as
+	// AsyncWrite asks). Without it the hash of a frame is done before
+	// WriteFrame returns.
+	HashBehind bool
+	// FinalMetadata are metadata blobs Close writes, replacing any added
+	// under the same names (a stamp's provenance: seal.go).
+	FinalMetadata map[string][]byte
 }
 
 // sink is where a Writer puts records: an mmap window or a stream buffer.
@@ -126,6 +152,9 @@ type Writer struct {
 	pending  *Frame         // Add's frame
 	nextID   uint64
 	closed   bool
+	// pendingFirst is the time (MessageTime) of the pending frame's first
+	// message, for TargetFrameSpan.
+	pendingFirst int64
 
 	types   map[topicKey]ingest.ContentID // each topic's current type (SetTopicType)
 	bodies  map[ingest.ContentID]bool     // types whose body is in the file
@@ -163,6 +192,16 @@ func newWriter(s sink, path string, opts WriterOptions) (*Writer, error) {
 	}
 	if opts.TargetFrameSize <= 0 {
 		opts.TargetFrameSize = DefaultTargetFrameSize
+	}
+	if opts.Seal != nil {
+		if opts.Seal.Format() != evidence.FormatPack {
+			_ = s.abort()
+			return nil, fmt.Errorf("BUG: pack: a sealer of %s files", opts.Seal.Format())
+		}
+		s = hashing(s, opts.Seal.Hasher, opts.HashBehind || opts.AsyncWrite)
+	}
+	if opts.TargetFrameSpan == 0 {
+		opts.TargetFrameSpan = DefaultTargetFrameSpan
 	}
 	w := &Writer{opts: opts, sink: s, path: path, acct: newAccounting(), codec: newCodecs()}
 	b, err := s.reserve(HeaderSize)
@@ -242,6 +281,11 @@ func (w *Writer) writeFrame(f *Frame) error {
 	rec := int64(FrameHeaderSize) + int64(len(w.meta)) + int64(nb)*BlockLenSize + int64(h.stored)
 	if rec > MaxFrameSize {
 		return fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, rec)
+	}
+	if frameNeeds(&h, rec, len(f.msgs)) > writeLimit {
+		// One set of limits: what a reader with default options refuses
+		// is never written (FORMAT.md, "Integrity and recovery").
+		return tooLargeError(&h, rec, len(f.msgs))
 	}
 	if vs, ok := w.sink.(vecSink); ok && stored == nil && raw >= vecMinData {
 		return w.writeFrameVec(vs, f, &h, rec)
@@ -332,7 +376,9 @@ type rewinder interface {
 // other call may come in between, and f must stay unchanged until
 // KeepFrame returns. Only Create's write(2) path without AsyncWrite
 // supports it (ErrNotSupported).
-func (w *Writer) WriteFrameProvisional(f *Frame) error {
+func (w *Writer) WriteFrameProvisional(f *Frame) error { return w.writeProvisional(f, nil) }
+
+func (w *Writer) writeProvisional(f *Frame, l evidence.Lender) error {
 	if _, ok := w.sink.(rewinder); !ok || w.opts.AsyncWrite || w.opts.Mmap {
 		return ErrNotSupported
 	}
@@ -351,15 +397,40 @@ func (w *Writer) WriteFrameProvisional(f *Frame) error {
 		}
 	}
 	w.provisional = true
+	hs, sealed := w.sink.(sealing)
+	if sealed {
+		hs.base().lender = l
+	}
 	err := w.writeFrame(f)
 	w.provisional = false
+	if sealed && !hs.base().held {
+		// not held for KeepFrame (no lender, or assembled in the buffer):
+		// hashed before the caller checks the blocks
+		hs.base().lender = nil
+		hs.base().h.Wait()
+	}
 	return err
+}
+
+// WriteFrameLent is WriteFrameProvisional for a sealed file whose
+// frame's blocks are lent (a ring's memory, which a producer may
+// overwrite after the caller's check): the frame's hash runs on the
+// Sealer's worker after KeepFrame, while the caller builds the next
+// frame, and l (kept unchanged until the next WriteFrameLent, Flush or
+// Close returns) tells after it whether the blocks still held what was
+// written; when not, the worker hashes the frame's bytes read back from
+// the file. Without a seal it is WriteFrameProvisional.
+func (w *Writer) WriteFrameLent(f *Frame, l evidence.Lender) error {
+	return w.writeProvisional(f, l)
 }
 
 // KeepFrame adds the frame WriteFrameProvisional wrote to the index.
 func (w *Writer) KeepFrame() {
 	if !w.held.ok {
 		return
+	}
+	if k, ok := w.sink.(keeper); ok {
+		k.keep()
 	}
 	w.acct.add(w.held.f, w.held.off, &w.held.h, w.held.table)
 	w.held.f, w.held.ok = nil, false
@@ -389,11 +460,23 @@ func (w *Writer) fail(err error) error {
 
 // Add appends one message to the Writer's pending FreeSync frame, copying
 // meta and data, and writes that frame once its data reaches
-// TargetFrameSize or it holds MaxFrameMessages messages. Frame ids count up from 0; a frame's time is its first
-// message's genTs and its done time the largest genTs. Flush and Close write
-// a pending frame. Mixing Add and WriteFrame is allowed; a pending frame is
-// written before WriteFrame's.
+// TargetFrameSize or it holds MaxFrameMessages messages; a message
+// TargetFrameSpan or more after the frame's first starts the next frame.
+// Frame ids count up from 0; a frame's time is its first message's genTs
+// and its done time the largest genTs. Flush and Close write a pending
+// frame. Mixing Add and WriteFrame is allowed; a pending frame is written
+// before WriteFrame's.
 func (w *Writer) Add(name, channel string, meta []byte, genTs, doneTs int64, data []byte) error {
+	return w.add(name, channel, meta, genTs, doneTs, data, 0, false)
+}
+
+// AddSeq is Add of a message that carries its producer's sequence number
+// (Message.Seq: a message read from MCAP, a JSON-lines "sequence").
+func (w *Writer) AddSeq(name, channel string, meta []byte, genTs, doneTs int64, seq uint64, data []byte) error {
+	return w.add(name, channel, meta, genTs, doneTs, data, seq, true)
+}
+
+func (w *Writer) add(name, channel string, meta []byte, genTs, doneTs int64, data []byte, seq uint64, hasSeq bool) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -406,13 +489,31 @@ func (w *Writer) Add(name, channel string, meta []byte, genTs, doneTs int64, dat
 		p.Reset(0, 0)
 		w.pending = p
 	}
+	t := MessageTime(&Message{GenTs: genTs, DoneTs: doneTs}, genTs)
+	if p.Len() > 0 && w.opts.TargetFrameSpan > 0 && t-w.pendingFirst >= int64(w.opts.TargetFrameSpan) {
+		if err := w.writePending(); err != nil {
+			return err
+		}
+	}
+	if p.Len() > 0 && int64(len(p.own)+len(meta)+len(data)) > writeLimit/2 {
+		// A large message does not join a frame that would then be over
+		// the readers' limit: it starts its own, written at once (alone
+		// over the limit, it is refused here, not at Close).
+		if err := w.writePending(); err != nil {
+			return err
+		}
+	}
 	if p.Len() == 0 {
 		p.Reset(w.nextID, genTs)
 		p.SetType(FreeSync)
+		w.pendingFirst = t
 	}
 	p.AddMetaWithData(name, channel, meta, genTs, doneTs, data)
+	if hasSeq {
+		p.SetSeq(p.Len()-1, seq)
+	}
 	p.doneNs = max(p.doneNs, genTs)
-	if len(p.own) >= w.opts.TargetFrameSize || p.Len() >= MaxFrameMessages {
+	if len(p.own) >= w.opts.TargetFrameSize || p.Len() >= MaxFrameMessages || int64(len(p.own)) > writeLimit/2 {
 		return w.writePending()
 	}
 	return nil
@@ -423,6 +524,9 @@ func (w *Writer) writePending() error {
 		return nil
 	}
 	err := w.writeFrame(w.pending)
+	if hs, ok := w.sink.(sealing); ok && hs.base().behind {
+		hs.base().h.Wait() // Add's frame is reused at once
+	}
 	w.nextID++
 	w.pending.Reset(0, 0)
 	clear(w.pendingTopics)
@@ -518,6 +622,7 @@ func (w *Writer) writeSection(kind uint32, payload []byte) (int64, error) {
 }
 
 func (w *Writer) writeTail() error {
+	w.finalMetadata()
 	metaOffs := make([]int64, len(w.metadata))
 	for i, m := range w.metadata {
 		off, err := w.writeSection(SectionMetadata, appendMetadataPayload(nil, m.name, m.data))
@@ -527,6 +632,9 @@ func (w *Writer) writeTail() error {
 		metaOffs[i] = off
 	}
 	idx := buildIndex(w.acct.entries, w.acct.timeSorted, w.acct.topics, w.metadata, metaOffs)
+	if w.opts.Seal != nil {
+		return w.writeSealedTail(idx)
+	}
 	indexOff, err := w.writeSection(SectionIndex, idx)
 	if err != nil {
 		return err

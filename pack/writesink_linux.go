@@ -6,6 +6,7 @@ package pack
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/edr-lite/edr-lite/internal/durable"
@@ -15,7 +16,7 @@ import (
 // opts.Prealloc steps (64 MiB when 0).
 func newFileSink(f *os.File, path string, opts WriterOptions) *fileSink {
 	d := durable.New(f, path, durable.Options{Prealloc: opts.Prealloc, MaxInFlight: opts.MaxInFlight, Async: opts.AsyncWrite})
-	return &fileSink{streamSink: streamSink{w: d}, d: d}
+	return &fileSink{streamSink: streamSink{w: d}, d: d, f: f}
 }
 
 // fileSink is a streamSink over a durable.File with durable flush and
@@ -23,6 +24,7 @@ func newFileSink(f *os.File, path string, opts WriterOptions) *fileSink {
 type fileSink struct {
 	streamSink
 	d   *durable.File
+	f   *os.File // for reading back (a sealed file's lent frame: seal.go)
 	iov [][]byte
 	// With AsyncWrite the buffer and frame head a submitted writev holds
 	// stay untouched until the next call waits for it: they alternate
@@ -60,6 +62,11 @@ func (s *fileSink) writeVec(head []byte, blocks [][]byte, n int64) error {
 	clear(s.iov) // the previous write's: done, and keeps no caller memory
 	return err
 }
+
+// end is the offset of the next byte accepted.
+func (s *fileSink) end() int64 { return s.d.Offset() + int64(len(s.buf)) }
+
+func (s *fileSink) readerAt() io.ReaderAt { return s.f }
 
 // rewind takes back what was accepted from offset to on, buffered or
 // written.

@@ -26,8 +26,11 @@
 // schema-decoded numeric fields, CheckNone; AlignSeq, AlignTime,
 // AlignNearest) in ModeFull, or record it (ModeInputOnly, Record), or
 // re-emit the recorded outputs (ModeOutputOnly); Lockstep paces the inputs
-// by the system's answers. A LoopResult lists every Mismatch and the
-// latency from input to output. An Orchestrator coordinates several
+// by the system's answers; LoopOptions.Node starts the node under test,
+// waits until it is ready (Ready: a segment, a bound UDP port, a line it
+// prints), watches it (an exit during the replay fails the run with
+// ErrNode) and stops it at the end (SIGTERM, SIGKILL after a grace). A
+// LoopResult lists every Mismatch and the latency from input to output. An Orchestrator coordinates several
 // players (Options.Turn, Loop.AddPlayer) and live UDP players (LiveUDP)
 // on one timeline with TurnTokens.
 //
@@ -36,7 +39,7 @@
 // goes to host:port+i; UDPOptions.Map names other addresses for some topics.
 // Each datagram is the recorded payload, with no header.
 //
-// MCAP dumps are read through internal/dumpfile (mcap.PackReader): each
+// MCAP dumps are read through dumpfile (mcap.PackReader): each
 // channel is a topic (edr-lite's name, channel and type, or for other
 // writers the channel topic and its schema name or message encoding),
 // log_time the capture time, publish_time the producer time, the payload
@@ -69,6 +72,12 @@
 //     and the release times of the inputs are kept); the collector's ingest
 //     path (the private recorder's sink) does not (alloc_test.go). Memory
 //     follows the dumps: see docs/replay.md for the bounds.
+//   - The node under test runs in a process group of its own (stopped as a
+//     whole; on Linux killed if the replaying process dies: Pdeathsig,
+//     which Linux ties to the thread that started it). Its output is read
+//     line by line, each cut at 1 KiB; only the last 20 lines of its
+//     stderr are kept. A node that leaves a child holding its pipes does
+//     not hold the loop past one second after it exits.
 //   - Outputs are attributed to inputs by producer time, else by time: a
 //     node that neither stamps its answers with its input's time nor answers
 //     before the next input can be paired with the wrong step; lockstep makes

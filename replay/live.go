@@ -72,13 +72,15 @@ func (l *LiveUDP) Run(ctx context.Context, out Output) (Stats, error) {
 		return st, err
 	}
 	began := time.Now()
+	// run returns only with an error: ctx's end is the normal stop, after
+	// which the output's Close decides the result.
 	err := l.run(ctx, out, &st)
 	st.Elapsed = time.Since(began)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
 	}
 	return st, err
 }

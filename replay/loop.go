@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/ingest"
+	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/schema"
 )
@@ -97,9 +98,18 @@ const settleQuiet = 100 * time.Millisecond
 type LoopOptions struct {
 	// Expect are globs (Options.Topics syntax, over the recorded names)
 	// of the topics the system under test publishes: its outputs. Every
-	// other replayed topic is an input.
+	// other replayed topic is an input. Each glob must match a topic of
+	// the dumps, in every mode: one that matches none (a typo) is refused
+	// rather than leaving the recorded output to be sent to the node as an
+	// input.
 	Expect []string
-	Mode   Mode
+	// Collect, in ModeInputOnly, are globs of outputs the recording does
+	// not hold (a dump of inputs alone): collected under the names the
+	// system under test publishes, not compared. A glob that matches a
+	// topic of the dumps is refused (that topic would be replayed as an
+	// input and collected).
+	Collect []string
+	Mode    Mode
 	// Listen is where the system under test publishes (its segment
 	// directories, UDP addresses). Required for ModeFull and
 	// ModeInputOnly.
@@ -131,6 +141,14 @@ type LoopOptions struct {
 	Record string
 	// Writer names the program in Record's header.
 	Writer string
+	// Node, when set, is the node under test the loop starts before the
+	// first input (once it is ready), watches while it replays (a node
+	// that exits fails the run with ErrNode, its exit status and the last
+	// lines of its stderr) and stops at the end (ModeFull, ModeInputOnly).
+	// Without Ready conditions it is ready once a segment of every
+	// expected (and collected) topic exists in the first listened shm
+	// directory.
+	Node *NodeOptions
 }
 
 // TopicSchema is a topic's decoder and where it came from (for the
@@ -147,10 +165,9 @@ type Loop struct {
 	p       *Player
 	paths   []string
 	opts    LoopOptions
-	orch    *Orchestrator // several players (AddPlayer, AddLive); nil for one
-	feeds   []*feed       // feeds[0]: p; then each AddPlayer and AddLive
+	feeds   []*feed // feeds[0]: p; then each AddPlayer and AddLive
 	exp     []*expTopic
-	dynamic []string // input-only: expect globs no recorded topic matches (outputs collected under their own names)
+	dynamic []string // input-only: LoopOptions.Collect (outputs collected under their own names)
 
 	// filled while running (the player goroutine)
 	released   int           // inputs released
@@ -233,18 +250,61 @@ func NewLoop(paths []string, popts Options, lopts LoopOptions) (*Loop, error) {
 		return nil, err
 	}
 	l := &Loop{p: p, paths: paths, opts: lopts}
-	if err := l.classify(); err != nil {
+	err = l.classify()
+	if err == nil {
+		err = l.nodeReady()
+	}
+	if err != nil {
 		p.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
+// nodeReady gives the node under test its default readiness: a segment
+// of every expected topic (as the node publishes it) and of every
+// collected name (a Collect glob without a pattern) in the first listened
+// shm directory.
+func (l *Loop) nodeReady() error {
+	if l.opts.Node == nil || len(l.opts.Node.Ready) > 0 {
+		return nil
+	}
+	dir := ""
+	for _, ls := range l.opts.Listen {
+		if ls.Shm != "" {
+			dir = ls.Shm
+			break
+		}
+	}
+	var names []string
+	for _, e := range l.exp {
+		names = append(names, e.topic.String())
+	}
+	for _, g := range l.dynamic {
+		if !strings.ContainsAny(g, "*?[\\") { // a name, not a pattern
+			names = append(names, g)
+		}
+	}
+	if dir == "" || len(names) == 0 || len(names) < len(l.exp)+len(l.dynamic) {
+		return fmt.Errorf("%w: say when the node under test is ready (its outputs are not all named topics listened in a shm directory, whose segments would say it): a segment, a bound UDP port or a line it prints", ErrOptions)
+	}
+	no := *l.opts.Node
+	no.Ready = nil
+	for _, n := range names {
+		no.Ready = append(no.Ready, Ready{SegmentDir: dir, Segment: n})
+	}
+	l.opts.Node = &no
+	return nil
+}
+
 func (o *LoopOptions) check() error {
-	if len(o.Expect) == 0 {
+	if len(o.Expect) == 0 && len(o.Collect) == 0 {
 		return fmt.Errorf("%w: no expected topic: say which topics the system under test publishes", ErrOptions)
 	}
-	for _, g := range append(append([]string(nil), o.Expect...), o.Ack) {
+	if len(o.Collect) > 0 && o.Mode != ModeInputOnly {
+		return fmt.Errorf("%w: collect names outputs the recording does not hold, for input-only: in %s mode there is nothing recorded to compare them with", ErrOptions, o.Mode)
+	}
+	for _, g := range append(append(append([]string(nil), o.Expect...), o.Collect...), o.Ack) {
 		if _, err := pathMatch(g); err != nil {
 			return err
 		}
@@ -264,12 +324,19 @@ func (o *LoopOptions) check() error {
 		return fmt.Errorf("%w: output-only re-emits the recording: no system under test to listen to, lock steps with or record", ErrOptions)
 	case o.Mode != ModeOutputOnly && len(o.Listen) == 0:
 		return fmt.Errorf("%w: nowhere to listen for the outputs of the system under test", ErrOptions)
+	case o.Node != nil && o.Mode == ModeOutputOnly:
+		return fmt.Errorf("%w: output-only re-emits the recording: no node under test to start", ErrOptions)
+	}
+	if o.Node != nil {
+		if _, _, err := SplitCommand(o.Node.Command); err != nil {
+			return err
+		}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultLoopTimeout
 	}
 	for i := range o.Checks {
-		if err := o.Checks[i].validate(); err != nil {
+		if err := validateCheck(&o.Checks[i]); err != nil {
 			return err
 		}
 	}
@@ -282,15 +349,14 @@ func (l *Loop) classify() error {
 	tps := l.p.Topics()
 	f := &feed{name: "main", kind: make([]topicKind, len(tps)), outIdx: make([]int, len(tps)), run: l.p.Run}
 	l.feeds = []*feed{f}
-	var all []string
+	all := l.held()
 	for i := range tps {
 		t := &tps[i]
 		rt := Topic{Name: t.recordedKey().name, Channel: t.Channel}
-		all = append(all, t.recordedString())
 		switch {
 		case l.p.clockStep > 0 && i == l.p.clockIdx:
 			f.kind[i] = kindClock
-		case matchTopic(l.opts.Expect, &rt):
+		case len(l.opts.Expect) > 0 && matchTopic(l.opts.Expect, &rt):
 			f.kind[i] = kindExpected
 		case l.opts.Ack != "" && matchTopic([]string{l.opts.Ack}, &rt):
 			f.kind[i] = kindDropped
@@ -307,18 +373,30 @@ func (l *Loop) classify() error {
 			l.exp = append(l.exp, &expTopic{topic: t, check: ch})
 		}
 	}
-	if l.opts.Mode == ModeInputOnly {
-		for _, g := range l.opts.Expect {
-			used := false
-			for _, e := range l.exp {
-				rt := Topic{Name: e.topic.recordedKey().name, Channel: e.topic.Channel}
-				used = used || matchTopic([]string{g}, &rt)
+	for _, g := range l.opts.Expect {
+		used := false
+		for _, e := range l.exp {
+			rt := Topic{Name: e.topic.recordedKey().name, Channel: e.topic.Channel}
+			used = used || matchTopic([]string{g}, &rt)
+		}
+		if !used {
+			hint := ""
+			if l.opts.Mode == ModeInputOnly {
+				hint = "; an output the recording does not hold is named with collect (--collect)"
 			}
-			if !used {
-				l.dynamic = append(l.dynamic, g)
+			return fmt.Errorf("%w: expect %s matches no topic of the dumps (they hold %s)%s", ErrOptions, g, strings.Join(all, ", "), hint)
+		}
+	}
+	for _, g := range l.opts.Collect {
+		for i := range tps {
+			rt := Topic{Name: tps[i].recordedKey().name, Channel: tps[i].Channel}
+			if matchTopic([]string{g}, &rt) {
+				return fmt.Errorf("%w: collect %s matches %s, which the dumps hold: name a recorded output with expect (--expect), or leave the topic out (--exclude)",
+					ErrOptions, g, tps[i].recordedString())
 			}
 		}
 	}
+	l.dynamic = l.opts.Collect
 	if len(l.exp) == 0 && len(l.dynamic) == 0 {
 		return fmt.Errorf("%w: expect %s matches no topic of the dumps (they hold %s)", ErrOptions,
 			strings.Join(l.opts.Expect, ","), strings.Join(all, ", "))
@@ -337,6 +415,25 @@ func (l *Loop) classify() error {
 		}
 	}
 	return nil
+}
+
+// held lists the topics of the dumps as recorded ("name" or
+// "name#channel"), sorted, whatever the selection: what an error about
+// an expected topic says the dumps hold.
+func (l *Loop) held() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range l.p.sources {
+		for _, t := range s.Topics() {
+			n := mcap.TopicName(t.Name, t.Channel)
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // addInput routes player topic i (t) to the output, as its next input
@@ -362,8 +459,8 @@ func (l *Loop) AddPlayer(p *Player, out Output) error {
 	f := &feed{name: fmt.Sprintf("player %d", len(l.feeds)), kind: make([]topicKind, len(tps)), outIdx: make([]int, len(tps)), out: out, run: p.Run}
 	for i := range tps {
 		rt := Topic{Name: tps[i].recordedKey().name, Channel: tps[i].Channel}
-		if matchTopic(l.opts.Expect, &rt) {
-			return fmt.Errorf("%w: %s is expected: the expected topics come from the first dumps, another player only feeds inputs", ErrOptions, tps[i].recordedString())
+		if err := l.inputOnly(&rt, tps[i].recordedString()); err != nil {
+			return err
 		}
 		f.addInput(i, &tps[i])
 	}
@@ -378,10 +475,26 @@ func (l *Loop) AddLive(lv *LiveUDP, out Output) error {
 	if err := l.addOK(lv.turn); err != nil {
 		return err
 	}
+	if err := l.inputOnly(&lv.topics[0], lv.topics[0].String()); err != nil {
+		return err
+	}
 	f := &feed{name: "live " + lv.opts.Addr, kind: []topicKind{kindInput}, outIdx: []int{0}, out: out, run: lv.Run, live: true}
 	f.addInput(0, &lv.topics[0])
 	lv.hold = func(ctx context.Context, ti int, ts, gen int64) (bool, error) { return l.holdFeed(ctx, f, ti, ts, gen) }
 	l.feeds = append(l.feeds, f)
+	return nil
+}
+
+// inputOnly checks that topic rt (named name) of another player is not an
+// output: the expected topics come from the loop's dumps, and a collected
+// one would take the inputs published for the node as its outputs.
+func (l *Loop) inputOnly(rt *Topic, name string) error {
+	if len(l.opts.Expect) > 0 && matchTopic(l.opts.Expect, rt) {
+		return fmt.Errorf("%w: %s is expected: the expected topics come from the first dumps, another player only feeds inputs", ErrOptions, name)
+	}
+	if len(l.opts.Collect) > 0 && matchTopic(l.opts.Collect, rt) {
+		return fmt.Errorf("%w: %s matches collect %s: another player's inputs would be collected as outputs", ErrOptions, name, strings.Join(l.opts.Collect, ","))
+	}
 	return nil
 }
 
@@ -416,7 +529,7 @@ func (l *Loop) checkFor(t *Topic) (*Check, error) {
 	name := t.recordedString()
 	ch := &Check{Mode: CheckExact, Align: AlignSeq}
 	for i := range l.opts.Checks {
-		if l.opts.Checks[i].matches(name) {
+		if l.opts.Checks[i].Matches(name) {
 			c := l.opts.Checks[i]
 			ch = &c
 			break
@@ -427,8 +540,10 @@ func (l *Loop) checkFor(t *Topic) (*Check, error) {
 			ch.Decoder, ch.Schema = s.Decoder, s.From
 		} else if s, ok := l.opts.Schemas[t.recordedKey().name]; ok {
 			ch.Decoder, ch.Schema = s.Decoder, s.From
-		} else if d, how, ok := TypeDecoder(t); ok {
+		} else if d, how, err := typeDecoder(t); d != nil {
 			ch.Decoder, ch.Schema = d, how
+		} else if err != nil && ch.Mode == CheckTolerance {
+			return nil, fmt.Errorf("%w: a tolerance check of %s needs its schema, and the dump's type %s does not give one: %v; give one for the topic", ErrOptions, name, t.Type, err)
 		}
 	}
 	if ch.Mode == CheckTolerance && ch.Decoder == nil {
@@ -437,14 +552,30 @@ func (l *Loop) checkFor(t *Topic) (*Check, error) {
 	return ch, nil
 }
 
-// TypeDecoder is the hook where a topic's type recorded in the dump gives
-// the decoder of its messages, so that a tolerance check needs no schema
-// on the command line. Dumps carry a type name only today, which says
-// nothing of the layout: it returns false. When dumps carry the topic's
-// message encoding and schema (schema.Type), this builds the decoder from
-// it (schema.NewDecoder) and says so in how.
+// TypeDecoder gives the decoder of a topic's messages from the type the
+// dump records for it (its message encoding and schema: a packed layout,
+// a protobuf descriptor set, JSON), so that a check names fields and a
+// tolerance check needs no schema on the command line; how says where it
+// came from ("the dump's type x-edr-packed own.Cmd"). ok is false for a
+// topic of raw bytes or a type name alone, and for a schema that does not
+// load. A schema given on the command line (LoopOptions.Schemas) or in a
+// check wins over it.
 func TypeDecoder(t *Topic) (d schema.Decoder, how string, ok bool) {
-	return nil, "", false
+	d, how, _ = typeDecoder(t)
+	return d, how, d != nil
+}
+
+// typeDecoder is TypeDecoder with the reason a recorded schema does not
+// load (nil, "", nil: the type declares no encoding).
+func typeDecoder(t *Topic) (schema.Decoder, string, error) {
+	if !typed(t.Type) {
+		return nil, "", nil
+	}
+	d, err := schema.NewDecoder(t.Type)
+	if err != nil {
+		return nil, "", err
+	}
+	return d, "the dump's type " + t.Type.String(), nil
 }
 
 // Player returns the player, for Pause, Resume, Step, Progress and Range.
@@ -516,6 +647,11 @@ type LoopResult struct {
 	MismatchesNotListed int           `json:"mismatches_not_listed,omitempty"`
 	Record              string        `json:"record,omitempty"`
 	Warnings            []string      `json:"warnings,omitempty"`
+	// Node is what became of the node under test (LoopOptions.Node).
+	Node *NodeReport `json:"node,omitempty"`
+	// Error is why the run failed, when it did (set by the caller: an
+	// error of NewLoop or Run, mismatches, outputs lost).
+	Error string `json:"error,omitempty"`
 }
 
 // ErrLockstep is returned when the system under test did not acknowledge
@@ -549,6 +685,25 @@ func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
 			inputs += t.Messages
 		}
 	}
+	var nd *node
+	if l.opts.Node != nil {
+		var err error
+		if nd, err = launchNode(ctx, *l.opts.Node); err != nil {
+			if nd != nil {
+				res.Node = &nd.rep
+			}
+			return res, err
+		}
+		var stopWatch func()
+		ctx, stopWatch = watchNode(ctx, nd)
+		defer stopWatch()
+		defer func() {
+			if res.Node == nil { // an early return: stop it all the same
+				rep := nd.stop()
+				res.Node = &rep
+			}
+		}()
+	}
 	coll, err := newCollector(collectorOptions{listen: l.opts.Listen, expect: names, caps: caps, ackGlob: l.opts.Ack,
 		dynamic: l.dynamic, dynCap: topicCap{n: int(min(4*inputs+64, 1<<30)), bytes: dynamicBytes}})
 	if err != nil {
@@ -570,7 +725,17 @@ func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
 	}
 	got, dyn, warnings := coll.finish()
 	res.Warnings = warnings
+	if nd != nil {
+		runErr = l.endNode(nd, res, runErr, inputs)
+	}
 	l.report(res, got, dyn)
+	if nd != nil && !res.Node.Exited {
+		for _, tr := range res.Topics {
+			if tr.Got == 0 && (tr.Recorded > 0 || tr.Check == "-") {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: the node under test ran for the whole replay and published nothing on it (silent, not crashed)", tr.Topic))
+			}
+		}
+	}
 	if l.opts.Record != "" && (runErr == nil || errors.Is(runErr, context.Canceled)) {
 		if err := l.writeRecord(got, dyn); err != nil {
 			return res, err
@@ -578,6 +743,52 @@ func (l *Loop) Run(ctx context.Context, out Output) (*LoopResult, error) {
 		res.Record = l.opts.Record
 	}
 	return res, runErr
+}
+
+// errNodeExited is the cause of a run cancelled by the node's exit.
+var errNodeExited = errors.New("the node under test exited")
+
+// watchNode returns a context cancelled (cause errNodeExited) when the
+// node exits, and the function that stops watching (it returns once the
+// watcher has).
+func watchNode(ctx context.Context, nd *node) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-nd.Done():
+			cancel(errNodeExited)
+		case <-stop:
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		close(stop)
+		<-done
+		cancel(nil)
+	}
+}
+
+// endNode stops the node under test once the loop is done with it, or
+// reports that it exited before (a crash: runErr says so, with its exit
+// status and the last lines of its stderr, unless the run failed of
+// something else first).
+func (l *Loop) endNode(nd *node, res *LoopResult, runErr error, inputs uint64) error {
+	select {
+	case <-nd.Done():
+	default:
+		rep := nd.stop()
+		res.Node = &rep
+		return runErr
+	}
+	rep := nd.exited(l.released)
+	res.Node = &rep
+	if runErr == nil || errors.Is(runErr, context.Canceled) || errors.Is(runErr, ErrLockstep) {
+		return fmt.Errorf("%w: %s exited during the replay (%s) after %d of %d inputs%s", ErrNode, rep.Command, rep.Exit,
+			l.released, inputs, tailText(rep.Stderr))
+	}
+	return runErr
 }
 
 // runFeeds runs every player: the loop's on this goroutine, the others on

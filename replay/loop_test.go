@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/schema"
 	"github.com/edr-lite/edr-lite/shm"
 )
@@ -360,7 +360,9 @@ func TestLoopBadOptions(t *testing.T) {
 }
 
 // TestLoopInputOnlyNewTopic: input-only over a dump of inputs alone
-// collects the node's outputs under their own names and records them.
+// collects the node's outputs named by Collect under their own names and
+// records them; an expected topic the dump does not hold is refused in
+// input-only mode as in full mode (issue 30 item 13).
 func TestLoopInputOnlyNewTopic(t *testing.T) {
 	var msgs []rec
 	for i := 0; i < 50; i++ {
@@ -374,7 +376,11 @@ func TestLoopInputOnlyNewTopic(t *testing.T) {
 	if _, err := NewLoop([]string{dump}, Options{}, LoopOptions{Expect: []string{"planner/*"}, Listen: []Listen{{Shm: dir}}}); !errors.Is(err, ErrOptions) {
 		t.Fatalf("full mode with nothing recorded to compare: %v", err)
 	}
-	res := runLoop(t, dump, Options{}, LoopOptions{Mode: ModeInputOnly, Expect: []string{"planner/*"}, Listen: []Listen{{Shm: dir}}, Record: out}, dir)
+	if _, err := NewLoop([]string{dump}, Options{}, LoopOptions{Mode: ModeInputOnly, Expect: []string{"planner/*"}, Listen: []Listen{{Shm: dir}}}); !errors.Is(err, ErrOptions) ||
+		!strings.Contains(err.Error(), "expect planner/* matches no topic of the dumps (they hold vehicle/speed); an output the recording does not hold is named with collect") {
+		t.Fatalf("input-only, an expected topic the dump does not hold: %v", err)
+	}
+	res := runLoop(t, dump, Options{}, LoopOptions{Mode: ModeInputOnly, Collect: []string{"planner/*"}, Listen: []Listen{{Shm: dir}}, Record: out}, dir)
 	if len(res.Topics) != 1 || res.Topics[0].Topic != "planner/brake" || res.Topics[0].Got != 50 || res.Topics[0].Recorded != 0 {
 		t.Fatalf("%+v", res.Topics)
 	}

@@ -90,6 +90,11 @@ func (l *Loop) writeRecord(got map[int]*collected, dyn []*collected) (err error)
 	}
 	for _, c := range cs {
 		ti := &ingest.TopicInfo{Name: c.info.Name, Channel: c.info.Channel, Type: c.info.Type}
+		if c.expected >= 0 && !typed(ti.Type) {
+			// the node declared no encoding (a UDP datagram, a name alone):
+			// the output keeps the type the recording gives it
+			ti.Type = l.exp[c.expected].topic.Type
+		}
 		pub, _ := l.attribute(c)
 		for _, p := range pub {
 			outs = append(outs, outMsg{ti, p.timeNs, p.genNs, p.data})
@@ -131,6 +136,12 @@ func (l *Loop) writeRecord(got map[int]*collected, dyn []*collected) (err error)
 		return err
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// typed reports whether t says how its messages are encoded (not raw
+// bytes, not a name alone).
+func typed(t ingest.Type) bool {
+	return t.MessageEncoding != "" && t.MessageEncoding != ingest.EncodingRaw
 }
 
 // syncDir makes a rename in dir durable.

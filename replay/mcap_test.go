@@ -149,6 +149,12 @@ func TestReplayMCAPLikePack(t *testing.T) {
 	}
 }
 
+// topicMsg is one message of a topic: its producer time and bytes.
+type topicMsg struct {
+	gen  int64
+	data []byte
+}
+
 // segmentSink records what a shm segment holds.
 type segmentSink struct {
 	info ingest.TopicInfo

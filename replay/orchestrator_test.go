@@ -288,3 +288,30 @@ func TestOrchestratorLiveBeforeStart(t *testing.T) {
 		}
 	}
 }
+
+// closeFails is an output whose Close fails: a live player's normal stop
+// (its context ends) reports that failure instead of losing it.
+type closeFails struct{}
+
+func (closeFails) Open([]Topic) error   { return nil }
+func (closeFails) Write(*Message) error { return nil }
+func (closeFails) Close() error         { return errCloseFails }
+
+var errCloseFails = errors.New("close fails")
+
+func TestLiveRunReportsCloseError(t *testing.T) {
+	o, err := NewOrchestrator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv, err := ListenLive(LiveOptions{Addr: "127.0.0.1:0", Topic: "live/x"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := lv.Run(ctx, closeFails{}); !errors.Is(err, errCloseFails) {
+		t.Fatalf("Run after the context ended: %v, want the output's Close error", err)
+	}
+}

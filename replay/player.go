@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
@@ -684,15 +684,18 @@ func (p *Player) run(ctx context.Context, out Output, st *Stats, h *hist) error 
 					return err
 				}
 			}
-			stepped, err := p.gate(ctx, ts, &ps, false)
-			if err != nil {
-				return err
+			stepped := false
+			if p.opts.Rate != 0 || p.pauseF.Load() { // else gate lets it through
+				if stepped, err = p.gate(ctx, ts, &ps, false); err != nil {
+					return err
+				}
 			}
 			if !stepped && p.opts.Rate > 0 {
 				h.add(p.clk.Now() - ps.due(ts, p.opts.Rate))
 			}
-			m = Message{Topic: &p.topics[ti], Seq: p.seq[ti], TimeNs: ts, GenNs: pm.GenNs, DoneNs: pm.DoneNs,
-				Meta: pm.Meta, Data: pm.Data, Type: pm.Type}
+			// field by field: no temporary Message copied over m
+			m.Topic, m.Seq, m.TimeNs, m.GenNs, m.DoneNs = &p.topics[ti], p.seq[ti], ts, pm.GenNs, pm.DoneNs
+			m.Meta, m.Data, m.Type = pm.Meta, pm.Data, pm.Type
 			p.seq[ti]++
 			if err := p.write(out, &m, st); err != nil {
 				return err
@@ -741,8 +744,17 @@ func (p *Player) publish() {
 // (-1 when it is not replayed) and whether the dumps have it.
 func (p *Player) topicIndex(name, channel string) (int, bool) {
 	c := &p.recent
+	for i := 0; i < c.n; i++ { // interned: the same strings
+		if e := &c.e[i]; sameString(e.name, name) && sameString(e.channel, channel) {
+			return e.ti, e.known
+		}
+	}
 	for i := 0; i < c.n; i++ {
 		if e := &c.e[i]; e.name == name && e.channel == channel {
+			// Another frame's copy (read-ahead decodes into frames of
+			// their own): keep this one, so the next messages of this
+			// frame match by address.
+			e.name, e.channel = name, channel
 			return e.ti, e.known
 		}
 	}

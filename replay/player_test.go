@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/clock"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )

@@ -1,3 +1,7 @@
+//go:build !ecu
+
+// The demo (daemon.RunDemo) is in the full build only (docs/ecu.md).
+
 package replay
 
 import (
@@ -10,11 +14,11 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/daemon"
 	"github.com/edr-lite/edr-lite/internal/demo"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
@@ -83,11 +87,6 @@ func dumpNow(t *testing.T, rec *dump.Dumper, p dump.TriggerParams) string {
 		t.Fatalf("dump: %v %v", err, res.Err)
 	}
 	return res.Path
-}
-
-type topicMsg struct {
-	gen  int64
-	data []byte
 }
 
 func perTopic(t *testing.T, path string) map[string][]topicMsg {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/dumpinfo"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/scripts"
 )
 
@@ -65,6 +66,53 @@ type RulesResult struct {
 	Recorded []Trigger // from the dumps' DumpInfo, by time, duplicates removed
 	Status   []scripts.RuleStatus
 	Messages uint64 // messages fed
+	// Held are the topics of the dumps with their message counts, in
+	// the player's order (sorted by name).
+	Held []HeldTopic
+	// reads says, by rule (load order), whether it defines on_message.
+	reads []bool
+}
+
+// HeldTopic is a topic of the replayed dumps and how many messages it
+// holds.
+type HeldTopic struct {
+	Topic    string
+	Messages uint64
+}
+
+// Silent describes each loaded rule that received no message: a rule
+// reading topics (on_message) none of which held a message in the dumps,
+// or any rule when the dumps hold no message at all. Its triggers, fired
+// or not, prove nothing about the rule: "rules test" fails on it unless
+// told that is expected (--allow-empty). Each text names the topics the
+// rule reads and what the dumps hold.
+func (r *RulesResult) Silent() []string {
+	var held []string
+	for _, h := range r.Held {
+		held = append(held, fmt.Sprintf("%s (%d)", h.Topic, h.Messages))
+	}
+	holds := "no topic"
+	if len(held) > 0 {
+		holds = strings.Join(held, ", ")
+	}
+	var out []string
+	for i, s := range r.Status {
+		switch {
+		case r.Messages == 0:
+			out = append(out, fmt.Sprintf("rule %s received no message: the dumps hold none (they hold %s)", s.Name, holds))
+		case i < len(r.reads) && r.reads[i] && s.Messages == 0 && !s.Disabled:
+			why := "which the dumps do not hold"
+			for _, h := range r.Held {
+				if scripts.MatchTopic(s.Topics, h.Topic) {
+					why = "whose topics in the dumps hold no message"
+					break
+				}
+			}
+			out = append(out, fmt.Sprintf("rule %s received no message: it reads %s, %s (they hold %s)", s.Name,
+				strings.Join(s.Topics, ", "), why, holds))
+		}
+	}
+	return out
 }
 
 // Disabled returns "rule: why" for every rule disabled by an error during
@@ -90,7 +138,8 @@ func ruleSources(specs []string) ([][2]string, error) {
 		}
 		st, err := os.Stat(s)
 		if err != nil {
-			return nil, fmt.Errorf("replay: rules: %w", err)
+			// os.Stat's error names the path: say which option gave it
+			return nil, fmt.Errorf("replay: --rules %s: %w", s, errors.Unwrap(err))
 		}
 		if !st.IsDir() {
 			out = append(out, [2]string{strings.TrimSuffix(filepath.Base(s), ".lua"), s})
@@ -162,6 +211,7 @@ func RunRules(dumps []string, specs []string, opts RulesOptions) (*RulesResult, 
 			return nil, err
 		}
 		res.Rules = append(res.Rules, r.Name())
+		res.reads = append(res.reads, r.ReadsMessages())
 	}
 
 	p, err := Open(dumps, Options{})
@@ -179,6 +229,9 @@ func RunRules(dumps []string, specs []string, opts RulesOptions) (*RulesResult, 
 	}
 	res.Messages = st.Messages
 	res.Status = host.Status()
+	for _, t := range p.Topics() {
+		res.Held = append(res.Held, HeldTopic{Topic: t.String(), Messages: t.Messages})
+	}
 	res.Recorded = recordedOf(p.sources, dumps)
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,32 @@ func TestRecordedTriggers(t *testing.T) {
 	}
 	if _, err := RecordedTriggers([]string{filepath.Join(t.TempDir(), "none.pack")}); err == nil {
 		t.Error("a missing dump gave no error")
+	}
+}
+
+// TestRulesSilent: a rule reading topics that received no message is
+// named with what it reads and what the dumps hold: topics absent, or
+// held with no message; a rule of on_tick alone only when the dumps hold
+// no message at all.
+func TestRulesSilent(t *testing.T) {
+	res := &RulesResult{Messages: 30, reads: []bool{true, true, false, true},
+		Status: []scripts.RuleStatus{
+			{Name: "speed", Topics: []string{"vehicle/speed"}},
+			{Name: "imu", Topics: []string{"vehicle/*"}, Messages: 30},
+			{Name: "ticker"},
+			{Name: "cam", Topics: []string{"camera/**"}},
+		},
+		Held: []HeldTopic{{"camera/front", 0}, {"vehicle/imu", 30}}}
+	got := res.Silent()
+	want := []string{
+		"rule speed received no message: it reads vehicle/speed, which the dumps do not hold (they hold camera/front (0), vehicle/imu (30))",
+		"rule cam received no message: it reads camera/**, whose topics in the dumps hold no message (they hold camera/front (0), vehicle/imu (30))",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+	res.Messages = 0
+	if got := res.Silent(); len(got) != 4 || !strings.Contains(got[2], "rule ticker received no message: the dumps hold none") {
+		t.Errorf("no message at all: %q", got)
 	}
 }

@@ -32,6 +32,10 @@ const (
 	MaxCameras = 16
 	// MaxGaps is how many of a topic's largest gaps are kept.
 	MaxGaps = 8
+	// MaxValueSamples: a field with at most this many samples (a latched
+	// or single-sample topic: a calibration, a configuration) is shown as
+	// values, not as a chart (Signal.Values).
+	MaxValueSamples = 4
 	// GapFactor: an interval longer than GapFactor times the topic's
 	// median interval is a gap.
 	GapFactor = 3
@@ -138,7 +142,7 @@ type Analyzer struct {
 	cameras    int
 	retained   int // bytes of camera frames kept
 	notes      []string
-	targets    []int64 // thumbnail times
+	slots      []thumbSlot // the camera strip's thumbnail slots
 }
 
 // NewAnalyzer starts an analysis of [startNs, endNs] (the time axis of
@@ -153,7 +157,7 @@ func NewAnalyzer(o Options, startNs, endNs int64, triggers []dumpinfo.Trigger) (
 	}
 	a := &Analyzer{o: o.withDefaults(), sel: sel, start: startNs, end: endNs,
 		triggers: append([]dumpinfo.Trigger{}, triggers...)}
-	a.targets = thumbTargets(startNs, endNs, a.focus(), a.o.Thumbs)
+	a.slots = a.thumbSlots()
 	return a, nil
 }
 
@@ -257,7 +261,7 @@ func (ts *topicState) setup(typ schema.Type, from string) {
 			return
 		}
 		a.cameras++
-		ts.cam = newCamState(kind, a.targets)
+		ts.cam = newCamState(kind, a.slots)
 		ts.decoded = fmt.Sprintf("%s from %s", typ.Schema.Name, from)
 		return
 	}
@@ -423,6 +427,9 @@ func (a *Analyzer) newSeries(topic, field, unit string) *series {
 		return nil
 	}
 	s := newSeries(topic, field, unit, a.start, a.end, a.o.Columns)
+	for _, sel := range a.sel {
+		s.asked = s.asked || sel.field == field && matchTopic(sel.topic, topic)
+	}
 	a.series = append(a.series, s)
 	return s
 }
@@ -583,18 +590,47 @@ func (ts *topicState) timing() Timing {
 	return t
 }
 
+// rateWithinWindows takes out of a topic's rate the gaps (of those kept,
+// MaxGaps) whose middle lies outside every trigger's window: time between
+// the windows of a merge of dumps, when nothing was recorded.
+func (a *Analyzer) rateWithinWindows(ts *topicState, t *Timing) {
+	var n uint64
+	var ns int64
+	for _, g := range ts.gaps[:ts.ngaps] {
+		mid, inside, known := g.AtNs+g.DurationNs/2, false, false
+		for i := range a.triggers {
+			if from, to, _, _, ok := a.triggers[i].Window(); ok {
+				known = true
+				inside = inside || mid >= from && mid <= to
+			}
+		}
+		if known && !inside {
+			n++
+			ns += g.DurationNs
+		}
+	}
+	if n == 0 || ts.n-1 <= n || ts.last-ts.first-ns <= 0 {
+		return
+	}
+	t.RateHz = float64(ts.n-1-n) / (float64(ts.last-ts.first-ns) / 1e9)
+	t.BetweenWindowsNs = ns
+}
+
 // Report finishes the analysis. It decodes the kept camera frames into
 // thumbnails; call it once.
 func (a *Analyzer) Report() *Report {
 	r := &Report{Version: Version, Title: a.o.Title, Live: a.o.Live, StartNs: a.start, EndNs: a.end, FocusNs: a.focus(),
 		Files: []File{}, Triggers: a.triggers, Topics: []Topic{}, Signals: []Signal{}, Cameras: []Camera{}}
 	asked := [2]int64{}
-	for i, tr := range a.triggers {
-		lo, hi := tr.TimeNs-tr.PreNs, tr.TimeNs+tr.PostNs
-		if i == 0 || lo < asked[0] {
+	for i := range a.triggers {
+		lo, hi, _, _, ok := a.triggers[i].Window()
+		if !ok {
+			continue
+		}
+		if asked == [2]int64{} || lo < asked[0] {
 			asked[0] = lo
 		}
-		if i == 0 || hi > asked[1] {
+		if asked == [2]int64{} || hi > asked[1] {
 			asked[1] = hi
 		}
 	}
@@ -607,6 +643,7 @@ func (a *Analyzer) Report() *Report {
 		ts := a.topics[i]
 		t := Topic{Name: ts.spec.Name, Type: ts.spec.Type, Decoded: ts.decoded, Messages: ts.n, Bytes: ts.bytes,
 			AskedFromNs: asked[0], AskedToNs: asked[1], Timing: ts.timing()}
+		a.rateWithinWindows(ts, &t.Timing)
 		if ts.spec.AskedToNs > ts.spec.AskedFromNs {
 			t.AskedFromNs, t.AskedToNs = ts.spec.AskedFromNs, ts.spec.AskedToNs
 		}
@@ -637,15 +674,36 @@ func (a *Analyzer) Report() *Report {
 		}
 		r.Topics = append(r.Topics, t)
 	}
-	// signals grouped by topic in report order, fields in the order added
+	// signals grouped by topic, the triggers' own topics (a rule's "topic"
+	// parameter) first, then in report order; fields in the order added
 	rank := map[string]int{}
 	for k, i := range order {
-		rank[a.topics[i].spec.Name] = k
+		rank[a.topics[i].spec.Name] = k + len(a.triggers)
+	}
+	for k := len(a.triggers) - 1; k >= 0; k-- {
+		if tp := a.triggers[k].Params["topic"]; tp != "" {
+			if _, ok := rank[tp]; ok {
+				rank[tp] = k
+			}
+		}
+	}
+	gapNs := map[string]int64{} // per topic: the interval past which a line breaks
+	for _, t := range r.Topics {
+		if t.Timing.Interval.Count >= 2 {
+			gapNs[t.Name] = max(GapFactor*t.Timing.Interval.P50, 1)
+		}
 	}
 	ss := slices.Clone(a.series)
 	sort.SliceStable(ss, func(i, j int) bool { return rank[ss[i].topic] < rank[ss[j].topic] })
 	for _, s := range ss {
-		r.Signals = append(r.Signals, s.signal())
+		if s.isCounter() && s.n > MaxValueSamples && !s.asked {
+			a.notef("%s: field %s only counts (each sample one more than the last: a sequence number), not plotted; --fields '%s:%s' plots it",
+				s.topic, s.field, s.topic, s.field)
+			continue
+		}
+		sig := s.signal(gapNs[s.topic])
+		sig.Values = s.n <= MaxValueSamples
+		r.Signals = append(r.Signals, sig)
 	}
 	for _, i := range order {
 		if ts := a.topics[i]; ts.cam != nil {

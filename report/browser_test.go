@@ -2,15 +2,22 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/edr-lite/edr-lite/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/demodump"
+	"github.com/edr-lite/edr-lite/pack"
 )
 
 // chromium returns Debian's chromium, or skips: the browser test needs a
@@ -208,5 +215,122 @@ func TestInkChecks(t *testing.T) {
 	}
 	if !strings.Contains(consoleLine.FindString("[1:2:INFO:CONSOLE(3)] \"x\"\nother"), "CONSOLE") {
 		t.Error("console line not found")
+	}
+}
+
+type chartState struct {
+	Min, Max float64
+	Left     float64
+	Idx      *int
+	Value    string
+}
+
+type interactResult struct {
+	Console    []string `json:"console"`
+	PageErrors []string `json:"pageErrors"`
+	Requests   []string `json:"requests"`
+	Charts     []struct {
+		Signal string
+		Points int
+		Breaks int
+		Canvas bool
+	} `json:"charts"`
+	Steps map[string][]chartState `json:"steps"`
+}
+
+// TestReportChartsInBrowser opens the report of three demo dumps merged
+// (two minutes apart) in headless chromium and uses its charts as a person
+// would (testdata/browser/interact.mjs): each plotted field is a chart
+// whose line breaks at the two gaps; a drag across the first chart zooms
+// every chart to the same range; the pan button moves them all by a
+// quarter; the wheel zooms out; the mouse over one chart puts the cursor
+// on every chart at the same instant, each reading its value; no error,
+// no request leaves the page.
+func TestReportChartsInBrowser(t *testing.T) {
+	exe := chromium(t)
+	dir := t.TempDir()
+	var ins []string
+	for i := range 3 {
+		p := filepath.Join(dir, fmt.Sprintf("demo%d.pack", i+1))
+		if err := demodump.WritePackShifted(p, time.Duration(i)*2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, p)
+	}
+	merged := filepath.Join(dir, "merged.pack")
+	if _, err := dumpfile.Merge(ins, merged, pack.WriterOptions{Writer: "edr-lite merge"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := FromDumps([]string{merged}, DumpOptions{Options: Options{Schemas: demoSchemas()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(page, []byte(renderHTML(t, r, HTMLOptions{})), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bdir, _ := filepath.Abs(filepath.Join("testdata", "browser"))
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skipf("node not found (%v): the charts are driven with playwright-core", err)
+	}
+	if _, err := os.Stat(filepath.Join(bdir, "node_modules", "playwright-core")); err != nil {
+		t.Skipf("playwright-core not installed (npm ci in %s; .ci/run does)", bdir)
+	}
+	out, err := exec.Command("node", filepath.Join(bdir, "interact.mjs"), page, filepath.Join(dir, "shot.png"), exe).Output()
+	if err != nil {
+		t.Fatalf("node interact.mjs: %v\n%s", err, out)
+	}
+	var res interactResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("interact.mjs output: %v\n%s", err, out)
+	}
+	if len(res.Console)+len(res.PageErrors)+len(res.Requests) > 0 {
+		t.Fatalf("console %q, page errors %q, requests %q", res.Console, res.PageErrors, res.Requests)
+	}
+	charted := 0
+	for _, s := range r.Signals {
+		if !s.Values {
+			charted++
+		}
+	}
+	if charted == 0 || len(res.Charts) != charted {
+		t.Fatalf("%d charts on the page, %d plotted signals", len(res.Charts), charted)
+	}
+	for _, c := range res.Charts {
+		if !c.Canvas || c.Breaks != 2 {
+			t.Errorf("chart %s: canvas %v, %d breaks in its line, want 2 (the gaps between the dumps)", c.Signal, c.Canvas, c.Breaks)
+		}
+	}
+	same := func(step string) []chartState {
+		t.Helper()
+		st := res.Steps[step]
+		if len(st) != charted {
+			t.Fatalf("%s: %d charts", step, len(st))
+		}
+		for i, c := range st {
+			if math.Abs(c.Min-st[0].Min) > 1e-9 || math.Abs(c.Max-st[0].Max) > 1e-9 {
+				t.Errorf("%s: chart %d shows %g..%g, the first %g..%g", step, i, c.Min, c.Max, st[0].Min, st[0].Max)
+			}
+		}
+		return st
+	}
+	init, zoomed, panned, wheeled, cursor := same("initial"), same("zoomed"), same("panned"), same("wheeled"), same("cursor")
+	span := func(s []chartState) float64 { return s[0].Max - s[0].Min }
+	if math.Abs(span(init)-float64(r.EndNs-r.StartNs)/1e9) > 1e-6 {
+		t.Errorf("initial range %g s, the axis %g s", span(init), float64(r.EndNs-r.StartNs)/1e9)
+	}
+	if f := span(zoomed) / span(init); f < 0.1 || f > 0.3 {
+		t.Errorf("a drag across 20%% of the chart zoomed to %.2f of the range", f)
+	}
+	if d := (panned[0].Min - zoomed[0].Min) / span(zoomed); math.Abs(d-0.25) > 1e-6 || math.Abs(span(panned)-span(zoomed)) > 1e-6 {
+		t.Errorf("pan moved the view by %.3f of its width (span %g -> %g), want 0.25", d, span(zoomed), span(panned))
+	}
+	if span(wheeled) <= span(panned) {
+		t.Errorf("the wheel did not zoom out: %g -> %g", span(panned), span(wheeled))
+	}
+	for i, c := range cursor {
+		if c.Left < 0 || math.Abs(c.Left-cursor[0].Left) > 1 || c.Idx == nil || c.Value == "" || c.Value == "-" {
+			t.Errorf("shared cursor: chart %d at %g (first at %g), index %v, value %q", i, c.Left, cursor[0].Left, c.Idx, c.Value)
+		}
 	}
 }

@@ -164,13 +164,15 @@ func timelineSVG(r *Report, a axis) string {
 		if t.Messages > 0 {
 			x0, x1 := a.x(t.FirstNs), a.x(t.LastNs)
 			fmt.Fprintf(&b, `<rect class="held" x="%s" y="%d" width="%s" height="%d"/>`, f1(labelW+x0), y+1, f1(math.Max(x1-x0, 1)), laneH-2)
-			if t.AskedToNs > t.AskedFromNs && t.FirstNs > t.AskedFromNs {
+			// the part of the asked window before the first message, when
+			// the asked start is on the axis (not cut off by --from)
+			if t.AskedToNs > t.AskedFromNs && t.FirstNs > t.AskedFromNs && t.AskedFromNs >= r.StartNs {
 				xa := a.x(t.AskedFromNs)
 				fmt.Fprintf(&b, `<rect class="missing %s" x="%s" y="%d" width="%s" height="%d"><title>%s</title></rect>`,
 					shortClass(t.Accounting.StartShort, t.Accounting.Overwritten), f1(labelW+xa), y+1, f1(math.Max(x0-xa, 0)), laneH-2,
 					svgText(shortTitle("asked from", t.AskedFromNs, "first message at", t.FirstNs, t.Accounting.StartShort, t.Accounting.Overwritten, a)))
 			}
-			if t.AskedToNs > t.AskedFromNs && t.LastNs < t.AskedToNs && t.Accounting.EndShort != "" {
+			if t.AskedToNs > t.AskedFromNs && t.LastNs < t.AskedToNs && t.Accounting.EndShort != "" && t.AskedToNs <= r.EndNs {
 				xb := a.x(t.AskedToNs)
 				fmt.Fprintf(&b, `<rect class="missing %s" x="%s" y="%d" width="%s" height="%d"><title>%s</title></rect>`,
 					shortClass(t.Accounting.EndShort, 0), f1(labelW+x1), y+1, f1(math.Max(xb-x1, 0)), laneH-2,
@@ -331,6 +333,11 @@ func signalSVG(s *Signal, a axis, triggers []int64, withAxis bool) string {
 			labelW, f1(y), labelW+plotW, f1(y), labelW-3, f1(y+4), svgText(fmtValue(v, step)))
 	}
 	a.triggerLines(&b, top, bottom, triggers)
+	for _, g := range s.Gaps { // marked; the line breaks there
+		x0, x1 := a.x(g.AtNs), a.x(g.AtNs+g.DurationNs)
+		fmt.Fprintf(&b, `<rect class="siggap" x="%s" y="%d" width="%s" height="%d"><title>gap of %s from %s</title></rect>`,
+			f1(labelW+x0), top, f1(math.Max(x1-x0, 1)), sigH, svgText(fmtDur(g.DurationNs)), svgText(a.rel(g.AtNs)))
+	}
 	if len(s.Points) > 0 {
 		fmt.Fprintf(&b, `<svg x="%d" y="%d" width="%d" height="%d" viewBox="0 0 %d %d" preserveAspectRatio="none">`,
 			labelW, top, plotW, sigH, plotW, yInner)
@@ -339,14 +346,20 @@ func signalSVG(s *Signal, a axis, triggers []int64, withAxis bool) string {
 		// strconv into one buffer (a plot has up to 4 × Columns points)
 		var buf []byte
 		lastX := int64(-1)
+		gi := 0
 		for k, p := range s.Points {
 			x := int64(math.Round(a.x(p.TimeNs) * 10))
 			y := int64(math.Round(float64(yInner) - (p.Value-lo)/(hi-lo)*yInner))
+			brk := false // a gap lies between the previous point and this one
+			for gi < len(s.Gaps) && s.Gaps[gi].AtNs+s.Gaps[gi].DurationNs <= p.TimeNs {
+				brk = brk || k > 0 && s.Points[k-1].TimeNs <= s.Gaps[gi].AtNs
+				gi++
+			}
 			switch {
-			case k > 0 && x == lastX:
+			case k > 0 && x == lastX && !brk:
 				buf = append(buf, 'V')
 			default:
-				if k == 0 {
+				if k == 0 || brk {
 					buf = append(buf, 'M')
 				} else {
 					buf = append(buf, 'L')

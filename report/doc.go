@@ -9,7 +9,7 @@
 // then topics (TopicSpec: name, type, schema if known, the dump's
 // accounting) and their messages (capture time, producer time, payload),
 // each topic's in capture order; Report finishes it. FromDumps (and
-// FromSources) feed it from dump files through internal/dumpfile, several
+// FromSources) feed it from dump files through dumpfile, several
 // merged in time order, with a topic's schema from the dump itself when it
 // records one (DumpTopicType) or from Options.Schemas (ParseSchemaArg: a
 // packed-struct layout file, or a Foxglove camera type). Plots are SVG
@@ -37,8 +37,11 @@
 //     Report.Notes.
 //   - Quantiles are exact up to ExactValues values per topic, then within
 //     0.1% (Hist).
-//   - The page has no script: a live page reloads itself with a meta
-//     refresh (HTMLOptions.RefreshS).
+//   - The page's only script is inline: uPlot (report/uplot, vendored from
+//     its npm package) and chart.js, which replace the SVG plots by
+//     zoomable charts on one axis with one cursor; without script the
+//     SVG plots stay. A live page reloads itself with a meta refresh
+//     (HTMLOptions.RefreshS).
 //   - An Analyzer is not safe for concurrent use; a Report is plain data.
 //     Frame.Thumb is left out of the JSON (ThumbBytes says its size).
 package report

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/dumpinfo"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/schema"
@@ -95,7 +95,7 @@ func FromSources(srcs []*dumpfile.Source, o DumpOptions) (*Report, error) {
 	type trigKey struct {
 		id                uint64
 		reason, src, rule string
-		at, pre, post     int64
+		at, from, to      int64
 	}
 	seen := map[trigKey]bool{}
 	var total uint64
@@ -110,12 +110,18 @@ func FromSources(srcs []*dumpfile.Source, o DumpOptions) (*Report, error) {
 		if ok {
 			widen(d.StartNs, d.EndNs)
 			for _, t := range d.Triggers {
-				k := trigKey{t.ID, t.Reason, t.Source, t.Rule, t.TimeNs, t.PreNs, t.PostNs}
+				from, to, _, _, ok := t.Window()
+				if ok {
+					t.FromNs, t.ToNs = from, to // the effective window, read once
+				}
+				k := trigKey{t.ID, t.Reason, t.Source, t.Rule, t.TimeNs, t.FromNs, t.ToNs}
 				if !seen[k] {
 					seen[k] = true
 					triggers = append(triggers, t)
 				}
-				widen(t.TimeNs-t.PreNs, t.TimeNs+t.PostNs)
+				if ok {
+					widen(from, to)
+				}
 			}
 			upper := labelSet(d.Labels[dumpinfo.DropsUpperBoundLabel])
 			startLost := labelSet(d.Labels[dumpinfo.StartLostLabel])

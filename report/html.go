@@ -7,10 +7,12 @@ import (
 	"html/template"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/internal/units"
 )
 
@@ -30,24 +32,57 @@ type NavLink struct {
 }
 
 // WriteHTML writes the report as one self-contained HTML page: CSS, SVG
-// plots and thumbnails (data: URIs) inline, no script, nothing fetched
-// from anywhere, printable.
+// plots, thumbnails (data: URIs) and the charts' script (uPlot and the
+// page's chart.js, which turn the plots into zoomable charts with a shared
+// cursor) inline, nothing fetched from anywhere, printable, readable
+// without script (the SVG plots).
 func WriteHTML(w io.Writer, r *Report, o HTMLOptions) error {
 	a := axis{start: r.StartNs, end: r.EndNs, focus: r.FocusNs, live: r.Live}
 	trig := triggerTimes(r)
 	p := page{R: r, O: o, axis: a, focus: a.focus}
 	p.Timeline = template.HTML(timelineSVG(r, a))
+	var charted []int // indexes into r.Signals of the charts, in page order
 	for i := 0; i < len(r.Signals); {
 		g := sigGroup{Topic: r.Signals[i].Topic}
 		j := i
+		var plots []int
 		for ; j < len(r.Signals) && r.Signals[j].Topic == g.Topic; j++ {
-			last := j == len(r.Signals)-1 || r.Signals[j+1].Topic != g.Topic
-			g.Plots = append(g.Plots, template.HTML(signalSVG(&r.Signals[j], a, trig, last)))
+			if r.Signals[j].Values {
+				p.Values = append(p.Values, valueRows(&r.Signals[j], a)...)
+				continue
+			}
+			plots = append(plots, j)
 		}
-		p.Signals = append(p.Signals, g)
+		for k, idx := range plots {
+			g.Plots = append(g.Plots, template.HTML(fmt.Sprintf(`<div class="uchart" data-signal="%d">`, len(charted))+
+				signalSVG(&r.Signals[idx], a, trig, k == len(plots)-1)+`</div>`))
+			charted = append(charted, idx)
+		}
+		if len(g.Plots) > 0 {
+			p.Signals = append(p.Signals, g)
+		}
 		i = j
 	}
+	p.ChartData = template.JS(chartData(r, a, charted))
+	p.UPlotJS, p.UPlotCSS, p.ChartJS = template.JS(uplotJS), template.CSS(uplotCSS), template.JS(chartJS)
 	return pageTmpl().Execute(w, &p)
+}
+
+// valueRow is one sample of a field shown as values (Signal.Values).
+type valueRow struct {
+	Topic, Field, At, Value string
+}
+
+func valueRows(s *Signal, a axis) []valueRow {
+	name := s.Field
+	if s.Unit != "" {
+		name += " (" + s.Unit + ")"
+	}
+	var out []valueRow
+	for _, pt := range s.Points {
+		out = append(out, valueRow{s.Topic, name, a.rel(pt.TimeNs), strconv.FormatFloat(pt.Value, 'g', -1, 64)})
+	}
+	return out
 }
 
 type page struct {
@@ -57,6 +92,13 @@ type page struct {
 	focus    int64
 	Timeline template.HTML
 	Signals  []sigGroup
+	// Values are the samples of the fields shown as values.
+	Values []valueRow
+	// ChartData is the charts' data (chartData); UPlotJS, UPlotCSS the
+	// inlined uPlot library, ChartJS the page's script that draws the
+	// interactive charts with it.
+	ChartData, UPlotJS, ChartJS template.JS
+	UPlotCSS                    template.CSS
 }
 
 type sigGroup struct {
@@ -100,7 +142,8 @@ var funcs = template.FuncMap{
 		return template.HTML(`<img src="data:image/jpeg;base64,` + base64.StdEncoding.EncodeToString(b) +
 			`" alt="` + html.EscapeString(alt) + `" width="240">`)
 	},
-	"val": func(v float64) string { return fmtValue(v, niceStep(v, 1000)/1000) },
+	"val":    func(v float64) string { return fmtValue(v, niceStep(v, 1000)/1000) },
+	"window": triggerWindow,
 	"params": func(m map[string]string) string {
 		var parts []string
 		for k, v := range m {
@@ -172,6 +215,7 @@ svg .trigger { stroke: var(--trigger); stroke-width: 1.5; stroke-dasharray: 5 3;
 svg .plotbg { fill: #fbfcfd; stroke: var(--line); }
 svg .grid { stroke: #e8ebf0; }
 svg .line { fill: none; stroke: var(--signal); stroke-width: 1.3; stroke-linejoin: round; }
+svg .siggap { fill: var(--gap); fill-opacity: 0.13; }
 svg .badge text { fill: #fff; font-weight: 600; }
 svg .badge.overwritten rect, .sw.overwritten { fill: #b7791f; background: #b7791f; }
 svg .badge.lostsrc rect, .sw.lostsrc { fill: #805ad5; background: #805ad5; }
@@ -190,6 +234,11 @@ figcaption { font-size: 12px; color: var(--muted); }
 figcaption b { color: var(--ink); }
 .notes li { color: var(--muted); }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
+.toolbar { position: sticky; top: 0; z-index: 5; background: var(--bg); padding: 4px 0; border-bottom: 1px solid var(--line); font-size: 12px; }
+.toolbar button { font: inherit; margin-right: 4px; padding: 2px 8px; border: 1px solid var(--line); border-radius: 3px; background: var(--panel); cursor: pointer; }
+.toolbar span { margin-left: 8px; color: var(--muted); font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
+.uchart { margin: 2px 0 6px; }
+.uplot .u-legend { font-size: 12px; text-align: left; }
 @media print {
   body { max-width: none; padding: 0; font-size: 10pt; }
   nav { display: none; }
@@ -199,6 +248,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
   a { color: inherit; text-decoration: none; }
 }
 </style>
+<style>{{.UPlotCSS}}</style>
 </head>
 <body>
 {{if .O.Nav}}<nav>{{range .O.Nav}}<a href="{{.Href}}">{{.Text}}</a>{{end}}</nav>
@@ -207,8 +257,8 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 
 <h2 id="triggers">Triggers</h2>
 {{if .R.Triggers}}<table>
-<tr><th>time (UTC)</th><th>reason</th><th>source</th><th>tag</th><th class="n">severity</th><th class="n">pre</th><th class="n">post</th><th>params</th></tr>
-{{range .R.Triggers}}<tr class="trig"><td class="t">{{time .TimeNs}}</td><td><b>{{.Reason}}</b></td><td>{{.Source}}{{if .Rule}}:{{.Rule}}{{end}}</td><td>{{.Tag}}</td><td class="n">{{if .Severity}}{{.Severity}}{{end}}</td><td class="n">{{dur .PreNs}}</td><td class="n">{{dur .PostNs}}</td><td class="t">{{params .Params}}</td></tr>
+<tr><th>time (UTC)</th><th>reason</th><th>source</th><th>tag</th><th class="n">severity</th><th class="n">window</th><th>params</th></tr>
+{{range .R.Triggers}}<tr class="trig"><td class="t">{{time .TimeNs}}</td><td><b>{{.Reason}}</b></td><td>{{.Source}}{{if .Rule}}:{{.Rule}}{{end}}</td><td>{{.Tag}}</td><td class="n">{{if .Severity}}{{.Severity}}{{end}}</td><td class="n">{{window .}}</td><td class="t">{{params .Params}}</td></tr>
 {{end}}</table>
 <p class="sub">Times below are relative to the first trigger, T = {{time .R.FocusNs}}.</p>
 {{else}}<p class="sub">{{if .R.Live}}Live recorder: no trigger; times are relative to now.{{else}}No trigger recorded in the dump; times are relative to its start.{{end}}</p>
@@ -218,13 +268,20 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 <div class="chart">{{.Timeline}}</div>
 
 <h2 id="signals">Signals</h2>
-{{if .Signals}}{{range .Signals}}<h3>{{.Topic}}</h3>
+{{if .Signals}}<div id="edr-toolbar" class="toolbar" hidden></div>
+<p class="sub">Drag across a chart to zoom, the wheel zooms, shift+drag or shift+wheel pans, double-click shows the whole dump; every chart follows, and one cursor reads every signal at the same instant. Shaded: a gap (no sample for more than {{gapFactor}}× the topic's median interval; the line is broken there).</p>
+{{range .Signals}}<h3>{{.Topic}}</h3>
 <div class="chart">{{range .Plots}}{{.}}{{end}}</div>
-{{end}}{{else}}<p class="sub">No decoded numeric fields. Topics are decoded when the dump records their schema, or with <code>--schema TOPIC=LAYOUT_FILE</code>.</p>
+{{end}}{{else if not .Values}}<p class="sub">No decoded numeric fields. Topics are decoded when the dump records their schema, or with <code>--schema TOPIC=LAYOUT_FILE</code>.</p>
+{{end}}{{if .Values}}<h3>Latched and single-sample values</h3>
+<table class="values">
+<tr><th>topic</th><th>field</th><th>at</th><th class="n">value</th></tr>
+{{range .Values}}<tr><td class="t">{{.Topic}}</td><td class="t">{{.Field}}</td><td class="t">{{.At}}</td><td class="n">{{.Value}}</td></tr>
+{{end}}</table>
 {{end}}
 <h2 id="cameras">Cameras</h2>
 {{if .R.Cameras}}{{range .R.Cameras}}<h3>{{.Topic}}</h3>
-<div class="strip">{{range .Frames}}{{if .Thumb}}<figure{{if eq .TargetNs $.Focus}} class="at"{{end}}>{{img .Thumb (printf "%s frame at %s" .Format ($.Rel .TimeNs))}}<figcaption><b>{{$.Rel .TimeNs}}</b> · {{.Width}}×{{.Height}} {{.Format}}</figcaption></figure>{{else}}<figure{{if eq .TargetNs $.Focus}} class="at"{{end}}><div class="ph">{{.Missing}}</div><figcaption><b>{{$.Rel .TargetNs}}</b> · no picture</figcaption></figure>{{end}}{{end}}</div>
+<div class="strip">{{range .Frames}}{{if .Thumb}}<figure{{if .Trigger}} class="at"{{end}}>{{img .Thumb (printf "%s frame at %s" .Format ($.Rel .TimeNs))}}<figcaption><b>{{$.Rel .TimeNs}}</b>{{if .Trigger}} · {{.Side}} trigger {{.Trigger}}{{end}} · {{.Width}}×{{.Height}} {{.Format}}</figcaption></figure>{{else}}<figure{{if .Trigger}} class="at"{{end}}><div class="ph">{{.Missing}}</div><figcaption><b>{{$.Rel .TargetNs}}</b>{{if .Trigger}} · {{.Side}} trigger {{.Trigger}}{{end}} · no picture</figcaption></figure>{{end}}{{end}}</div>
 {{end}}{{else}}<p class="sub">No camera topics (foxglove.CompressedImage or foxglove.CompressedVideo).</p>
 {{end}}
 <h2 id="timing">Timing</h2>
@@ -253,7 +310,33 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 <ul class="notes">{{range .R.Notes}}<li>{{.}}</li>
 {{end}}</ul>
 {{end}}
-<footer>edr-lite report · docs/report.md says how each section is computed.</footer>
-</body>
+<footer>edr-lite report · docs/report.md says how each section is computed. Charts drawn with uPlot (MIT licence, inlined).</footer>
+{{if .Signals}}<script type="application/json" id="edr-chart-data">{{.ChartData}}</script>
+<script>{{.UPlotJS}}</script>
+<script>{{.ChartJS}}</script>
+{{end}}</body>
 </html>
 `
+
+// triggerWindow says the window a trigger selected (its effective window,
+// dumpinfo.Trigger.Window) relative to its time, "−3s … +2s", with the
+// pre / post it set as overrides of the topics' windows.
+func triggerWindow(t dumpinfo.Trigger) string {
+	var b strings.Builder
+	if _, _, pre, post, ok := t.Window(); ok {
+		fmt.Fprintf(&b, "−%s … +%s", fmtDur(pre), fmtDur(post))
+	} else {
+		b.WriteString("not recorded")
+	}
+	var set []string
+	if v, ok := t.Pre(); ok {
+		set = append(set, "pre "+fmtDur(v))
+	}
+	if v, ok := t.Post(); ok {
+		set = append(set, "post "+fmtDur(v))
+	}
+	if len(set) > 0 {
+		fmt.Fprintf(&b, " (override: %s)", strings.Join(set, ", "))
+	}
+	return b.String()
+}

@@ -37,12 +37,125 @@ func cameraKind(t schema.Type) string {
 	return ""
 }
 
-// camState keeps, for each thumbnail target time, the camera message
-// nearest to it so far (in the target's share of the time axis: the
-// message's nearest target), copied, within MaxRetainedFrameBytes.
+// Thumbnail slots: the camera strip shows every incident first, then
+// what lies between.
+const (
+	slotNearest = iota // the frame nearest to the target (in its share of the axis)
+	slotBefore         // the last frame at or before a trigger
+	slotAfter          // the first frame after a trigger
+)
+
+// MaxTriggerThumbs bounds the triggers that get their own thumbnails (a
+// dump of more triggers says so in a note).
+const MaxTriggerThumbs = 32
+
+// thumbSlot is one thumbnail of the strip: its target time, how a frame is
+// chosen for it, and the trigger it shows (1-based, 0 for none).
+type thumbSlot struct {
+	target  int64
+	kind    int
+	trigger int
+}
+
+// thumbSlots lays out the strip. Every trigger on the axis gets the
+// nearest frame before and after it (one frame, the nearest, when there
+// are more than Thumbs/2 triggers); the other slots are spread over the
+// triggers' windows (where the dumps hold data; not over the gaps of a
+// merged dump), else over the axis with one at the focus.
+func (a *Analyzer) thumbSlots() []thumbSlot {
+	n := a.o.Thumbs
+	type trig struct {
+		at       int64
+		from, to int64
+		i        int
+	}
+	var ts []trig
+	for i := range a.triggers {
+		t := &a.triggers[i]
+		if t.TimeNs < a.start || t.TimeNs > a.end {
+			continue
+		}
+		from, to, _, _, ok := t.Window()
+		if !ok {
+			from, to = t.TimeNs, t.TimeNs
+		}
+		ts = append(ts, trig{t.TimeNs, max(from, a.start), min(to, a.end), i + 1})
+	}
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].at < ts[j].at })
+	if len(ts) > MaxTriggerThumbs {
+		a.notef("camera strip: the first %d of %d triggers have thumbnails (MaxTriggerThumbs)", MaxTriggerThumbs, len(ts))
+		ts = ts[:MaxTriggerThumbs]
+	}
+	var out []thumbSlot
+	if len(ts) == 0 {
+		for _, t := range thumbTargets(a.start, a.end, a.focus(), n) {
+			out = append(out, thumbSlot{target: t})
+		}
+		return out
+	}
+	for _, t := range ts {
+		if 2*len(ts) <= n {
+			out = append(out, thumbSlot{t.at, slotBefore, t.i}, thumbSlot{t.at, slotAfter, t.i})
+		} else {
+			out = append(out, thumbSlot{t.at, slotNearest, t.i})
+		}
+	}
+	// the rest over the union of the windows, split at the triggers: each
+	// in the middle of the longest stretch not yet shown
+	var spans [][2]int64
+	for _, t := range ts {
+		if k := len(spans); k > 0 && t.from <= spans[k-1][1] {
+			spans[k-1][1] = max(spans[k-1][1], t.to)
+		} else {
+			spans = append(spans, [2]int64{t.from, t.to})
+		}
+	}
+	var segs [][2]int64
+	for _, sp := range spans {
+		from := sp[0]
+		for _, t := range ts {
+			if t.at > from && t.at < sp[1] {
+				segs = append(segs, [2]int64{from, t.at})
+				from = t.at
+			}
+		}
+		segs = append(segs, [2]int64{from, sp[1]})
+	}
+	for rest := n - len(out); rest > 0 && len(segs) > 0; rest-- {
+		k := 0
+		for i, sg := range segs {
+			if sg[1]-sg[0] > segs[k][1]-segs[k][0] {
+				k = i
+			}
+		}
+		sg := segs[k]
+		if sg[1]-sg[0] <= 0 {
+			break
+		}
+		mid := sg[0] + (sg[1]-sg[0])/2
+		out = append(out, thumbSlot{target: mid})
+		segs = append(segs[:k], append([][2]int64{{sg[0], mid}, {mid, sg[1]}}, segs[k+1:]...)...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].target != out[j].target {
+			return out[i].target < out[j].target
+		}
+		return out[i].kind < out[j].kind
+	})
+	return out
+}
+
+// camState keeps, for each thumbnail slot, the camera message that fits it
+// best so far (the nearest to its target among the messages nearest to it,
+// or the last before / the first after its trigger), copied, within
+// MaxRetainedFrameBytes.
 type camState struct {
 	kind    string
-	targets []int64
+	targets []int64 // of the slotNearest slots, in time order
+	nearest []int   // their indexes in slots
+	befores []int   // slotBefore slots, in time order
+	afters  []int   // slotAfter slots, in time order
+	spec    []thumbSlot
 	slots   []camSlot
 	img     media.CompressedImage
 	vid     media.CompressedVideo
@@ -60,8 +173,20 @@ type camSlot struct {
 	why    string // when a frame could not be kept
 }
 
-func newCamState(kind string, targets []int64) *camState {
-	return &camState{kind: kind, targets: targets, slots: make([]camSlot, len(targets))}
+func newCamState(kind string, slots []thumbSlot) *camState {
+	c := &camState{kind: kind, spec: slots, slots: make([]camSlot, len(slots))}
+	for i, s := range slots {
+		switch s.kind {
+		case slotBefore:
+			c.befores = append(c.befores, i)
+		case slotAfter:
+			c.afters = append(c.afters, i)
+		default:
+			c.targets = append(c.targets, s.target)
+			c.nearest = append(c.nearest, i)
+		}
+	}
+	return c
 }
 
 // nearest returns the index of the target nearest to t.
@@ -114,13 +239,31 @@ func (c *camState) message(a *Analyzer, ts *topicState, t int64, msg []byte) {
 		format, data = c.img.Format, c.img.Data
 	}
 	c.seen = true
-	k := nearest(c.targets, t)
-	s := &c.slots[k]
-	if s.has && absDiff(s.t, c.targets[k]) <= absDiff(t, c.targets[k]) {
-		return
+	if len(c.targets) > 0 {
+		k := c.nearest[nearest(c.targets, t)]
+		if s := &c.slots[k]; !s.has || absDiff(t, c.spec[k].target) < absDiff(s.t, c.spec[k].target) {
+			c.keep(a, k, t, format, data)
+		}
 	}
+	// the last frame at or before the next trigger
+	if i := sort.Search(len(c.befores), func(i int) bool { return c.spec[c.befores[i]].target >= t }); i < len(c.befores) {
+		if k := c.befores[i]; !c.slots[k].has || t >= c.slots[k].t {
+			c.keep(a, k, t, format, data)
+		}
+	}
+	// the first frame after the trigger before it
+	if i := sort.Search(len(c.afters), func(i int) bool { return c.spec[c.afters[i]].target >= t }); i > 0 {
+		if k := c.afters[i-1]; !c.slots[k].has || t < c.slots[k].t {
+			c.keep(a, k, t, format, data)
+		}
+	}
+}
+
+// keep copies a frame into slot k.
+func (c *camState) keep(a *Analyzer, k int, t int64, format string, data []byte) {
+	s := &c.slots[k]
 	if len(data) > MaxFrameBytes {
-		s.why = fmt.Sprintf("frame of %d bytes at %s larger than %d bytes (MaxFrameBytes)", len(data), relTime(t, c.targets[k]), MaxFrameBytes)
+		s.why = fmt.Sprintf("frame of %d bytes at %s larger than %d bytes (MaxFrameBytes)", len(data), relTime(t, c.spec[k].target), MaxFrameBytes)
 		return
 	}
 	grow := max(len(data)-cap(s.data), 0)
@@ -146,15 +289,33 @@ func (c *camState) camera(a *Analyzer, topic string) Camera {
 	if c.bad > 0 {
 		a.notef("%s: %d messages are not %s (%s)", topic, c.bad, c.kind, c.lastErr)
 	}
+	shown := map[int64]bool{} // the frames of the triggers' slots
 	for k, s := range c.slots {
-		f := Frame{TargetNs: c.targets[k]}
+		if s.has && c.spec[k].kind != slotNearest {
+			shown[s.t] = true
+		}
+	}
+	for k, s := range c.slots {
+		sp := c.spec[k]
+		if sp.kind == slotNearest && s.has && shown[s.t] {
+			c.slots[k].data = nil
+			continue // the same frame as a trigger's: shown once
+		}
+		f := Frame{TargetNs: sp.target, Trigger: sp.trigger, Side: [...]string{"", "before", "after"}[sp.kind]}
+		none := "no frame nearer to this time than to the others"
+		switch sp.kind {
+		case slotBefore:
+			none = "no frame at or before this trigger (after the one before it)"
+		case slotAfter:
+			none = "no frame after this trigger (before the next one)"
+		}
 		switch {
 		case !s.has && s.why != "":
 			f.Missing = s.why
 		case !s.has && c.kind == kindVideo && c.noKey > 0:
-			f.Missing = "no key frame nearer to this time than to the others (only key frames can be decoded alone)"
+			f.Missing = none + " that is a key frame (only key frames can be decoded alone)"
 		case !s.has:
-			f.Missing = "no frame nearer to this time than to the others"
+			f.Missing = none
 		default:
 			f.TimeNs, f.Format = s.t, s.format
 			var err error

@@ -95,8 +95,12 @@ type Topic struct {
 
 // Timing is a topic's timing analysis (docs/report.md, "Timing").
 type Timing struct {
-	// RateHz is (messages-1) / (last - first).
-	RateHz float64 `json:"rate_hz"`
+	// RateHz is (messages-1) / (last - first), less the gaps that lie
+	// between the triggers' windows (a merge of dumps: nothing was
+	// recorded there) and their intervals; BetweenWindowsNs is the time
+	// so left out.
+	RateHz           float64 `json:"rate_hz"`
+	BetweenWindowsNs int64   `json:"between_windows_ns,omitempty"`
 	// Interval is the time between consecutive capture times.
 	Interval Dist `json:"interval"`
 	// Jitter is |interval - median interval|.
@@ -169,6 +173,14 @@ type Signal struct {
 	Downsampled bool `json:"downsampled"`
 	// Points are [time_ns, value] pairs in time order.
 	Points []Point `json:"points"`
+	// Gaps are the stretches without a sample longer than GapFactor times
+	// the topic's median interval, in time order: the line breaks there
+	// (no line joins the points on either side) and the page marks them.
+	Gaps []Gap `json:"gaps,omitempty"`
+	// Values: the field has too few samples to plot (a latched or
+	// single-sample topic, at most MaxValueSamples): the page shows its
+	// values in a table instead of a chart.
+	Values bool `json:"values,omitempty"`
 }
 
 // Point is one plotted sample.
@@ -184,10 +196,14 @@ type Camera struct {
 	Frames []Frame `json:"frames"`
 }
 
-// Frame is one thumbnail slot: the frame nearest to TargetNs, or a
-// placeholder saying why there is none.
+// Frame is one thumbnail slot: the frame nearest to TargetNs (Side "");
+// for a trigger's slots (Trigger, 1-based in Report.Triggers) the last
+// frame at or before it (Side "before") or the first after it ("after");
+// or a placeholder saying why there is none.
 type Frame struct {
 	TargetNs int64  `json:"target_ns"`
+	Trigger  int    `json:"trigger,omitempty"`
+	Side     string `json:"side,omitempty"`
 	TimeNs   int64  `json:"time_ns,omitempty"` // capture time of the frame shown
 	Format   string `json:"format,omitempty"`  // the message's format: "jpeg", "h264", ...
 	Width    int    `json:"width,omitempty"`   // of the source picture

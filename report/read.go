@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/kway"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -238,14 +238,15 @@ func openStreams(srcs []*dumpfile.Source, fromNs int64) (*merged, error) {
 	m := &merged{h: kway.New(lessItem, len(srcs))}
 	for i, src := range srcs {
 		var s msgStream
-		if r := src.Pack(); r != nil && r.Indexed() && len(r.FrameOffsets()) > 0 {
+		direct := src.DecodedTopics() == nil // else the Source gives CAN frames decoded (--dbc)
+		if r := src.Pack(); r != nil && direct && r.Indexed() && len(r.FrameOffsets()) > 0 {
 			ps, err := openIndexedPackStream(src.Path, r.FrameOffsets())
 			if err != nil {
 				m.close()
 				return nil, err
 			}
 			s = ps
-		} else if src.Pack() != nil {
+		} else if src.Pack() != nil && direct {
 			ps, err := openPackStream(src.Path)
 			if err != nil {
 				m.close()

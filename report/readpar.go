@@ -7,7 +7,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/demodump"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/schema"
 )
@@ -79,13 +79,17 @@ func checkSelfContained(t testing.TB, page string) {
 			t.Errorf("page has url(%s)", m[1])
 		}
 	}
-	if m := anyURL.FindString(page); m != "" {
+	// the one URL allowed: the inlined uPlot's own banner (its source),
+	// inside a script comment
+	if m := anyURL.FindString(strings.ReplaceAll(page, "/*! https://github.com/leeoniya/uPlot (", "")); m != "" {
 		t.Errorf("page holds a URL: %q", m)
 	}
-	if strings.Contains(page, "<script") {
-		t.Error("page has a script")
+	if scriptSrc.MatchString(page) {
+		t.Error("page loads a script from elsewhere")
 	}
 }
+
+var scriptSrc = regexp.MustCompile(`(?i)<script[^>]*\bsrc\s*=`)
 
 // plottedPoints counts the points of every signal path in the page.
 func plottedPoints(page string) int {
@@ -113,7 +117,8 @@ func TestDemoReport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(r.Notes) != 0 {
+			// the speed's sequence number only counts: not plotted, said
+			if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "vehicle/speed: field seq only counts") {
 				t.Errorf("notes: %q", r.Notes)
 			}
 			wantTopics := []string{demodump.Camera, demodump.Brake, demodump.Calibration, demodump.IMU, demodump.Speed}
@@ -136,18 +141,34 @@ func TestDemoReport(t *testing.T) {
 			if len(r.Triggers) != 1 || r.Triggers[0].TimeNs != demodump.TriggerAt || r.FocusNs != demodump.TriggerAt {
 				t.Fatalf("triggers %+v focus %d", r.Triggers, r.FocusNs)
 			}
-			// speed (2 fields), brake (1), IMU (6): every sample plotted
+			// speed (1 field: seq only counts), brake (1), IMU (6): every
+			// sample plotted; the calibration's fields (one sample each)
+			// are values; the trigger's own topic (speed) comes first
 			wantSignals := map[string]int{"vehicle/brake_pedal:pedal": 250, "vehicle/imu:ax": 1000, "vehicle/imu:gz": 1000,
-				"vehicle/speed:speed": 500, "vehicle/speed:seq": 500}
-			points := 0
+				"vehicle/speed:speed": 500}
+			points, charted, values := 0, 0, 0
 			for _, s := range r.Signals {
+				if s.Values {
+					values++
+					if s.Topic != demodump.Calibration || s.Count != 1 {
+						t.Errorf("%s %s shown as values (%d samples)", s.Topic, s.Field, s.Count)
+					}
+					continue
+				}
+				charted++
 				points += len(s.Points)
 				if n, ok := wantSignals[s.Topic+":"+s.Field]; ok && (int(s.Count) != n || len(s.Points) != n || s.Downsampled) {
 					t.Errorf("%s %s: %d samples, %d points, downsampled %v; want %d", s.Topic, s.Field, s.Count, len(s.Points), s.Downsampled, n)
 				}
+				if len(s.Gaps) != 0 {
+					t.Errorf("%s %s: gaps %v", s.Topic, s.Field, s.Gaps)
+				}
 			}
-			if len(r.Signals) != tc.signals || points != 500*2+250+1000*6+tc.signals-9 {
-				t.Errorf("%d signals with %d points", len(r.Signals), points)
+			if len(r.Signals) != tc.signals-1 || charted != 8 || values != tc.signals-9 || points != 500+250+1000*6 {
+				t.Errorf("%d signals (%d charted, %d values) with %d points", len(r.Signals), charted, values, points)
+			}
+			if r.Signals[0].Topic != demodump.Speed {
+				t.Errorf("first signal %s, want the trigger's topic %s", r.Signals[0].Topic, demodump.Speed)
 			}
 			for _, s := range r.Signals {
 				if s.Field == "speed" && (s.Unit != "m/s" || s.Max != 20 || s.Min >= 5) {
@@ -165,8 +186,15 @@ func TestDemoReport(t *testing.T) {
 					t.Errorf("thumbnail %d: frame %v from its target", i, time.Duration(d))
 				}
 			}
-			if f := r.Cameras[0].Frames[DefaultThumbs*3/5]; f.TargetNs != demodump.TriggerAt || f.TimeNs != demodump.TriggerAt {
-				t.Errorf("the trigger's thumbnail is at %d, target %d", f.TimeNs-demodump.T0, f.TargetNs-demodump.T0)
+			// the trigger's frames: the last at or before it, the first after
+			sides := map[string]int64{}
+			for _, f := range r.Cameras[0].Frames {
+				if f.Trigger == 1 {
+					sides[f.Side] = f.TimeNs - demodump.T0
+				}
+			}
+			if len(sides) != 2 || sides["before"] != frameNs(90) || sides["after"] != frameNs(91) {
+				t.Errorf("the trigger's thumbnails: %v, want before at frame 90 (the trigger's time) and after at 91", sides)
 			}
 			if f := r.Files[0]; f.Verify != "ok" || f.Size == 0 || !f.Indexed || f.Messages != 1898 {
 				t.Errorf("file facts %+v", f)
@@ -191,8 +219,14 @@ func TestDemoReport(t *testing.T) {
 			if n := plottedPoints(page); n != points {
 				t.Errorf("%d points drawn, %d in the report", n, points)
 			}
-			if n := strings.Count(page, `<line class="trigger"`); n != 1+len(r.Signals) {
-				t.Errorf("%d trigger lines, want one in the timeline and one per plot (%d)", n, 1+len(r.Signals))
+			if n := strings.Count(page, `<line class="trigger"`); n != 1+charted {
+				t.Errorf("%d trigger lines, want one in the timeline and one per plot (%d)", n, 1+charted)
+			}
+			if n := strings.Count(page, `<div class="uchart" data-signal=`); n != charted {
+				t.Errorf("%d interactive charts, want %d", n, charted)
+			}
+			if values > 0 && !strings.Contains(page, "Latched and single-sample values") {
+				t.Error("no values table")
 			}
 		})
 	}

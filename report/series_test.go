@@ -26,7 +26,7 @@ func TestSeriesDownsampleKeepsSpikes(t *testing.T) {
 		s.add(ts, v)
 	}
 	s.add(start+5, math.NaN())
-	sig := s.signal()
+	sig := s.signal(0)
 	if !sig.Downsampled || len(sig.Points) > 4*cols || len(sig.Points) < cols {
 		t.Fatalf("downsampled %v, %d points for %d columns", sig.Downsampled, len(sig.Points), cols)
 	}
@@ -53,12 +53,12 @@ func TestSeriesRawUntilFull(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		s.add(int64(i*50), float64(i))
 	}
-	sig := s.signal()
+	sig := s.signal(0)
 	if sig.Downsampled || len(sig.Points) != 20 || sig.Points[7] != (Point{350, 7}) || sig.Mean != 9.5 {
 		t.Fatalf("%+v", sig)
 	}
 	s.add(999, 100)
-	if sig = s.signal(); !sig.Downsampled || sig.Points[len(sig.Points)-1] != (Point{999, 100}) {
+	if sig = s.signal(0); !sig.Downsampled || sig.Points[len(sig.Points)-1] != (Point{999, 100}) {
 		t.Fatalf("after the 21st sample: %+v", sig)
 	}
 }

@@ -41,18 +41,20 @@ func TestVideoThumbnails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Cameras) != 1 || len(r.Cameras[0].Frames) != 5 {
+	// slots: the last key frame at or before the trigger (1 s) and the
+	// first after it, then 0.5 s, 1.5 s and 0.25 s (the middles of the
+	// longest stretches not shown); 1.5 s shows the trigger's "after"
+	// frame again and is left out: four key frames, 0, 0.5, 1 and 1.5 s
+	if len(r.Cameras) != 1 || len(r.Cameras[0].Frames) != 4 {
 		t.Fatalf("cameras %+v", r.Cameras)
 	}
 	keyNs := map[int64]bool{} // key frames every 15 samples: 0, 0.5, 1, 1.5 s
 	for k := int64(0); k < 4; k++ {
 		keyNs[int64(1796218339)*1e9+k*15*int64(1e9)/30] = true
 	}
-	// strip times 0, 0.5, 1, 1.5, 2 s: the first four are key frames; the
-	// last has none nearer to it than to 1.5 s
 	frames := r.Cameras[0].Frames
-	if !strings.Contains(frames[4].Missing, "no key frame nearer to this time") {
-		t.Errorf("last frame: %q", frames[4].Missing)
+	if frames[2].Side != "before" || frames[3].Side != "after" || frames[2].TimeNs != int64(1796218340)*1e9 {
+		t.Errorf("the trigger's frames: %+v %+v", frames[2], frames[3])
 	}
 	for i, f := range frames[:4] {
 		if f.Missing != "" || f.Width != 320 || f.Height != 240 || f.Format != "h264" || !keyNs[f.TimeNs] {

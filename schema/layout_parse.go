@@ -390,7 +390,7 @@ func unknownType(name string) string {
 	if name == "str" || name == "bytes" {
 		return fmt.Sprintf("%s needs a length prefix: %s8, %s16le, %s32be...", name, name, name, name)
 	}
-	if strings.IndexAny(name, "0123456789") < 0 {
+	if !strings.ContainsAny(name, "0123456789") {
 		return fmt.Sprintf("unknown type %s (a struct is declared before it is used)", name)
 	}
 	return fmt.Sprintf("unknown type %s", name)

@@ -513,9 +513,7 @@ func checkInts(t *rapid.T, a *Accessor, msg []byte, lf leaf) {
 			t.Fatalf("%s: Int64/Uint64 of a float are ok", lf.path)
 		}
 	case KindInt:
-		v := int64(lf.numeric)
-		p := builtins[lf.typ].prim
-		v = signed(p, lf.bits)
+		v := signed(builtins[lf.typ].prim, lf.bits)
 		if !iok || i != v || uok != (v >= 0) || (uok && u != uint64(v)) {
 			t.Fatalf("%s: Int64 %d %v Uint64 %d %v, want %d", lf.path, i, iok, u, uok, v)
 		}

@@ -78,8 +78,11 @@ func (r *Rule) luaRule(L *lua.LState) int {
 		switch key {
 		case "name":
 			s, ok := v.(lua.LString)
-			if !ok || s == "" {
+			switch {
+			case !ok || s == "":
 				err = fmt.Errorf("want a non-empty string")
+			case len(s) > MaxRuleName:
+				err = fmt.Errorf("%d bytes, longer than %d", len(s), MaxRuleName)
 			}
 			d.Name = string(s)
 		case "topics":
@@ -178,7 +181,7 @@ func (r *Rule) luaTrigger(L *lua.LState) int {
 	}
 	tr := Trigger{
 		Rule: r.decl.Name, Reason: r.decl.Name, Severity: 1, TimeNs: r.now + r.capOff,
-		Pre: r.decl.Pre, Post: r.decl.Post, Params: r.decl.Params,
+		Pre: r.decl.Pre, Post: r.decl.Post, Params: r.trigParams,
 	}
 	if L.GetTop() >= 1 {
 		t := L.CheckTable(1)
@@ -192,9 +195,9 @@ func (r *Rule) luaTrigger(L *lua.LState) int {
 					err = fmt.Errorf("want a string, got a %s", v.Type())
 				}
 				if key == "reason" {
-					tr.Reason = string(s)
+					tr.Reason = Bound(string(s), MaxReason)
 				} else {
-					tr.Tag = string(s)
+					tr.Tag = Bound(string(s), MaxTag)
 				}
 			case "pre":
 				tr.Pre, err = optDurationArg(v)

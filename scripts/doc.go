@@ -13,9 +13,10 @@
 // globs match; Tick(now) moves time without a message; DumpFinished tells
 // rules a dump is written; Reload swaps a rule for a new version of its file
 // and keeps the old one when the new one does not load. Status reports
-// counters per rule. StartLive runs rules on an engine.Recorder instead: one
-// goroutine per rule reading the rings of its topics through its own
-// readers, so Lua cost never reaches ingest. The same messages through the
+// counters per rule. StartLive runs rules on an engine.Recorder instead: the rules
+// take turns on one goroutine (a rule whose turn runs past one to two
+// LiveOptions.Detach moves to its own), each reading the rings of its
+// topics through its own readers, so Lua cost never reaches ingest. The same messages through the
 // same rules give the same
 // triggers on any machine and at any replay speed: time inside a rule is
 // message time, budgets count VM instructions (not wall time), and

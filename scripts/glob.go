@@ -77,3 +77,7 @@ func matchAny(globs []string, topic string) bool {
 	}
 	return false
 }
+
+// MatchTopic reports whether topic matches one of the globs in the syntax
+// of rule{topics = ...} ("*" within a path element, "**" across them).
+func MatchTopic(globs []string, topic string) bool { return matchAny(globs, topic) }

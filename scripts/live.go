@@ -12,8 +12,8 @@ import (
 
 // LiveOptions configure a Live runner. Zero fields take the defaults.
 type LiveOptions struct {
-	// Poll is how long a rule's goroutine waits when all its readers are
-	// caught up. Default 5ms.
+	// Poll is how long the rules' goroutine (or a moved rule's own) waits
+	// when every rule on it is caught up. Default 5ms.
 	Poll time.Duration
 	// TopicPoll is how often new topics matching a rule are looked for.
 	// Default 500ms.
@@ -31,6 +31,14 @@ type LiveOptions struct {
 	// with ErrBusy (a reload) or is skipped and counted in the rule's
 	// Errors (a dump notification). Default 2s.
 	ControlWait time.Duration
+	// Detach: the rules share one goroutine; a rule whose turn on it
+	// (its callbacks on up to Batch messages, or one stuck callback) is
+	// still running after between Detach and twice Detach is moved to a
+	// goroutine of its own for good, so the other rules wait for a slow or
+	// stuck rule at most about twice Detach. Default 50ms. A rule over
+	// MaxLag/4 behind the recorder (the rules together need more than one
+	// goroutine) is moved to its own too.
+	Detach time.Duration
 }
 
 func (o LiveOptions) withDefaults() LiveOptions {
@@ -49,16 +57,26 @@ func (o LiveOptions) withDefaults() LiveOptions {
 	if o.ControlWait <= 0 {
 		o.ControlWait = 2 * time.Second
 	}
+	if o.Detach <= 0 {
+		o.Detach = 50 * time.Millisecond
+	}
 	return o
 }
 
-// Live runs rules on a recorder: each rule on its own goroutine, reading
-// the rings of the topics its globs match through its own readers, from
-// the newest message at start on, merged by capture time. Lua cost never
-// reaches the ingest path: a rule that falls behind loses the messages the
-// ring overwrote (counted as Skipped) and, past MaxLag, jumps to the newest
+// Live runs rules on a recorder, reading the rings of the topics each
+// rule's globs match through the rule's own readers, from the newest
+// message at start on, merged by capture time. Lua cost never reaches the
+// ingest path: a rule that falls behind loses the messages the ring
+// overwrote (counted as Skipped) and, past MaxLag, jumps to the newest
 // messages (also counted). When no message arrives, ticks follow the
 // recorder's clock.
+//
+// The rules take turns on one goroutine, which wakes every Poll while
+// they are caught up: one timer for all rules, not one per rule. A rule
+// whose turn is still running at two looks LiveOptions.Detach apart (a
+// slow or stuck callback) gets a goroutine of its own, so it holds the
+// others up once, for at most about twice Detach; so does a rule over
+// MaxLag/4 behind the recorder.
 //
 // Live's methods are safe for concurrent use.
 type Live struct {
@@ -68,23 +86,55 @@ type Live struct {
 	wg      sync.WaitGroup
 	runners []*runner
 	once    sync.Once
+
+	// mu guards every driver's runners, cur, turn and seen, and
+	// every runner's owner and pending.
+	mu sync.Mutex
 }
 
-// runner is one rule's goroutine state.
+// driver is a goroutine running its runners' turns in order.
+type driver struct {
+	live    *Live
+	wake    chan struct{} // a control request is pending (capacity 1)
+	runners []*runner
+	cur     *runner // the runner whose turn it is, nil between rounds
+	turn    uint64  // counts turns
+	seen    uint64  // turn at the watchdog's last look (0: none yet)
+	watch   *time.Timer
+}
+
+// ctlRequest is a function to run on a runner's driver between turns.
+type ctlRequest struct {
+	f     func()
+	taken bool // the driver took it (under Live.mu)
+	done  chan struct{}
+}
+
+// runner is one rule's state; its driver's goroutine is the only one
+// touching its readers and its rule's callbacks.
 type runner struct {
 	live *Live
-	ctl  chan func()
+
+	owner   *driver       // under Live.mu
+	pending []*ctlRequest // under Live.mu
 
 	mu   sync.Mutex // guards rule against Status and Reload
 	rule *Rule
 
-	exited atomic.Bool // run returned (CloseWithin may release the rule)
+	exited atomic.Bool // its driver returned (CloseWithin may release the rule)
 
-	readers  []*topicReader
-	known    map[ingest.TopicID]bool
+	readers []*topicReader
+	known   map[ingest.TopicID]bool
+	// primed: the rule's first topic poll (since it started or was
+	// reloaded) is done; a topic new after it is read from its first
+	// message (discover).
+	primed   bool
 	msg      Message // reused for every delivery
 	lastTS   int64
 	lastPoll time.Time
+	// lagging: the last drain found the rule over MaxLag/4 behind the
+	// recorder; a rule sharing its goroutine then gets one of its own
+	lagging bool
 }
 
 // topicReader is one topic's cursor for one rule.
@@ -103,8 +153,8 @@ type topicReader struct {
 	changes int
 }
 
-// StartLive starts one goroutine per rule over rec. It takes ownership of
-// the rules: Close closes them.
+// StartLive starts the rules over rec, all on one goroutine (see Live).
+// It takes ownership of the rules: Close closes them.
 func StartLive(rec *engine.Recorder, rules []*Rule, opts LiveOptions) (*Live, error) {
 	seen := map[string]string{}
 	for _, r := range rules {
@@ -115,14 +165,29 @@ func StartLive(rec *engine.Recorder, rules []*Rule, opts LiveOptions) (*Live, er
 	}
 	l := &Live{rec: rec, opts: opts.withDefaults(), stop: make(chan struct{})}
 	for _, r := range rules {
-		ru := &runner{live: l, rule: r, ctl: make(chan func()), known: map[ingest.TopicID]bool{}}
+		ru := &runner{live: l, rule: r, known: map[ingest.TopicID]bool{}}
 		l.runners = append(l.runners, ru)
 	}
-	for _, ru := range l.runners {
-		l.wg.Add(1)
-		go ru.run()
+	if len(l.runners) > 0 {
+		l.mu.Lock()
+		l.startDriver(append([]*runner(nil), l.runners...))
+		l.mu.Unlock()
 	}
 	return l, nil
+}
+
+// startDriver starts a goroutine taking turns over runners. Under l.mu.
+func (l *Live) startDriver(runners []*runner) {
+	dr := &driver{live: l, wake: make(chan struct{}, 1), runners: runners}
+	for _, ru := range runners {
+		ru.owner = dr
+	}
+	if len(runners) > 1 {
+		dr.watch = time.AfterFunc(time.Hour, dr.look)
+		dr.watch.Stop()
+	}
+	l.wg.Add(1)
+	go dr.run()
 }
 
 // Status returns every rule's counters, including Skipped, LagNs and, for
@@ -201,7 +266,7 @@ func (l *Live) ReloadSource(name, src string) error {
 		for _, tr := range kept {
 			ru.known[tr.rd.Topic()] = true
 		}
-		ru.lastPoll = time.Time{}
+		ru.lastPoll, ru.primed = time.Time{}, false
 	})
 	switch ok {
 	case doStopped:
@@ -214,7 +279,7 @@ func (l *Live) ReloadSource(name, src string) error {
 
 var errLiveClosed = fmt.Errorf("live runner closed")
 
-// DumpFinished calls on_dump_finished on every rule, each on its goroutine,
+// DumpFinished calls on_dump_finished on every rule, on its goroutine,
 // and returns when all have run, or after LiveOptions.ControlWait for a rule stuck in
 // a callback (that rule misses the notification; counted in its Errors
 // and logged).
@@ -272,6 +337,13 @@ func (l *Live) CloseWithin(d time.Duration) bool {
 				r := ru.rule
 				ru.mu.Unlock()
 				st := r.Status()
+				l.mu.Lock()
+				inTurn := ru.owner.cur == ru
+				l.mu.Unlock()
+				if !inTurn { // waiting for its turn behind a stuck rule not yet moved off
+					r.logger.Error("rule waiting behind a rule stuck in a callback at stop; abandoned", "rule", r.decl.Name, "file", r.file)
+					continue
+				}
 				r.logger.Error("rule stuck in a callback at stop; abandoned", "rule", r.decl.Name, "file", r.file,
 					"in_call", time.Duration(st.CallNs).Round(time.Millisecond))
 				continue
@@ -304,64 +376,225 @@ const (
 	doTimedOut
 )
 
-// do runs f on the runner's goroutine and waits, at most ControlWait for
-// the goroutine to take it and for f to finish. After a time-out f may
-// still run later.
+// do runs f on the runner's goroutine between its turns and waits, at
+// most ControlWait for the goroutine to take it and for f to finish.
+// After a time-out f may still run later if the goroutine took it; one
+// not taken is withdrawn.
 func (ru *runner) do(f func()) int {
-	done := make(chan struct{})
-	t := time.NewTimer(ru.live.opts.ControlWait)
+	l := ru.live
+	req := &ctlRequest{f: f, done: make(chan struct{})}
+	l.mu.Lock()
+	select {
+	case <-l.stop:
+		l.mu.Unlock()
+		return doStopped
+	default:
+	}
+	ru.pending = append(ru.pending, req)
+	dr := ru.owner
+	l.mu.Unlock()
+	select {
+	case dr.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+	t := time.NewTimer(l.opts.ControlWait)
 	defer t.Stop()
 	select {
-	case ru.ctl <- func() { f(); close(done) }:
-	case <-ru.live.stop:
-		return doStopped
-	case <-t.C:
-		return doTimedOut
-	}
-	select {
-	case <-done:
+	case <-req.done:
 		return doDone
+	case <-l.stop:
+		if ru.withdraw(req) {
+			return doStopped
+		}
+		select {
+		case <-req.done:
+			return doDone
+		case <-t.C:
+			return doTimedOut
+		}
 	case <-t.C:
-		return doTimedOut
+		if ru.withdraw(req) {
+			return doTimedOut
+		}
+		select {
+		case <-req.done:
+			return doDone
+		default:
+			return doTimedOut
+		}
 	}
 }
 
-func (ru *runner) run() {
+// withdraw takes req off the runner's queue unless its driver took it
+// already; it reports whether it did.
+func (ru *runner) withdraw(req *ctlRequest) bool {
 	l := ru.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if req.taken {
+		return false
+	}
+	for i, q := range ru.pending {
+		if q == req {
+			ru.pending = append(ru.pending[:i], ru.pending[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+func (dr *driver) run() {
+	l := dr.live
 	defer l.wg.Done()
-	defer ru.exited.Store(true)
+	defer dr.exit()
 	idle := time.NewTimer(l.opts.Poll)
 	defer idle.Stop()
 	for {
-		select {
-		case <-l.stop:
+		busy, stopped := dr.round()
+		if stopped {
 			return
-		case f := <-ru.ctl:
-			f()
-		default:
 		}
-		if time.Since(ru.lastPoll) >= l.opts.TopicPoll {
-			ru.discover()
-		}
-		if ru.drain(l.opts.Batch) > 0 {
+		if busy {
 			continue
 		}
-		// caught up: let time pass in the rule, then wait
-		ru.rule.Tick(l.rec.Now() - int64(l.opts.Poll))
+		// all caught up (and time passed in each rule): wait
 		idle.Reset(l.opts.Poll)
 		select {
 		case <-l.stop:
 			return
-		case f := <-ru.ctl:
-			f()
+		case <-dr.wake:
 		case <-idle.C:
 		}
 	}
 }
 
-// discover opens readers, at the newest message, for new matching topics.
+// exit marks the driver's runners as stopped (CloseWithin releases them).
+func (dr *driver) exit() {
+	l := dr.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if dr.watch != nil {
+		dr.watch.Stop()
+	}
+	dr.cur = nil
+	for _, ru := range dr.runners {
+		ru.exited.Store(true)
+	}
+}
+
+// round gives each of the driver's runners a turn: its control requests,
+// a topic poll when due, up to Batch messages, and when it has none left
+// the ticks due up to the recorder's clock less Poll. busy: some runner
+// delivered messages (it may have more).
+func (dr *driver) round() (busy, stopped bool) {
+	l := dr.live
+	now := time.Now()
+	for i := 0; ; i++ {
+		select {
+		case <-l.stop:
+			return busy, true
+		default:
+		}
+		l.mu.Lock()
+		if i >= len(dr.runners) {
+			dr.cur = nil
+			l.mu.Unlock()
+			break
+		}
+		ru := dr.runners[i]
+		dr.cur = ru
+		dr.turn++
+		if i == 0 && dr.watch != nil && len(dr.runners) > 1 {
+			dr.seen = 0
+			dr.watch.Reset(l.opts.Detach)
+		}
+		reqs := ru.pending
+		ru.pending = nil
+		for _, q := range reqs {
+			q.taken = true
+		}
+		l.mu.Unlock()
+		for _, q := range reqs {
+			q.f()
+			close(q.done)
+		}
+		if now.Sub(ru.lastPoll) >= l.opts.TopicPoll {
+			ru.discover()
+		}
+		if ru.drain(l.opts.Batch) > 0 {
+			busy = true
+		} else {
+			ru.rule.Tick(l.rec.Now() - int64(l.opts.Poll))
+		}
+		if ru.lagging {
+			ru.lagging = false
+			l.mu.Lock()
+			if len(dr.runners) > 1 && dr.runners[i] == ru {
+				// the rules together need more than this goroutine
+				dr.runners = append(dr.runners[:i:i], dr.runners[i+1:]...)
+				l.startDriver([]*runner{ru})
+				i--
+				l.mu.Unlock()
+				ru.logMoved("it lags over " + (l.opts.MaxLag / 4).String() + " behind the recorder")
+				continue
+			}
+			l.mu.Unlock()
+		}
+	}
+	if dr.watch != nil {
+		dr.watch.Stop()
+	}
+	return busy, false
+}
+
+// look is the driver's watchdog, armed while a round runs on a driver
+// of several runners: a turn still running at two looks Detach apart
+// moves its runner to a goroutine of its own (this driver keeps it: it is
+// inside its callback) and the other runners to a new driver.
+func (dr *driver) look() {
+	l := dr.live
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if dr.cur == nil || len(dr.runners) < 2 {
+		return
+	}
+	if dr.turn != dr.seen {
+		dr.seen = dr.turn
+		dr.watch.Reset(l.opts.Detach)
+		return
+	}
+	slow := dr.cur
+	var rest []*runner
+	for _, ru := range dr.runners {
+		if ru != slow {
+			rest = append(rest, ru)
+		}
+	}
+	dr.runners = []*runner{slow}
+	l.startDriver(rest)
+	slow.logMoved("one turn of its callbacks took over " + l.opts.Detach.String())
+}
+
+// logMoved logs that the runner got a goroutine of its own, and why.
+func (ru *runner) logMoved(why string) {
+	ru.mu.Lock()
+	r := ru.rule
+	ru.mu.Unlock()
+	r.logger.Warn("rule slow: "+why+"; moved to a goroutine of its own", "rule", r.decl.Name, "file", r.file)
+}
+
+// discover opens readers for new matching topics. The topics there at
+// the rule's first poll (since it started or was reloaded) are read from
+// their newest message on: a rule never sees what was recorded before it
+// ran. A topic that appears later was created while the rule ran, so its
+// ring holds nothing from before: it is read from its oldest message, and
+// the rule sees its first messages (a DBC message's topic is created at
+// its first frame), up to TopicPoll behind the messages of its other
+// topics it already had.
 func (ru *runner) discover() {
 	ru.lastPoll = time.Now()
+	fromNewest := !ru.primed
+	ru.primed = true
 	for _, ts := range ru.live.rec.Topics() {
 		if ru.known[ts.ID] {
 			// a producer restarted with another type: rules see it from
@@ -383,7 +616,9 @@ func (ru *runner) discover() {
 			ru.rule.logger.Warn("rule cannot read topic", "rule", ru.rule.decl.Name, "topic", ts.Info.Name, "err", err)
 			continue
 		}
-		rd.SeekNewest()
+		if fromNewest {
+			rd.SeekNewest()
+		} // else at the oldest message held (NewReader)
 		typ := ts.Info.Type
 		ru.readers = append(ru.readers, &topicReader{rd: rd, name: ts.Info.Name, next: ^uint64(0), typ: &typ, changes: ts.TypeChanges})
 	}
@@ -426,6 +661,7 @@ func (ru *runner) drain(n int) int {
 	if i > 0 {
 		lag := ru.live.rec.Now() - ru.lastTS
 		r.st.lag.Store(lag)
+		ru.lagging = lag > int64(ru.live.opts.MaxLag)/4
 		if lag > int64(ru.live.opts.MaxLag) {
 			ru.skipToNewest()
 		}

@@ -2,10 +2,15 @@ package scripts
 
 import (
 	"encoding/binary"
+	"fmt"
+	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
@@ -203,7 +208,7 @@ func TestLiveReloadAndDump(t *testing.T) {
 }
 
 // TestLiveRunawayRulesDoNotStopIngest: a runaway loop and a memory bomb
-// are disabled within their budgets on their own goroutines; ingest never
+// are disabled within their budgets, off the ingest path; ingest never
 // waits for them and a healthy rule on the same topic keeps firing.
 func TestLiveRunawayRulesDoNotStopIngest(t *testing.T) {
 	rec, vc := newLiveRecorder(t, 64<<10)
@@ -323,5 +328,285 @@ func TestLiveFieldsByName(t *testing.T) {
 	waitFor(t, l, "all messages", func() bool { return l.Status()[0].Messages == uint64(len(speeds)+len(speeds2)) })
 	if st := l.Status()[0]; st.TriggersFired != 2 || st.Disabled {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// TestLiveNewTopicFromItsFirstMessage: a topic there when the rule starts
+// (or reloads) is read from its newest message on, its past never seen; a
+// topic that appears while the rule runs (a DBC message's topic, created
+// at its first frame) is read from its first message, whenever the next
+// topic poll finds it.
+func TestLiveNewTopicFromItsFirstMessage(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 64<<10)
+	old, _ := rec.Discover(ingest.TopicInfo{Name: "c/old"})
+	rec.IngestAt(old, at(0), 0, []byte{1}) // before the rule: never seen
+	r, _ := load(t, `rule{name='first', topics='c/*'}
+seen = {}
+function on_message(m) seen[#seen+1] = m.topic .. '#' .. m.seq end`, nil)
+	l, err := StartLive(rec, []*Rule{r}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ru := l.runners[0]
+	settle(l) // the first poll: c/old from its newest message on
+	nw, _ := rec.Discover(ingest.TopicInfo{Name: "c/new"})
+	vc.Set(at(2 * time.Millisecond))
+	rec.IngestAt(nw, at(time.Millisecond), 0, []byte{1})
+	rec.IngestAt(nw, at(2*time.Millisecond), 0, []byte{2})
+	ru.do(ru.discover) // the next topic poll, after the topic's first messages
+	rec.IngestAt(old, at(3*time.Millisecond), 0, []byte{3})
+	waitFor(t, l, "3 messages", func() bool { return l.Status()[0].Messages == 3 })
+	var seen string
+	ru.do(func() { seen = luaList(ru.rule, "seen") })
+	if seen != "c/new#0,c/new#1,c/old#1" {
+		t.Errorf("seen %s, want the new topic from its first message, the old one from after the start", seen)
+	}
+	// After a reload, the topics there are the past again: a topic the new
+	// version matches is read from its newest message on.
+	other, _ := rec.Discover(ingest.TopicInfo{Name: "d/x"})
+	rec.IngestAt(other, at(4*time.Millisecond), 0, []byte{4})
+	if err := l.ReloadSource("first", `rule{name='first', topics='d/*'}
+seen = {}
+function on_message(m) seen[#seen+1] = m.topic .. '#' .. m.seq end`); err != nil {
+		t.Fatal(err)
+	}
+	ru.do(ru.discover)
+	rec.IngestAt(other, at(5*time.Millisecond), 0, []byte{5})
+	waitFor(t, l, "the message after the reload", func() bool { return l.Status()[0].Messages == 4 }) // the counters go on
+	ru.do(func() { seen = luaList(ru.rule, "seen") })
+	if seen != "d/x#1" {
+		t.Errorf("after the reload: seen %s, want d/x#1 only", seen)
+	}
+}
+
+// TestLiveRulesShareOneGoroutine: the rules of a Live take turns on one
+// goroutine (one poll timer for all, not one per rule); a rule stuck in a
+// callback is moved to a goroutine of its own within about twice Detach,
+// and the other rules, which waited behind it until then, deliver every
+// message after it.
+func TestLiveRulesShareOneGoroutine(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 64<<10)
+	id, _ := rec.Discover(ingest.TopicInfo{Name: "x"})
+	got := make(chan Trigger, 64)
+	logger, logged := captureLog()
+	mk := func(name, body string, budget int64) *Rule {
+		r, err := LoadSource(name+".lua", "rule{name='"+name+"', topics='x'}\nfunction on_message(m) "+body+" end",
+			Options{Logger: logger, OnTrigger: func(tr Trigger) { got <- tr }, Budget: Budget{Instructions: budget}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var rules []*Rule
+	for i := range 4 {
+		rules = append(rules, mk(fmt.Sprintf("ok%d", i), "trigger{}", 0))
+	}
+	stuck := mk("stuck", "if m.seq >= 3 then while true do end end", 1<<60)
+	rules = append(rules[:2], append([]*Rule{stuck}, rules[2:]...)...)
+	l, err := StartLive(rec, rules, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, MaxLag: time.Hour,
+		Detach: 20 * time.Millisecond, ControlWait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	settle(l)
+	if n := drivers(l); n != 1 {
+		t.Errorf("5 rules run on %d goroutines, want 1", n)
+	}
+	const msgs = 10
+	for i := range msgs {
+		ts := at(time.Duration(i) * time.Second)
+		vc.Set(ts)
+		rec.IngestAt(id, ts, 0, []byte{1})
+	}
+	fired := map[string]int{}
+	for range 4 * msgs {
+		select {
+		case tr := <-got:
+			fired[tr.Rule]++
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the rules beside a stuck one fired %v of %d each: %+v", fired, msgs, l.Status())
+		}
+	}
+	for i := range 4 {
+		if n := fired[fmt.Sprintf("ok%d", i)]; n != msgs {
+			t.Errorf("ok%d fired %d of %d", i, n, msgs)
+		}
+	}
+	if st := l.Status()[2]; !strings.Contains(st.Name, "stuck") || st.Messages != 3 {
+		t.Errorf("stuck rule %+v", st)
+	}
+	if n := drivers(l); n != 2 {
+		t.Errorf("after the stuck rule moved off: %d goroutines, want 2", n)
+	}
+	if log := logged(); !strings.Contains(log, `msg="rule slow: one turn of its callbacks took over 20ms; moved to a goroutine of its own" rule=stuck`) {
+		t.Errorf("log:\n%s", log)
+	}
+	// the others still take reloads and dump notices
+	if err := l.ReloadSource("ok0", "rule{name='ok0', topics='x'}\nfunction on_message(m) end"); err != nil {
+		t.Errorf("reload beside a stuck rule: %v", err)
+	}
+}
+
+// captureLog returns a logger and a function returning what it logged so
+// far (safe while rules log from their goroutines).
+func captureLog() (*slog.Logger, func() string) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	return logger, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.String()
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestLiveControlBehindAStuckRule: a reload and a dump notice for a rule
+// waiting for its turn behind a stuck one are carried out once the stuck
+// rule is moved off, within ControlWait.
+func TestLiveControlBehindAStuckRule(t *testing.T) {
+	rec, _ := newLiveRecorder(t, 64<<10)
+	id, _ := rec.Discover(ingest.TopicInfo{Name: "x"})
+	got := make(chan Trigger, 16)
+	stuck, err := LoadSource("stuck.lua", "rule{name='stuck', topics='x'}\nfunction on_message(m) while true do end end",
+		Options{Logger: quiet, Budget: Budget{Instructions: 1 << 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := LoadSource("ok.lua", "rule{name='ok', topics='x'}\nfunction on_dump_finished(d) trigger{reason=d.path} end",
+		Options{Logger: quiet, OnTrigger: func(tr Trigger) { got <- tr }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := StartLive(rec, []*Rule{ok, stuck}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond,
+		Detach: 200 * time.Millisecond, ControlWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	settle(l)
+	rec.IngestAt(id, at(0), 0, nil)
+	for deadline := time.Now().Add(20 * time.Second); l.Status()[1].CallNs == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rule is not stuck: %+v", l.Status())
+		}
+	}
+	// queued for the first rule while the goroutine they share is stuck in
+	// the second's callback; the stuck rule misses it (ControlWait)
+	l.DumpFinished(DumpResult{Path: "/d/1.pack"})
+	select {
+	case tr := <-got:
+		if tr.Reason != "/d/1.pack" {
+			t.Errorf("trigger %+v", tr)
+		}
+	default:
+		t.Errorf("on_dump_finished not delivered to the rule behind the stuck one: %+v", l.Status())
+	}
+	if err := l.ReloadSource("ok", "rule{name='ok', topics='x'}\nfunction on_message(m) end"); err != nil {
+		t.Errorf("reload behind a stuck rule: %v", err)
+	}
+	if st := l.Status(); st[1].Errors != 1 || st[0].Reloads != 1 {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// TestLiveLaggingRuleMovesOff: rules sharing a goroutine that fall over
+// MaxLag/4 behind the recorder (together they need more than one
+// goroutine) are moved to goroutines of their own, one at a time, until
+// one is left on the shared one.
+func TestLiveLaggingRuleMovesOff(t *testing.T) {
+	rec, vc := newLiveRecorder(t, 1<<20)
+	id, _ := rec.Discover(ingest.TopicInfo{Name: "x"})
+	logger, logged := captureLog()
+	var rules []*Rule
+	for _, name := range []string{"a", "b", "c"} {
+		r, err := LoadSource(name+".lua", "rule{name='"+name+"', topics='x'}\nfunction on_message(m) end", Options{Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	l, err := StartLive(rec, rules, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, MaxLag: 4 * time.Second, Detach: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	settle(l)
+	const n = 2000
+	for i := range n {
+		rec.IngestAt(id, at(time.Duration(i)*time.Millisecond), 0, []byte{1})
+	}
+	vc.Set(at(3 * time.Second)) // the messages' first batch is 2.7 s behind: over MaxLag/4
+	waitFor(t, l, "every message delivered", func() bool {
+		for _, st := range l.Status() {
+			if st.Messages != n {
+				return false
+			}
+		}
+		return true
+	})
+	if g := drivers(l); g != 3 {
+		t.Errorf("%d goroutines for 3 lagging rules, want 3", g)
+	}
+	log := logged()
+	if c := strings.Count(log, `msg="rule slow: it lags over 1s behind the recorder; moved to a goroutine of its own"`); c != 2 {
+		t.Errorf("%d rules moved off, want 2:\n%s", c, log)
+	}
+}
+
+// drivers counts the goroutines running l's rules.
+func drivers(l *Live) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[*driver]bool{}
+	for _, ru := range l.runners {
+		seen[ru.owner] = true
+	}
+	return len(seen)
+}
+
+// TestLiveCloseBehindAStuckRule: at stop, a rule still waiting for its
+// turn behind one stuck in a Go function (not yet moved off) is
+// abandoned with it, and the log says which is which.
+func TestLiveCloseBehindAStuckRule(t *testing.T) {
+	rec, _ := newLiveRecorder(t, 64<<10)
+	id, _ := rec.Discover(ingest.TopicInfo{Name: "x"})
+	logger, logged := captureLog()
+	release := make(chan struct{})
+	gostuck, err := LoadSource("go.lua", "rule{name='go', topics='x'}\nfunction on_message(m) block() end", Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gostuck.L.SetGlobal("block", gostuck.L.NewFunction(func(*lua.LState) int { <-release; return 0 }))
+	behind, err := LoadSource("behind.lua", "rule{name='behind', topics='x'}\nfunction on_message(m) end", Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := StartLive(rec, []*Rule{gostuck, behind}, LiveOptions{Poll: time.Millisecond, TopicPoll: time.Millisecond, Detach: time.Hour})
+	defer func() { close(release); l.wg.Wait() }()
+	settle(l)
+	rec.IngestAt(id, at(0), 0, nil)
+	for deadline := time.Now().Add(20 * time.Second); l.Status()[0].CallNs == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rule is not stuck: %+v", l.Status())
+		}
+	}
+	if l.CloseWithin(50 * time.Millisecond) {
+		t.Error("CloseWithin reported every rule stopped while one is stuck in Go")
+	}
+	log := logged()
+	for _, want := range []string{`msg="rule stuck in a callback at stop; abandoned" rule=go`, `msg="rule waiting behind a rule stuck in a callback at stop; abandoned" rule=behind`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log has no %s:\n%s", want, log)
+		}
 	}
 }

@@ -46,9 +46,11 @@ type Message struct {
 type Trigger struct {
 	// Rule is the declaring rule's name.
 	Rule string
-	// Reason defaults to the rule name.
+	// Reason defaults to the rule name; at most MaxReason bytes (a longer
+	// one is cut and ends with Truncated).
 	Reason string
-	// Tag is free text from the rule ("" when none).
+	// Tag is free text from the rule ("" when none); at most MaxTag
+	// bytes, cut like Reason.
 	Tag string
 	// Severity defaults to 1.
 	Severity int
@@ -66,7 +68,8 @@ type Trigger struct {
 	Pre, Post *time.Duration
 	// Topics restricts the dump to these topic globs; nil means all.
 	Topics []string
-	// Params are the rule's effective parameters; shared between the
+	// Params are the rule's effective parameters, within MaxParams,
+	// MaxParamName and MaxParamValue (bounds.go); shared between the
 	// triggers of one rule: do not modify.
 	Params map[string]string
 }
@@ -102,6 +105,9 @@ type Options struct {
 	// Time, when set (TimeProducer, TimeCapture or TimeEvent), overrides
 	// the time domain the rule declares.
 	Time string
+	// Name, when set, replaces the name the rule declares: a second
+	// instance of one rule file runs under a name of its own.
+	Name string
 }
 
 // Time domains a rule can run in (Decl.Time, Options.Time).
@@ -147,35 +153,35 @@ type Decl struct {
 
 // RuleStatus is a snapshot of one rule's counters.
 type RuleStatus struct {
-	Name string
+	Name string `json:"name"`
 	// File is the path or chunk name the rule was loaded from.
-	File     string
-	Topics   []string
-	Messages uint64 // on_message calls
-	Ticks    uint64 // on_tick calls
+	File     string   `json:"file"`
+	Topics   []string `json:"topics"`
+	Messages uint64   `json:"messages"` // on_message calls
+	Ticks    uint64   `json:"ticks"`    // on_tick calls
 	// TicksSkipped counts ticks not delivered because message time jumped
 	// further than MaxCatchUpTicks ticks.
-	TicksSkipped       uint64
-	Errors             uint64
-	TriggersFired      uint64
-	TriggersSuppressed uint64 // by cooldown or max_per_minute
-	LogsDropped        uint64
-	Instructions       uint64
+	TicksSkipped       uint64 `json:"ticks_skipped"`
+	Errors             uint64 `json:"errors"`
+	TriggersFired      uint64 `json:"triggers_fired"`
+	TriggersSuppressed uint64 `json:"triggers_suppressed"` // by cooldown or max_per_minute
+	LogsDropped        uint64 `json:"logs_dropped"`
+	Instructions       uint64 `json:"instructions"`
 	// Skipped counts messages a live reader skipped because the rule fell
 	// behind the ring; LagNs is how far behind the newest message the rule
 	// was at its last read.
-	Skipped uint64
-	LagNs   int64
+	Skipped uint64 `json:"skipped"`
+	LagNs   int64  `json:"lag_ns"`
 	// CallNs is how long the rule has been inside its current callback
 	// (0 when it is not running one); Stuck is set once that passes
 	// StuckAfter: a callback within the default budget takes milliseconds.
-	CallNs   int64
-	Stuck    bool
-	Disabled bool
+	CallNs   int64 `json:"call_ns"`
+	Stuck    bool  `json:"stuck"`
+	Disabled bool  `json:"disabled"`
 	// Why says why the rule is disabled, naming file and line.
-	Why         string
-	Reloads     uint64
-	ReloadError string
+	Why         string `json:"why,omitempty"`
+	Reloads     uint64 `json:"reloads"`
+	ReloadError string `json:"reload_error,omitempty"`
 }
 
 // StuckAfter is how long a callback may run before Status calls the rule
@@ -267,8 +273,9 @@ type Rule struct {
 
 	loading    bool
 	declared   bool
-	paramSet   map[string]bool // names declared with param()
-	declFailed bool            // the load error came from rule{} or param()
+	paramSet   map[string]bool   // names declared with param()
+	trigParams map[string]string // decl.Params within the bounds of what a trigger records (bounds.go)
+	declFailed bool              // the load error came from rule{} or param()
 	dead       bool
 	closed     bool
 
@@ -413,6 +420,9 @@ func (r *Rule) load() error {
 	if r.opts.Time != "" {
 		d.Time = r.opts.Time
 	}
+	if r.opts.Name != "" {
+		d.Name = r.opts.Name
+	}
 	switch d.Time {
 	case "":
 		d.Time = TimeProducer
@@ -432,6 +442,7 @@ func (r *Rule) load() error {
 	if d.MaxPerMinute > 0 {
 		r.window = make([]int64, 0, d.MaxPerMinute)
 	}
+	r.trigParams = boundParams(d.Params)
 	return r.checkMemory()
 }
 
@@ -463,6 +474,10 @@ func (r *Rule) Matches(topic string) bool {
 	r.lastTopic, r.lastMatch = topic, ok
 	return ok
 }
+
+// ReadsMessages reports whether the rule defines on_message: whether its
+// topics are its input (a rule of on_tick alone sees only time).
+func (r *Rule) ReadsMessages() bool { return r.onMessage != nil }
 
 // Disabled reports whether the rule has been disabled by an error.
 func (r *Rule) Disabled() bool { return r.dead }

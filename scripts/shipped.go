@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/edr-lite/edr-lite/internal/suggest"
 )
 
 // Shipped holds the rules shipped with edr-lite, as rules/<name>.lua.
@@ -30,7 +32,8 @@ func LoadShipped(name string, opts Options) (*Rule, error) {
 	p := path.Join("rules", name+".lua")
 	b, err := Shipped.ReadFile(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: no shipped rule %q (have %s)", ErrNoRule, name, strings.Join(ShippedNames(), ", "))
+		return nil, fmt.Errorf("%w: no shipped rule %q%s (shipped: %s)", ErrNoRule, name,
+			suggest.DidYouMean(name, ShippedNames()), strings.Join(ShippedNames(), ", "))
 	}
 	r, err := LoadSource(p, string(b), opts)
 	if err != nil {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds libedrpack, edr-lite's pack-sdk for C, C++ and Python, for
 # linux/amd64 and linux/arm64: the shared library (libedrpack.so), the static
-# archive (libedrpack.a, link with -lpthread -ldl -lm), the header and the
-# Python module, one directory per platform:
+# archive (libedrpack.a, link with -lpthread -ldl -lm), the C header, the C++
+# wrapper, the valgrind suppressions and the Python wheel (the library
+# inside), one directory per platform:
 #
-#   OUT/linux_amd64/{libedrpack.so,libedrpack.a,edr_pack.h,edrpack.py}
-#   OUT/linux_arm64/...
+#   OUT/linux_amd64/{libedrpack.so,libedrpack.a,edr_pack.h,edr_pack.hpp,libedrpack.supp,
+#                    edrpack-V-py3-none-manylinux_2_N_x86_64.whl}
+#   OUT/linux_arm64/... (edrpack-V-py3-none-manylinux_2_N_aarch64.whl)
 #
 # Each library is then linked with the C and C++ test programs (-Wall
 # -Werror) by the platform's compiler, so a header or ABI slip fails here.
@@ -48,11 +50,16 @@ for p in $platforms; do
 	go build -trimpath -buildmode=c-shared -o "$dir/libedrpack.so" ./sdk/libedrpack
 	go build -trimpath -buildmode=c-archive -o "$dir/libedrpack.a" ./sdk/libedrpack
 	rm -f "$dir/libedrpack.h" # cgo's generated header: edr_pack.h is the interface
-	cp sdk/include/edr_pack.h sdk/python/edrpack.py "$dir/"
-	"$cc" -std=c99 -Wall -Wextra -Werror -O2 -Isdk/include sdk/test/edrpack_test.c -L"$dir" -ledrpack -o "$dir/edrpack_test"
+	cp sdk/include/edr_pack.h sdk/include/edr_pack.hpp sdk/valgrind/libedrpack.supp "$dir/"
+	# the Python package as a wheel, the library inside, tagged for this
+	# platform (manylinux_2_N_x86_64 / _aarch64)
+	rm -f "$dir"/edrpack-*.whl
+	python3 sdk/python/_build/edrpack_build.py --lib "$dir/libedrpack.so" --out "$dir" >/dev/null
+	"$cc" -std=c99 -Wall -Wextra -Werror -O2 -Isdk/include sdk/test/edrpack_test.c -L"$dir" -ledrpack -lpthread -o "$dir/edrpack_test"
 	"$cc" -std=c99 -Wall -Wextra -Werror -O2 -Isdk/include sdk/test/edrpack_test.c "$dir/libedrpack.a" -lpthread -ldl -lm -o "$dir/edrpack_test_static"
 	if command -v "$cxx" >/dev/null; then
 		"$cxx" -std=c++17 -Wall -Wextra -Werror -O2 -Isdk/include sdk/test/edrpack_test.cc -L"$dir" -ledrpack -o "$dir/edrpack_test_cc"
+		"$cxx" -std=c++17 -Wall -Wextra -Werror -O2 -Isdk/include sdk/test/edrpack_wrapper_test.cc -L"$dir" -ledrpack -o "$dir/edrpack_wrapper_test"
 	else
 		echo "($cxx not installed: the C++ program is not linked for $p)"
 	fi
@@ -77,6 +84,13 @@ for p in $platforms; do
 	"${run[@]}" "$dir/edrpack_test_static" misuse "$smoke/smoke.pack" | grep -q 'misuse ok'
 	if [ -x "$dir/edrpack_test_cc" ]; then
 		LD_LIBRARY_PATH="$dir" "${run[@]}" "$dir/edrpack_test_cc" "$smoke/smoke.pack" | grep -q '^frames 20 messages 60$'
+		LD_LIBRARY_PATH="$dir" "${run[@]}" "$dir/edrpack_wrapper_test" typed "$smoke/typed.pack" | grep -q '^typed ok$'
+	fi
+	if [ "$p" = "$host" ] && python3 -c 'import venv, ensurepip' 2>/dev/null; then
+		# the wheel installs offline into a fresh venv and reads the smoke file
+		python3 -m venv "$smoke/venv"
+		"$smoke/venv/bin/python" -m pip install -q --no-index --no-deps "$dir"/edrpack-*.whl
+		"$smoke/venv/bin/python" -I -c 'import edrpack, sys; print(sum(1 for _ in edrpack.Dump(sys.argv[1]).iter_messages()))' "$smoke/smoke.pack" | grep -q '^60$'
 	fi
 	rm -rf "$smoke"
 	echo "smoke run ok${run:+ (under ${run[0]})}"

@@ -21,10 +21,10 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/clock"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -37,7 +37,9 @@ type kit struct {
 	bin     string // edr-lite
 	ctest   string // edrpack_test.c with ASan, against the shared library
 	cctest  string // edrpack_test.cc with ASan
+	hpp     string // edrpack_wrapper_test.cc (edr_pack.hpp only) with ASan
 	cstatic string // edrpack_test.c against the c-archive, no ASan
+	cplain  string // edrpack_test.c against the shared library, -O0, no ASan: for valgrind
 	demo    string // a demo dump (pack)
 	demoMC  string // its MCAP export
 	rec     string // a recorder dump: zstd frames, channels
@@ -116,18 +118,23 @@ func buildKit(cc, cxx string) (*kit, error) {
 		return nil, err
 	}
 	k := &kit{dir: dir, lib: filepath.Join(dir, "libedrpack.so"), bin: filepath.Join(dir, "edr-lite"),
-		ctest: filepath.Join(dir, "ctest"), cctest: filepath.Join(dir, "cctest"), cstatic: filepath.Join(dir, "cstatic")}
+		ctest: filepath.Join(dir, "ctest"), cctest: filepath.Join(dir, "cctest"), cstatic: filepath.Join(dir, "cstatic"), cplain: filepath.Join(dir, "cplain"),
+		hpp: filepath.Join(dir, "hpp")}
 	cgo := []string{"CGO_ENABLED=1"}
 	steps := [][]string{
 		{"go", "build", "-buildmode=c-shared", "-o", k.lib, "./sdk/libedrpack"},
 		{"go", "build", "-buildmode=c-archive", "-o", filepath.Join(dir, "libedrpack.a"), "./sdk/libedrpack"},
 		{"go", "build", "-o", k.bin, "./cmd/edr-lite"},
 		{cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address", "-fno-omit-frame-pointer", "-Isdk/include",
-			"sdk/test/edrpack_test.c", "-L" + dir, "-ledrpack", "-Wl,-rpath," + dir, "-o", k.ctest},
+			"sdk/test/edrpack_test.c", "-L" + dir, "-ledrpack", "-Wl,-rpath," + dir, "-lpthread", "-o", k.ctest},
 		{cxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address", "-fno-omit-frame-pointer", "-Isdk/include",
 			"sdk/test/edrpack_test.cc", "-L" + dir, "-ledrpack", "-Wl,-rpath," + dir, "-o", k.cctest},
+		{cxx, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-g", "-fsanitize=address", "-fno-omit-frame-pointer", "-Isdk/include",
+			"sdk/test/edrpack_wrapper_test.cc", "-L" + dir, "-ledrpack", "-Wl,-rpath," + dir, "-o", k.hpp},
 		{cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-Isdk/include", "sdk/test/edrpack_test.c",
 			filepath.Join(dir, "libedrpack.a"), "-lpthread", "-ldl", "-lm", "-o", k.cstatic},
+		{cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-O0", "-Isdk/include", "sdk/test/edrpack_test.c",
+			"-L" + dir, "-ledrpack", "-Wl,-rpath," + dir, "-lpthread", "-o", k.cplain},
 	}
 	for _, s := range steps {
 		if _, err := run(root, cgo, s[0], s[1:]...); err != nil {
@@ -272,7 +279,17 @@ func expected(t *testing.T, k *kit, path string) (msgs uint64, topics map[string
 	for _, tp := range in.Topics {
 		info[tp.Name] = tp.Messages
 	}
-	out, err = run(k.dir, nil, k.bin, "cat", "--jsonl", path)
+	return in.Messages, catFigures(t, k, path), info
+}
+
+// catFigures returns the per-topic figures of what edr-lite cat --jsonl
+// prints of path with the selection flags sel.
+func catFigures(t *testing.T, k *kit, path string, sel ...string) map[string]topicFigures {
+	t.Helper()
+	out, err := run(k.dir, nil, k.bin, append(append([]string{"cat", "--jsonl"}, sel...), path)...)
+	if err != nil && len(sel) > 0 && strings.Contains(err.Error(), "the selection matches nothing") {
+		return nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,11 +318,11 @@ func expected(t *testing.T, k *kit, path string) (msgs uint64, topics map[string
 		a.b += uint64(len(d))
 		a.h = fnv64a(a.h, d)
 	}
-	topics = map[string]topicFigures{}
+	topics := map[string]topicFigures{}
 	for name, a := range accs {
 		topics[name] = topicFigures{a.n, a.b, fmt.Sprintf("%016x", a.h)}
 	}
-	return in.Messages, topics, info
+	return topics
 }
 
 func fnv64a(h uint64, b []byte) uint64 {
@@ -348,7 +365,7 @@ func TestCReadsLikeGo(t *testing.T) {
 			if gotMsgs != msgs || fmt.Sprint(sorted(listed)) != fmt.Sprint(sorted(info)) {
 				t.Errorf("C: %d messages, topics listed %v; info --json: %d, %v", gotMsgs, sorted(listed), msgs, sorted(info))
 			}
-			ways := [][]string{{k.ctest, "mem", tc.path}, {k.cctest, tc.path}, {k.cstatic, "summary", tc.path}}
+			ways := [][]string{{k.ctest, "mem", tc.path}, {k.cctest, tc.path}, {k.cstatic, "summary", tc.path}, {k.hpp, "summary", tc.path}}
 			if tc.path != k.demoMC { // streams are pack only
 				ways = append(ways, []string{k.ctest, "fd", tc.path}, []string{k.ctest, "callback", tc.path})
 			}
@@ -419,6 +436,9 @@ func seekTimes(t *testing.T, path string) []int64 {
 	defer r.Close()
 	s := r.Summary()
 	ts := []int64{0, s.FirstNs - 1, s.LastNs + 1}
+	for q := int64(1); q < 8; q++ { // inside frames too: the demo dump is one frame
+		ts = append(ts, s.FirstNs+(s.LastNs-s.FirstNs)*q/8)
+	}
 	var f pack.Frame
 	for r.ReadMetaInto(&f) == nil {
 		ts = append(ts, f.Time()-1, f.Time(), f.Time()+1)
@@ -426,9 +446,68 @@ func seekTimes(t *testing.T, path string) []int64 {
 	return ts
 }
 
+// afterSeek returns, for each time, the line the C program and the Python
+// module print for the messages a seek there must yield: those whose time
+// is >= it (pack: MessageTime; MCAP: log time), counted and summed
+// (FNV-1a 64 of "TOPIC@TIME") from a whole read of path without a seek.
+func afterSeek(t *testing.T, path string, times []int64) map[int64]string {
+	t.Helper()
+	src, err := dumpfile.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	type msg struct {
+		topic string
+		time  int64
+	}
+	var all []msg
+	if pr := src.Pack(); pr != nil {
+		var f pack.Frame
+		for {
+			if err := pr.ReadMetaInto(&f); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			for i := range f.Len() {
+				m := f.Message(i)
+				all = append(all, msg{mcap.TopicName(m.Name, m.Channel), pack.MessageTime(&m, f.Time())})
+			}
+		}
+	} else {
+		mp := src.MCAP()
+		for {
+			ok, err := mp.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			m := mp.Message()
+			all = append(all, msg{mcap.TopicName(m.Name, m.Channel), m.DoneTs})
+		}
+	}
+	out := map[int64]string{}
+	for _, x := range times {
+		var n, sum uint64
+		for _, m := range all {
+			if m.time >= x {
+				n++
+				sum += fnv64a(fnv.New64a().Sum64(), []byte(fmt.Sprintf("%s@%d", m.topic, m.time)))
+			}
+		}
+		out[x] = fmt.Sprintf("after %d messages %d sum %016x", x, n, sum)
+	}
+	return out
+}
+
 // TestCSeekTimeLikeGo: edr_pack_seek_time lands on the frame pack.Reader's
 // SeekTime lands on (pack), on the message mcap.PackReader's SeekTime does
-// (MCAP).
+// (MCAP), and reading on from there yields exactly the messages with time
+// >= the time sought, whatever the frames' bounds (issue #31, item 2: in
+// the demo dump, one frame, a seek to its middle yielded none of them).
 func TestCSeekTimeLikeGo(t *testing.T) {
 	k := getKit(t)
 	for _, path := range []string{k.demo, k.rec, k.demoMC} {
@@ -440,9 +519,22 @@ func TestCSeekTimeLikeGo(t *testing.T) {
 		for _, x := range ts {
 			args = append(args, strconv.FormatInt(x, 10))
 		}
-		lines := strings.Split(strings.TrimSpace(cRun(t, k, k.ctest, args...)), "\n")
-		if len(lines) != len(ts) {
-			t.Fatalf("%s: %d lines for %d times", path, len(lines), len(ts))
+		var lines []string
+		afters, after := 0, afterSeek(t, path, ts)
+		for _, l := range strings.Split(strings.TrimSpace(cRun(t, k, k.ctest, args...)), "\n") {
+			if !strings.HasPrefix(l, "after ") {
+				lines = append(lines, l)
+				continue
+			}
+			var x int64
+			fmt.Sscanf(l, "after %d", &x)
+			if l != after[x] {
+				t.Errorf("%s: C read after the seek: %q, want %q", filepath.Base(path), l, after[x])
+			}
+			afters++
+		}
+		if len(lines) != len(ts) || afters != len(ts) {
+			t.Fatalf("%s: %d and %d lines for %d times", path, len(lines), afters, len(ts))
 		}
 		src, err := dumpfile.Open(path)
 		if err != nil {
@@ -491,7 +583,10 @@ func dropID(l string) string {
 // reader reports, never a crash (the program runs under ASan).
 func TestCCorruptFile(t *testing.T) {
 	k := getKit(t)
-	good := smallFrames(t, k.demo)
+	good, err := os.ReadFile(k.demo) // typed, in frames of 250 ms
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, _ := pack.NewBytesReader("x", good, pack.ReaderOptions{})
 	offs := r.FrameOffsets()
 	if len(offs) < 6 {
@@ -532,7 +627,7 @@ func TestCCorruptFile(t *testing.T) {
 				wantOff = ce.Offset
 			}
 			if tc.name == "not a dump" { // no offset: the format is unknown
-				if code != -5 || !strings.Contains(out, "not a pack, MCAP or MP4 file") {
+				if code != -5 || !strings.Contains(out, "not a pack, MCAP, JSON lines, MP4, candump log or ASC file") {
 					t.Errorf("C: %q, want EDR_EFORMAT", strings.TrimSpace(out))
 				}
 				return
@@ -553,7 +648,7 @@ func TestCMisuse(t *testing.T) {
 	}
 }
 
-// TestPythonModule: sdk/python/edrpack.py (ctypes, stdlib only) reads the
+// TestPythonModule: sdk/python/edrpack (ctypes, stdlib only; from the source tree) reads the
 // demo dump and its MCAP export with the counts and checksums of
 // edr-lite info --json / cat --jsonl, and seeks by time like the Go API.
 func TestPythonModule(t *testing.T) {
@@ -564,7 +659,7 @@ func TestPythonModule(t *testing.T) {
 	}
 	msgs, want, info := expected(t, k, k.demo)
 	ts := seekTimes(t, k.demo)
-	pick := []int64{ts[3], ts[len(ts)/2], ts[len(ts)-2]}
+	pick := []int64{ts[3], ts[6], ts[len(ts)/2], ts[len(ts)-2]} // ts[6]: the middle of the dump
 	for _, path := range []string{k.demo, k.demoMC} {
 		args := []string{"sdk/python/edrpack_check.py", path}
 		for _, x := range pick {
@@ -573,6 +668,11 @@ func TestPythonModule(t *testing.T) {
 		out, err := run("..", []string{"EDRPACK_LIB=" + k.lib}, py, args...)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, want := range afterSeek(t, path, pick) { // exactly the messages >= the time sought
+			if !strings.Contains(out, want+"\n") {
+				t.Errorf("python %s: no line %q in\n%s", filepath.Base(path), want, out)
+			}
 		}
 		_, gotMsgs, got, listed := parseSummary(t, out)
 		sameFigures(t, "python "+filepath.Base(path), got, want)
@@ -666,3 +766,225 @@ func rewriteDump(t *testing.T, path, out string, frameSize, repeat int) {
 		t.Fatal(err)
 	}
 }
+
+// TestShrinkingFile (issue #31, item 3): a file that shrinks while the C
+// library or the Python module reads it (truncated by another process, or
+// re-created by edr_pack_open_write on the same path) never kills the
+// host: the view read before stays readable (the library hands C copies,
+// not the mapping), the reads that follow end in an error code naming the
+// offset (EDR_EIO for a page that is gone; the zeros left in the last page
+// read as damage, EDR_ECORRUPT), and seeks and the summary answer. Before,
+// the first read past the new end killed the process with SIGBUS ("fatal
+// error: fault", exit 2 from the Go runtime inside the library; C reading
+// a view's data died of the signal).
+func TestShrinkingFile(t *testing.T) {
+	k := getKit(t)
+	small := filepath.Join(t.TempDir(), "small.pack")
+	os.WriteFile(small, smallFrames(t, k.demo), 0o644)
+	r, err := pack.Open(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := r.FrameOffsets()
+	r.Close()
+	if len(offs) < 8 {
+		t.Fatalf("%d frames", len(offs))
+	}
+	cut := offs[5] + 100
+	py, pyErr := exec.LookPath("python3")
+	for _, tc := range []struct {
+		name, src, how string
+		errs           bool // the reads must end in an error (pack); MCAP may have the rest decompressed
+	}{
+		{"pack-truncate", small, strconv.FormatInt(cut, 10), true},
+		{"pack-recreate", small, "recreate", true},
+		{"recorder-truncate", k.rec, "70000", true},
+		{"mcap-truncate", k.demoMC, "70000", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := os.ReadFile(tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(t.TempDir(), "f"+filepath.Ext(tc.src))
+			os.WriteFile(p, b, 0o644)
+			out := cRun(t, k, k.ctest, "shrink", p, tc.how) // a crash fails here
+			t.Logf("C: %s", out)
+			var frames int64
+			var code int
+			var off int64
+			if _, err := fmt.Sscanf(out, "frames %d error %d offset %d", &frames, &code, &off); err != nil {
+				t.Fatalf("output %q: %v", out, err)
+			}
+			if tc.errs && (code != -3 && code != -4 || off < 0 || !strings.Contains(out, "summary -3")) || code < 0 && off < 0 || !strings.Contains(out, "summary ") {
+				t.Fatalf("C after the file shrank: %q", out)
+			}
+			if code == -3 && !strings.Contains(out, "shrank while it was read") {
+				t.Errorf("C: the error does not say the file shrank: %q", out)
+			}
+			if tc.how == "recreate" || pyErr != nil {
+				return
+			}
+			os.WriteFile(p, b, 0o644)
+			out, err = run("..", []string{"EDRPACK_LIB=" + k.lib}, py, "-c", pyShrink, p, tc.how)
+			if err != nil {
+				t.Fatalf("python: %v", err) // a crash fails here
+			}
+			t.Logf("python: %s", out)
+			if tc.errs && !strings.Contains(out, " error -3 offset ") && !strings.Contains(out, " error -4 offset ") || !strings.Contains(out, "kept ") {
+				t.Fatalf("python after the file shrank: %q", out)
+			}
+		})
+	}
+}
+
+// pyShrink reads two frames of argv[1] through edrpack, truncates the file
+// to argv[2] bytes, and reads on.
+const pyShrink = `
+import os, sys
+sys.path.insert(0, "sdk/python")
+import edrpack
+path, size = sys.argv[1], int(sys.argv[2])
+d = edrpack.Dump(path)
+it = d.frames()
+next(it)
+_, _, msgs = next(it)
+os.truncate(path, size)
+n = 2
+try:
+    for _ in it:
+        n += 1
+    print("frames", n, "eof")
+except edrpack.EdrError as e:
+    print("frames", n, "error", e.code, "offset", e.offset, e)
+try:
+    d.seek_time(0)
+    print("seek ok")
+except edrpack.EdrError as e:
+    print("seek error", e.code, "offset", e.offset)
+print("kept", len(msgs[-1][2] or b""))
+d.close()
+`
+
+// TestSkipDamagedCAndPython (issue #31, item 5): opened with skip_damaged
+// (C: edr_pack_open_read_with; Python: Dump(path, skip_damaged=True)), a
+// file with a damaged frame, or a damaged type section, reads on past it:
+// every other frame, and edr_pack_skipped / Dump.skipped() count what was
+// skipped, where it starts. Opened without it, the damage stops the reads
+// and its error stays (the behaviour before, then the only one).
+func TestSkipDamagedCAndPython(t *testing.T) {
+	k := getKit(t)
+	good, err := os.ReadFile(k.demo) // typed, in frames of 250 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := pack.NewBytesReader("x", good, pack.ReaderOptions{})
+	offs := r.FrameOffsets()
+	types, _ := r.Types()
+	var f pack.Frame
+	r.SeekFrame(offs[3])
+	r.ReadInto(&f)
+	lost := f.Len()
+	total := 0
+	for _, t := range r.Summary().Topics {
+		total += int(t.Messages)
+	}
+	if len(offs) < 6 || len(types) == 0 {
+		t.Fatalf("%d frames, %d types", len(offs), len(types))
+	}
+	py, pyErr := exec.LookPath("python3")
+	for _, tc := range []struct {
+		name         string
+		at           int64
+		frames, msgs int
+		regionFrames int
+		// what a stream and a read filtered to the first frame's topic make of it
+		streamStops     bool
+		filteredRegions int
+	}{
+		{"frame", offs[4] - 5, len(offs) - 1, total - lost, 1, false, 0},                             // the fourth frame's data
+		{"frame head", offs[3] + 6, len(offs) - 1, total - lost, 1, true, 1},                         // its head
+		{"type section", types[0].Offset + pack.SectionHeaderSize + 2, len(offs), total, 0, true, 1}, // the first type section
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bytes.Clone(good)
+			b[tc.at] ^= 0x08
+			p := filepath.Join(t.TempDir(), "d.pack")
+			os.WriteFile(p, b, 0o644)
+			start := offs[3]
+			if tc.regionFrames == 0 {
+				start = types[0].Offset
+			}
+			out := cRun(t, k, k.ctest, "skip", p)
+			var frames, msgs, regions, rframes, bytes_, ntypes uint64
+			var first, code, off int64
+			_, strict, _ := strings.Cut(out, "strict ")
+			if _, err := fmt.Sscanf(out, "frames %d messages %d skipped regions %d frames %d bytes %d types %d first %d\n",
+				&frames, &msgs, &regions, &rframes, &bytes_, &ntypes, &first); err != nil {
+				t.Fatalf("C output %q: %v", out, err)
+			}
+			if _, err := fmt.Sscanf(strict, "error %d offset %d", &code, &off); err != nil {
+				t.Fatalf("C output %q: %v", out, err)
+			}
+			if int(frames) != tc.frames || int(msgs) != tc.msgs || regions != 1 || int(rframes) != tc.regionFrames || first != start || code != -4 || off < start {
+				t.Errorf("C: %q; want %d frames, %d messages, 1 region of %d frames at %d, then strict: EDR_ECORRUPT", out, tc.frames, tc.msgs, tc.regionFrames, start)
+			}
+			// From memory as from the file; a stream passes a damaged frame
+			// whose head checks out, and stops at a damaged section (it
+			// cannot trust the section's length to go on; docs/sdk.md).
+			if w := fmt.Sprintf("mem frames %d messages %d skipped regions 1\n", tc.frames, tc.msgs); !strings.Contains(out, w) {
+				t.Errorf("C from memory: no %q in %q", w, out)
+			}
+			// Filtered to a topic of the first frame only: the frames after
+			// it are not read, so damage in a frame's data is not met; a
+			// damaged section or frame head is (the plan never moves past
+			// damage its walk met).
+			if w := fmt.Sprintf("one-topic messages 1 skipped regions %d\n", tc.filteredRegions); !strings.Contains(out, w) {
+				t.Errorf("C filtered: no %q in %q", w, out)
+			}
+			if tc.streamStops {
+				var soff int64
+				_, rest, _ := strings.Cut(out, "stream error -4 offset ")
+				if _, err := fmt.Sscanf(rest, "%d", &soff); err != nil || soff < start || soff >= start+pack.FrameHeaderSize {
+					t.Errorf("C from a stream: want EDR_ECORRUPT at %d (its header), got %q", start, out)
+				}
+			} else if w := fmt.Sprintf("stream frames %d messages %d skipped regions 1\n", tc.frames, tc.msgs); !strings.Contains(out, w) {
+				t.Errorf("C from a stream: no %q in %q", w, out)
+			}
+			// the C++ wrapper: the same messages and region
+			hout := cRun(t, k, k.hpp, "skip", p)
+			if w := fmt.Sprintf("messages %d skipped regions 1 first %d\nstrict error -4 offset ", tc.msgs, start); !strings.HasPrefix(hout, w) {
+				t.Errorf("C++: %q, want %q...", hout, w)
+			}
+			if pyErr != nil {
+				return
+			}
+			out, err := run("..", []string{"EDRPACK_LIB=" + k.lib}, py, "-c", pySkip, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("messages %d skipped 1 %d %d\nstrict EDR_ECORRUPT", tc.msgs, tc.regionFrames, start)
+			if !strings.Contains(out, want) {
+				t.Errorf("python: %q, want %q", out, want)
+			}
+		})
+	}
+}
+
+// pySkip reads argv[1] with skip_damaged, then without.
+const pySkip = `
+import sys
+sys.path.insert(0, "sdk/python")
+import edrpack
+with edrpack.Dump(sys.argv[1], skip_damaged=True) as d:
+    n = sum(1 for _ in d.messages())
+    s = d.skipped()
+    print("messages", n, "skipped", s["regions"], s["frames"], s["first_offset"])
+with edrpack.Dump(sys.argv[1]) as d:
+    try:
+        for _ in d.messages():
+            pass
+        print("strict eof")
+    except edrpack.EdrError as e:
+        print("strict", e.name)
+`

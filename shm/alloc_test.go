@@ -78,3 +78,29 @@ func testDrainAllocs(t *testing.T, typ ingest.Type) {
 		t.Fatalf("ingested %d, want %d", sink.n, 16*1002)
 	}
 }
+
+// TestBatchRecordAllocs: draining small records in runs straight into the
+// real recorder allocates nothing (the run's buffers are the segment's,
+// made on its first data).
+func TestBatchRecordAllocs(t *testing.T) {
+	dir := t.TempDir()
+	p := newProducer(t, dir, ProducerOptions{Name: "batch/allocs", Capacity: 1 << 20})
+	rec := newTestRecorder(t, 16<<20)
+	s, id := batchSegment(t, p, rec)
+	payload := make([]byte, 64)
+	step := func() {
+		for range 300 {
+			p.Publish(1, payload)
+		}
+		if _, done, err := s.drain(rec, id, 8); err != nil || !done {
+			t.Fatalf("drain: done %v, %v", done, err)
+		}
+	}
+	step()
+	if n := testing.AllocsPerRun(200, step); n != 0 {
+		t.Fatalf("batch drain allocates %v times per step", n)
+	}
+	if got := rec.Topics()[id].Counters.Written; got != 300*202 {
+		t.Fatalf("recorder holds %d written, want %d", got, 300*202)
+	}
+}

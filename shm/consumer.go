@@ -124,6 +124,17 @@ type ConsumerOptions struct {
 	// Clock judges heartbeat age; the system clock when nil.
 	Clock clock.Clock
 
+	// Sweep, when > 0, reads busy segments (a record at least every 50
+	// ms) together on one goroutine every Sweep, instead of waking a
+	// segment's goroutine for each record a producer publishes while it
+	// sleeps: the consumer wakes once per Sweep whatever the number of
+	// busy topics and messages, and a record waits up to Sweep before it
+	// is read (and handed to the sink). 0 (the default) wakes per record:
+	// the least latency, the most CPU with many small messages
+	// (docs/performance.md, "The whole-recorder budget"). Quiet segments
+	// (nothing for 200 ms) wait as without it.
+	Sweep time.Duration
+
 	// DirectMin is the smallest record payload copied straight from the
 	// segment into a sink that takes reservations (ingest.DirectSink):
 	// DefaultDirectMin when 0; math.MaxUint32 never.
@@ -171,6 +182,7 @@ type Consumer struct {
 	dir    string
 	sink   ingest.Sink
 	direct ingest.DirectSink // sink, when it takes reservations (segment.direct)
+	batch  ingest.BatchSink  // sink, when it takes runs (segment.batcher)
 	opts   ConsumerOptions
 
 	mu        sync.Mutex
@@ -197,6 +209,7 @@ type Consumer struct {
 	big     bigBuffer
 
 	bell    *bell         // the directory's doorbell; nil when unusable
+	sweep   *sweeper      // reads busy segments every Sweep; nil when Sweep is 0
 	pids    pidTable      // pidfds shared among segments of one process
 	sleeper chan struct{} // MaxFutexSleepers tokens for write-cursor futex waits
 	opening chan struct{} // segments opened at once: a burst of thousands stays a few threads in system calls
@@ -217,7 +230,8 @@ func NewConsumer(dir string, sink ingest.Sink, opts ConsumerOptions) (*Consumer,
 		return nil, fmt.Errorf("shm: segment directory: %w", err)
 	}
 	direct, _ := sink.(ingest.DirectSink) // checked once: large records go straight into the recorder
-	return &Consumer{dir: dir, sink: sink, direct: direct, opts: opts, followers: map[string]*follower{}, finished: map[string]fileID{},
+	batch, _ := sink.(ingest.BatchSink)   // and runs of the others
+	return &Consumer{dir: dir, sink: sink, direct: direct, batch: batch, opts: opts, followers: map[string]*follower{}, finished: map[string]fileID{},
 		refused: map[string]bool{}, stopCh: make(chan struct{}), sleeper: make(chan struct{}, MaxFutexSleepers),
 		opening: make(chan struct{}, 2)}, nil
 }
@@ -240,6 +254,11 @@ func (c *Consumer) Start() error {
 	}
 	if c.opts.Wait == WaitFutex {
 		c.openBellLocked()
+	}
+	if c.opts.Sweep > 0 {
+		c.sweep = newSweeper(c, c.opts.Sweep)
+		c.wg.Add(1)
+		go c.sweep.run()
 	}
 	c.startWatchLocked()
 	return nil

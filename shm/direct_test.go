@@ -154,6 +154,21 @@ func TestDirectAbortCountsLost(t *testing.T) {
 	if got := sink.aborts.Load(); got != 1 {
 		t.Fatalf("%d reservations aborted, want 1", got)
 	}
+	seen := heldGens(t, rec.Recorder, id, size)
+	lost := s.lost.Load()
+	ts := rec.Topics()[id]
+	if len(seen) == 0 || seen[0] == 0 || uint64(len(seen))+lost != 5 || ts.Counters.LostAtSource != lost || sink.commits.Load() != uint64(len(seen)) {
+		t.Fatalf("held %v, lost %d (recorder %d), committed %d: want record 0 lost, held + lost = 5",
+			seen, lost, ts.Counters.LostAtSource, sink.commits.Load())
+	}
+	t.Logf("held %v, lost %d", seen, lost)
+}
+
+// heldGens reads every message the recorder holds for id, checks each is
+// size bytes starting with its gen_ns (the index payloadFor wrote), and
+// returns their gen_ns in order.
+func heldGens(t *testing.T, rec *engine.Recorder, id ingest.TopicID, size int) []int64 {
+	t.Helper()
 	rd, err := rec.NewReader(id)
 	if err != nil {
 		t.Fatal(err)
@@ -167,13 +182,7 @@ func TestDirectAbortCountsLost(t *testing.T) {
 		}
 		seen = append(seen, m.GenNs)
 	}
-	lost := s.lost.Load()
-	ts := rec.Topics()[id]
-	if len(seen) == 0 || seen[0] == 0 || uint64(len(seen))+lost != 5 || ts.Counters.LostAtSource != lost || sink.commits.Load() != uint64(len(seen)) {
-		t.Fatalf("held %v, lost %d (recorder %d), committed %d: want record 0 lost, held + lost = 5",
-			seen, lost, ts.Counters.LostAtSource, sink.commits.Load())
-	}
-	t.Logf("held %v, lost %d", seen, lost)
+	return seen
 }
 
 // TestDirectRecordAllocs: draining large records straight into the real

@@ -35,7 +35,11 @@
 // Commit, the next Reserve or Publish, or Close.
 //
 // Consumer is safe for concurrent use. It runs one goroutine per segment, so
-// each topic has exactly one writer into the engine. The payload slice
+// each topic has exactly one writer into the engine; with
+// ConsumerOptions.Sweep, a busy segment is read by the consumer's sweeper
+// goroutine while its own goroutine is parked (handed over under a lock:
+// still one writer at a time), one wake-up per Sweep for every busy
+// segment. The payload slice
 // handed to IngestAt is the consumer's private copy of the record (never the
 // shared mapping, which a producer may be overwriting) and is valid only
 // during the call. A sink that also implements ingest.DirectSink (the
@@ -47,9 +51,17 @@
 // mapping into it, then re-checks the tail as it does for a chunk: Commit
 // when the producer did not overwrite the record meanwhile, else Abort
 // (nothing of it is ever visible) and the sequence gap counts it lost, as
-// for an overwritten chunk. Smaller records keep the batched chunk copy,
-// cheaper per message. A wrapper that embeds the Recorder and overrides
-// IngestAt must override ReserveAt, Commit and Abort too. With WaitFutex (the default) idle segments park their
+// for an overwritten chunk. A sink that also implements ingest.BatchSink
+// (the Recorder does) gets the smaller records in runs straight from the
+// mapping: the consumer reads each header once into locals, stages up to
+// 256 records (BatchBytes at most, never past the write cursor or the ring
+// end) in the recorder with one clock read (StageBatch), then fences and
+// re-checks the tail once: CommitBatch publishes the run with one store,
+// or AbortBatch drops it and the sequence gap counts it lost. Records the
+// run does not take (implausible, or refused by the sink) go through the
+// private chunk copy, which checks them again. A wrapper that embeds the
+// Recorder and overrides IngestAt must override ReserveAt, Commit, Abort,
+// StageBatch, CommitBatch and AbortBatch too. With WaitFutex (the default) idle segments park their
 // goroutines and producers wake them through the directory's doorbell (one
 // OS thread waits for all); producers that do not ring it are waited on in
 // FUTEX_WAIT, at most MaxFutexSleepers at a time, and polled beyond. OS
@@ -62,10 +74,14 @@
 // finished before the consumer found it is a leftover: counted and
 // reported (OnLeftover), not ingested.
 //
-// Memory: each segment that has carried data keeps a private buffer of
-// max(BatchBytes, one record of its max_payload) bytes, at most its ring
-// capacity. A producer's MaxPayload defaults to half its ring, so producers
-// of small messages should set MaxPayload to keep the recorder's share small.
+// Memory: a segment whose records took the chunk path keeps a private
+// buffer of BatchBytes, allocated at the first such record (a segment whose
+// records all went in runs or direct into a BatchSink/DirectSink has none);
+// a record larger than that is read alone through one buffer the
+// consumer's segments share, grown to the largest such record (at most one
+// record of a max_payload). A producer's MaxPayload defaults to half its
+// ring, so producers of small messages should set MaxPayload to keep the
+// recorder's share small.
 //
 // A segment is untrusted input: every field is checked against the mapped
 // size before use, a broken segment is quarantined with a *SegmentError

@@ -40,6 +40,7 @@ func DrainFile(path string, sink ingest.Sink, opts ConsumerOptions) (st SegmentS
 	}
 	st.Recording, st.Online = true, true
 	s.direct, _ = sink.(ingest.DirectSink)
+	s.batcher, _ = sink.(ingest.BatchSink)
 	// Each chunk advances by at least one record (8 bytes) or ends the
 	// drain, so capacity/8 chunks always suffice.
 	_, done, err := drainGuarded(s, sink, id, int(s.h.capacity/RecordAlign)+2)

@@ -23,7 +23,7 @@ import (
 // startLocked starts a follower for name; c.mu is held.
 func (c *Consumer) startLocked(name string) {
 	f := &follower{c: c, name: name, path: filepath.Join(c.dir, name), kick: make(chan struct{}, 1), spin: spinSlow,
-		slept: activeSleep} // idle until a short sleep says otherwise
+		slept: sweepLeave} // idle (not swept, not on the write cursor) until a short sleep says otherwise
 	c.followers[name] = f
 	c.wg.Add(1)
 	go f.run()
@@ -54,7 +54,15 @@ type follower struct {
 
 	slot    uint32 // doorbell hint bit, when hasSlot
 	hasSlot bool
-	slept   time.Duration // how long the last sleep lasted (see wait)
+
+	// Sweeping (sweep.go): inSweep and sweepIdle are the sweeper's, under
+	// its lock; sweepQuiet and sweepErr are set by the sweeper when it
+	// hands the segment back, read by the follower after sweeper.remove.
+	inSweep    bool
+	sweepIdle  int
+	sweepQuiet bool
+	sweepErr   error
+	slept      time.Duration // how long the last sleep lasted (see wait)
 	// silentOff: the topic is offline because its producer went silent
 	// (it comes back at the next sign of life).
 	silentOff bool
@@ -202,7 +210,7 @@ func (f *follower) open() (exists bool) {
 		s.rpos = max(s.rpos, m.w)
 		s.rebaseSeq = true
 	}
-	s.direct = f.c.direct
+	s.direct, s.batcher = f.c.direct, f.c.batch
 	f.seg = s
 	f.cur.Store(s)
 	if s.typeErr != nil {
@@ -325,6 +333,11 @@ func (f *follower) follow() {
 			continue
 		}
 		f.wait(next.Sub(now), idle)
+		if err := f.sweepErr; err != nil { // the sweeper's read failed
+			f.sweepErr = nil
+			f.quarantine(s.id, err)
+			return
+		}
 		idle++
 	}
 }
@@ -404,6 +417,10 @@ const (
 // thread each), and polled with a back-off otherwise.
 func (f *follower) wait(d time.Duration, idle int) {
 	s := f.seg
+	if f.c.sweep != nil && f.slept < sweepJoin {
+		f.sweepWait(d) // a busy stream: read with the others every Sweep
+		return
+	}
 	if idle < f.spin {
 		runtime.Gosched()
 		return

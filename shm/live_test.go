@@ -2,6 +2,7 @@ package shm
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -13,7 +14,15 @@ import (
 // segment's header (a test writer standing in for a buggy producer): that
 // segment is quarantined with an error naming it, the field and the offset,
 // its topic goes offline, and another segment keeps recording.
+// With a consumer that sweeps, the corruption is found by the sweeper's read
+// (or the follower's check) alike.
 func TestLiveCorruptionQuarantinesOnlyThatSegment(t *testing.T) {
+	for _, sweep := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprintf("sweep=%v", sweep), func(t *testing.T) { liveCorruption(t, sweep) })
+	}
+}
+
+func liveCorruption(t *testing.T, sweep time.Duration) {
 	for _, tc := range []struct {
 		name  string
 		off   int64
@@ -33,7 +42,7 @@ func TestLiveCorruptionQuarantinesOnlyThatSegment(t *testing.T) {
 			dir := t.TempDir()
 			sink := newRecSink()
 			errc := make(chan error, 16)
-			c := startConsumer(t, dir, sink, ConsumerOptions{CheckInterval: 20 * time.Millisecond, OnError: func(err error) { errc <- err }})
+			c := startConsumer(t, dir, sink, ConsumerOptions{CheckInterval: 20 * time.Millisecond, Sweep: sweep, OnError: func(err error) { errc <- err }})
 			a := newProducer(t, dir, ProducerOptions{Name: "a", Capacity: MinCapacity})
 			b := newProducer(t, dir, ProducerOptions{Name: "b"})
 			idA, idB := waitTopic(t, sink, "a", ""), waitTopic(t, sink, "b", "")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -106,6 +107,15 @@ type Producer struct {
 	resPad   uint64
 	resLen   int
 
+	// cps[g%tailSlack] is where the first record starting in segment g
+	// (capa/tailSlack bytes) of the ring begins, this lap's or an older
+	// one's (the position says which), so makeRoom moves the tail to a
+	// record boundary without reading the old records' headers (a cache
+	// miss each, a lap after they were written).
+	cps    [tailSlack]uint64
+	cpSeg  uint64 // segment of the newest record's start
+	cpBits uint   // log2 of the segment size
+
 	bell      []byte // the directory's doorbell, nil when it could not be opened
 	bellRings *atomic.Uint32
 	bellHints []atomic.Uint32
@@ -167,7 +177,11 @@ func NewProducer(dir string, opts ProducerOptions) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm: %w", err)
 	}
-	p := &Producer{path: final, fd: fd, capa: capa, mask: capa - 1, maxPay: maxPay, unlink: opts.UnlinkOnClose, clk: clk}
+	p := &Producer{path: final, fd: fd, capa: capa, mask: capa - 1, maxPay: maxPay, unlink: opts.UnlinkOnClose, clk: clk,
+		cpSeg: ^uint64(0), cpBits: uint(bits.TrailingZeros64(capa / tailSlack))}
+	for i := range p.cps {
+		p.cps[i] = noRecord
+	}
 	fail := func(err error) (*Producer, error) {
 		return nil, errors.Join(err, p.release(), os.Remove(tmp))
 	}
@@ -355,33 +369,30 @@ func (p *Producer) Commit(genNs int64, n int) error {
 }
 
 // makeRoom moves the tail past every record the record ending at end
-// (after pad bytes of padding at w) will cover, and a slack of
-// capacity/16 more, so that this happens rarely; it publishes the new tail
-// with a full fence before those bytes are touched.
+// (after pad bytes of padding at w) will cover, to the first record that
+// starts in a later segment (capacity/tailSlack bytes) and not past the new
+// record, so that this happens about once per segment; it publishes the
+// new tail with a full fence before those bytes are touched. It reads no
+// record of the ring: where each segment's first record starts is
+// remembered as it is written (cps), so a lap-old header is never loaded
+// (a cache miss per record) and bytes someone else wrote into the ring
+// cannot steer the tail.
 func (p *Producer) makeRoom(w, pad, end uint64) {
-	t, first := p.tail, w+pad // first: where the new record starts
-	want := min(end-(p.capa-p.capa/tailSlack), first)
-	for t < want {
-		if t == w { // nothing valid lies beyond the write cursor
-			t = first
+	first := w + pad               // where the new record starts
+	need := min(end-p.capa, first) // the tail must reach at least this
+	t := first                     // nothing valid before the new record: everything goes
+	for g := need >> p.cpBits; g<<p.cpBits < first; g++ {
+		if cp := p.cps[g%tailSlack]; cp>>p.cpBits == g && cp >= need && cp < first {
+			t = cp
 			break
 		}
-		toff := t & p.mask
-		size := p.capa - toff // padding runs to the ring end
-		if binary.LittleEndian.Uint32(p.ring[toff+4:]) != KindPadding {
-			size = recordSize(uint64(binary.LittleEndian.Uint32(p.ring[toff:])))
-		}
-		if size > p.capa-toff || size > w-t {
-			// Someone scribbled on our ring: drop everything before
-			// the new record rather than trust it.
-			t = first
-			break
-		}
-		t += size
 	}
 	p.tail = t
 	p.c.tail.Swap(t)
 }
+
+// noRecord marks a segment in which no record started yet (Producer.cps).
+const noRecord = ^uint64(0)
 
 // commit is Commit of a reservation known to hold n bytes.
 func (p *Producer) commit(genNs int64, n int) {
@@ -391,6 +402,10 @@ func (p *Producer) commit(genNs int64, n int) {
 		binary.LittleEndian.PutUint32(p.ring[off:], uint32(p.resPad))
 		binary.LittleEndian.PutUint32(p.ring[off+4:], KindPadding)
 		off = 0
+	}
+	if start := p.w + p.resPad; start>>p.cpBits != p.cpSeg {
+		p.cpSeg = start >> p.cpBits
+		p.cps[p.cpSeg%tailSlack] = start // the first record starting in this segment
 	}
 	r := p.ring[off : off+RecordHeaderSize]
 	binary.LittleEndian.PutUint32(r[0:], uint32(n))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,12 @@ type segment struct {
 	directMin uint32
 	dirNow    int64 // capture time of direct records (read once per batch bytes of them)
 	dirLeft   int   // direct record bytes left before dirNow is read again
+	// batcher, when set, takes runs of records straight from the mapping
+	// into the recorder (batchRecords); runMsgs and runSeqs are its
+	// buffers (allocated on first data).
+	batcher ingest.BatchSink
+	runMsgs []ingest.BatchMessage
+	runSeqs []uint64
 
 	fenceWord atomic.Uint64
 
@@ -186,6 +193,16 @@ func (s *segment) drain(sink ingest.Sink, id ingest.TopicID, budget int) (n int,
 			return n, true, nil
 		}
 		start := s.rpos & s.mask
+		if s.batcher != nil {
+			k, handled, err := s.batchRecords(start, w, id)
+			n += k
+			if err != nil {
+				return n, false, err
+			}
+			if handled {
+				continue
+			}
+		}
 		if s.direct != nil {
 			k, handled, err := s.directRecord(start, w, id)
 			n += k
@@ -242,9 +259,11 @@ func (s *segment) drain(sink ingest.Sink, id ingest.TopicID, budget int) (n int,
 // DefaultDirectMin is the smallest record payload the consumer copies straight
 // from the segment into a recorder that takes reservations
 // (ingest.DirectSink): one copy instead of two (out of the segment, then
-// into the ring). Smaller records are copied out in chunks of BatchBytes
-// and handed to IngestAt, which costs less per message for them
-// (docs/performance.md, "producer → recorder against copy").
+// into the ring). Smaller records go in runs straight from the mapping
+// into a sink that takes them (ingest.BatchSink, batchRecords), else are
+// copied out in chunks of BatchBytes and handed to IngestAt, which costs
+// less per message for them than a reservation each (docs/performance.md,
+// "producer → recorder against copy").
 const DefaultDirectMin = 8 << 10
 
 // directRecord ingests the record at s.rpos (ring offset start) straight
@@ -328,6 +347,134 @@ func (s *segment) directRecord(start, w uint64, id ingest.TopicID) (n int, handl
 	s.rpos = pos + size
 	return 1, true, nil
 }
+
+// maxRun is the most records batchRecords hands over in one run.
+const maxRun = 256
+
+// batchRecords ingests the run of records that starts at s.rpos (ring
+// offset start) straight from the mapping into the sink (ingest.BatchSink),
+// and returns handled false when it took none (the first record is
+// large enough for directRecord, implausible, or refused by the sink): the
+// caller then reads it through the other paths, which check it again and
+// name what is wrong.
+//
+// The run is every message record from s.rpos up to the write cursor w,
+// the ring end, BatchBytes and maxRun records, ending before the first
+// record that is not plausible (kind, length, bounds, a sequence number
+// going back) or large (directMin, when the sink takes reservations),
+// plus the ring end's padding record when the run reaches it. Each header
+// is read once from shared memory into locals. Then: one clock read, the
+// sink stages the whole run (copying each payload from the mapping), a
+// fence and the tail: if the producer has overwritten the run's first
+// record meanwhile, the run is aborted and reading resumes at the tail
+// (the sequence gap counts what was lost, exactly as for an overwritten
+// chunk); else the headers read were intact, the run is committed (one
+// store makes it visible), and the counters are added once.
+func (s *segment) batchRecords(start, w uint64, id ingest.TopicID) (n int, handled bool, err error) {
+	pos := s.rpos
+	end := min(w, pos+(s.h.capacity-start), pos+uint64(s.batch))
+	if s.runMsgs == nil {
+		s.runMsgs, s.runSeqs = make([]ingest.BatchMessage, maxRun), make([]uint64, maxRun)
+	}
+	msgs, seqs := s.runMsgs[:0:maxRun], s.runSeqs[:maxRun:maxRun]
+	ring, le := s.ring, binary.LittleEndian
+	large := uint32(math.MaxUint32)
+	if s.direct != nil {
+		large = s.directMin
+	}
+	maxPay := s.h.maxPayload
+	expect, rebase := s.nextSeq, s.rebaseSeq
+	first := expect // the sequence number the run's gaps count from
+	padTo := uint64(0)
+	for pos < end && len(msgs) < maxRun {
+		if end-pos < RecordAlign {
+			break
+		}
+		off := pos & s.mask
+		length, kind := le.Uint32(ring[off:]), le.Uint32(ring[off+4:])
+		if kind != KindMessage {
+			if kind == KindPadding && w-pos >= s.h.capacity-off {
+				padTo = pos + (s.h.capacity - off) // the run ends at the ring end
+			}
+			break
+		}
+		if length > maxPay || length >= large {
+			break
+		}
+		size := recordSize(uint64(length))
+		if size > end-pos {
+			break
+		}
+		hdr := ring[off : off+RecordHeaderSize : off+RecordHeaderSize]
+		seq := le.Uint64(hdr[8:])
+		if rebase {
+			expect, first, rebase = seq, seq, false
+		}
+		if seq < expect {
+			break
+		}
+		seqs[len(msgs)] = seq
+		msgs = append(msgs, ingest.BatchMessage{GenNs: int64(le.Uint64(hdr[16:])), Off: uint32(off + RecordHeaderSize), Len: length})
+		expect = seq + 1
+		pos += size
+	}
+	if len(msgs) == 0 && padTo == 0 {
+		return 0, false, nil
+	}
+	sink := s.batcher
+	now := int64(0)
+	staged := 0
+	if len(msgs) > 0 {
+		now = sink.Now()
+		if staged = sink.StageBatch(id, now, ring, msgs); staged == 0 {
+			return 0, false, nil // the sink takes no run now: IngestAt rejects and counts
+		}
+	}
+	if h := testHookBatchStaged; h != nil {
+		h() // a test overwrites the run here
+	}
+	s.fence()
+	if t2 := s.c.tail.Load(); s.rpos < t2 {
+		if staged > 0 {
+			sink.AbortBatch(id)
+		}
+		s.rpos = t2 // the sequence gap counts the run lost
+		return 0, true, nil
+	}
+	// Intact: the headers read are the producer's.
+	if staged > 0 {
+		sink.CommitBatch(id)
+	}
+	if staged < len(msgs) { // the sink's ring took fewer: the rest is read again
+		pos = s.rpos + uint64(msgs[staged].Off-RecordHeaderSize) - start
+		padTo = 0
+	} else if padTo != 0 {
+		pos = padTo
+	}
+	if staged > 0 {
+		last := seqs[staged-1]
+		if s.rebaseSeq {
+			s.rebaseSeq = false
+		}
+		if gap := last + 1 - first - uint64(staged); gap > 0 {
+			s.lost.Add(gap)
+			sink.Lost(id, now, gap)
+		}
+		s.nextSeq = last + 1
+		bytes := uint64(0)
+		for _, m := range msgs[:staged] {
+			bytes += uint64(m.Len)
+		}
+		s.received.Add(uint64(staged))
+		s.bytes.Add(bytes)
+	}
+	s.rpos = pos
+	return staged, true, nil
+}
+
+// testHookBatchStaged, when set (by a test, before the consumer runs), is
+// called between batchRecords' staging and its re-check of the tail.
+var testHookBatchStaged func()
 
 // testHookDirectCopied, when set (by a test, before the consumer runs), is
 // called between directRecord's copy and its re-check of the tail.

@@ -106,8 +106,13 @@ func stressWith(t *testing.T, sink *checkSink, n uint64, maxLen, capa int) {
 // stressVia publishes n checkable messages with Publish, or in place with
 // Reserve and Commit (every seventh reservation dropped).
 func stressVia(t *testing.T, sink *checkSink, n uint64, maxLen, capa int, inPlace bool) {
+	stressOpts(t, sink, n, maxLen, capa, inPlace, ConsumerOptions{BatchBytes: 1})
+}
+
+// stressOpts is stressVia with the consumer's options.
+func stressOpts(t *testing.T, sink *checkSink, n uint64, maxLen, capa int, inPlace bool, opts ConsumerOptions) {
 	dir := t.TempDir()
-	c := startConsumer(t, dir, sink, ConsumerOptions{BatchBytes: 1})
+	c := startConsumer(t, dir, sink, opts)
 	p := newProducer(t, dir, ProducerOptions{Name: "stress", Capacity: capa})
 	buf := make([]byte, maxLen)
 	for i := range n {

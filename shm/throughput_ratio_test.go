@@ -60,6 +60,12 @@ func newPipeRound(tb testing.TB, size int) *pipeRound {
 }
 
 func newPipeRoundOpts(tb testing.TB, size int, opts ConsumerOptions) *pipeRound {
+	return newPipeRoundSink(tb, size, opts, false)
+}
+
+// newPipeRoundSink is newPipeRoundOpts with, when noBatch, a recorder that
+// takes no runs (chunkOnly): small records take the chunk path.
+func newPipeRoundSink(tb testing.TB, size int, opts ConsumerOptions, noBatch bool) *pipeRound {
 	dir := tmpfsDir(tb)
 	rec, err := engine.New(engine.Config{CacheSize: benchRing, TopicBytes: benchRing, Pre: new(time.Hour)})
 	if err != nil {
@@ -67,7 +73,11 @@ func newPipeRoundOpts(tb testing.TB, size int, opts ConsumerOptions) *pipeRound 
 	}
 	tb.Cleanup(func() { rec.Close() })
 	sink := &pacedSink{Recorder: rec}
-	c := startConsumer(tb, dir, sink, opts)
+	var consumerSink ingest.Sink = sink
+	if noBatch {
+		consumerSink = chunkOnly{sink}
+	}
+	c := startConsumer(tb, dir, consumerSink, opts)
 	p := newProducer(tb, dir, ProducerOptions{Name: "ratio", Capacity: benchRing})
 	return &pipeRound{sink: sink, p: p, c: c, payload: make([]byte, size),
 		window: uint64(benchRing / 2 / int(recordSize(uint64(size)))), ring: make([]byte, benchRing)}
@@ -228,70 +238,91 @@ func BenchmarkDirectThreshold(b *testing.B) {
 func BenchmarkDrainDirect(b *testing.B) {
 	for _, size := range []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 64 << 10} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			type side struct {
-				p   *Producer
-				s   *segment
-				rec *engine.Recorder
-				id  ingest.TopicID
-			}
-			mk := func(name string, directMin uint32) *side {
-				dir := tmpfsDir(b)
-				rec, err := engine.New(engine.Config{CacheSize: benchRing, TopicBytes: benchRing, Pre: new(time.Hour)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { rec.Close() })
-				p := newProducer(b, dir, ProducerOptions{Name: name, Capacity: benchRing})
-				opts := ConsumerOptions{DirectMin: directMin}
-				opts.setDefaults()
-				s, err := openSegment(p.Path(), &opts, &bigBuffer{}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(s.close)
-				s.direct = rec
-				id, err := rec.Discover(s.info)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return &side{p: p, s: s, rec: rec, id: id}
-			}
-			direct, chunk := mk("direct", 1), mk("chunk", math.MaxUint32)
-			payload := make([]byte, size)
-			k := benchRing / 2 / int(recordSize(uint64(size)))
-			round := func(sd *side) time.Duration {
-				for range k {
-					sd.p.Publish(1, payload)
-				}
-				t0 := time.Now()
-				for {
-					_, done, err := sd.s.drain(sd.rec, sd.id, drainBudget)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if done {
-						break
-					}
-				}
-				return time.Since(t0)
-			}
-			round(direct)
-			round(chunk)
-			var ratios, nsD, nsC []float64
-			for b.Loop() {
-				td, tc := round(direct), round(chunk)
-				ratios = append(ratios, float64(tc)/float64(td))
-				nsD = append(nsD, float64(td.Nanoseconds())/float64(k))
-				nsC = append(nsC, float64(tc.Nanoseconds())/float64(k))
-			}
-			if l := direct.s.lost.Load() + chunk.s.lost.Load(); l != 0 {
-				b.Fatalf("lost %d", l)
-			}
-			b.ReportMetric(testutil.Median(ratios), "chunk/direct")
-			b.ReportMetric(testutil.Median(nsD), "ns/record-direct")
-			b.ReportMetric(testutil.Median(nsC), "ns/record-chunk")
+			direct := newDrainSide(b, "direct", 1, false)
+			chunk := newDrainSide(b, "chunk", math.MaxUint32, false)
+			benchDrainSides(b, size, direct, chunk, "direct")
 		})
 	}
+}
+
+// drainSide is a producer and a segment drained by hand into its own
+// recorder (BenchmarkDrainDirect, BenchmarkDrainBatch).
+type drainSide struct {
+	p    *Producer
+	s    *segment
+	sink ingest.Sink
+	id   ingest.TopicID
+}
+
+// newDrainSide makes a drainSide whose consumer takes records of directMin
+// bytes and more direct, and runs of the others when batch.
+func newDrainSide(b *testing.B, name string, directMin uint32, batch bool) *drainSide {
+	dir := tmpfsDir(b)
+	rec, err := engine.New(engine.Config{CacheSize: benchRing, TopicBytes: benchRing, Pre: new(time.Hour)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rec.Close() })
+	p := newProducer(b, dir, ProducerOptions{Name: name, Capacity: benchRing})
+	opts := ConsumerOptions{DirectMin: directMin}
+	opts.setDefaults()
+	s, err := openSegment(p.Path(), &opts, &bigBuffer{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.close)
+	sd := &drainSide{p: p, s: s, sink: chunkOnly{rec}}
+	s.direct = rec
+	if batch {
+		s.batcher, sd.sink = rec, rec
+	}
+	if sd.id, err = rec.Discover(s.info); err != nil {
+		b.Fatal(err)
+	}
+	return sd
+}
+
+// round publishes k records of payload (untimed), then drains them all,
+// timed.
+func (sd *drainSide) round(b *testing.B, payload []byte, k int) time.Duration {
+	for range k {
+		sd.p.Publish(1, payload)
+	}
+	t0 := time.Now()
+	for {
+		_, done, err := sd.s.drain(sd.sink, sd.id, drainBudget)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if done {
+			break
+		}
+	}
+	return time.Since(t0)
+}
+
+// benchDrainSides times half a ring of size-byte records through each of
+// two sides in the same rounds and reports chunk/NAME (the median of the
+// per-round time ratios, > 1: the first side costs less) and each side's
+// ns/record.
+func benchDrainSides(b *testing.B, size int, first, chunk *drainSide, name string) {
+	payload := make([]byte, size)
+	k := benchRing / 2 / int(recordSize(uint64(size)))
+	first.round(b, payload, k)
+	chunk.round(b, payload, k)
+	var ratios, nsF, nsC []float64
+	for b.Loop() {
+		tf, tc := first.round(b, payload, k), chunk.round(b, payload, k)
+		ratios = append(ratios, float64(tc)/float64(tf))
+		nsF = append(nsF, float64(tf.Nanoseconds())/float64(k))
+		nsC = append(nsC, float64(tc.Nanoseconds())/float64(k))
+	}
+	if l := first.s.lost.Load() + chunk.s.lost.Load(); l != 0 {
+		b.Fatalf("lost %d", l)
+	}
+	b.ReportMetric(testutil.Median(ratios), "chunk/"+name)
+	b.ReportMetric(testutil.Median(nsF), "ns/record-"+name)
+	b.ReportMetric(testutil.Median(nsC), "ns/record-chunk")
 }
 
 // BenchmarkDrainChunk is the consumer's work per small record through the
@@ -342,6 +373,55 @@ func BenchmarkDrainChunk(b *testing.B) {
 				recs += k
 			}
 			b.ReportMetric(float64(total.Nanoseconds())/float64(recs), "ns/record")
+		})
+	}
+}
+
+// chunkOnly is a recorder that takes reservations but no runs, so small
+// records take the chunk path (a copy of the chunk, IngestAt per record).
+type chunkOnly struct{ ingest.DirectSink }
+
+// BenchmarkBatchVsChunk runs two whole pipelines in one run, rounds
+// interleaved: the recorder taking runs of records straight from the
+// segment (the batch path) and one taking no runs (the chunk copy and
+// IngestAt per record, as before). chunk/batch is the median of the
+// per-round time ratios (> 1: the batch path is faster).
+//
+//	go test -run '^$' -bench BatchVsChunk -benchtime 15x ./shm/
+func BenchmarkBatchVsChunk(b *testing.B) {
+	for _, size := range []int{64, 1024} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			batch := newPipeRoundSink(b, size, ConsumerOptions{}, false)
+			chunk := newPipeRoundSink(b, size, ConsumerOptions{}, true)
+			n := msgsPerRound(size)
+			batch.pipe(n)
+			chunk.pipe(n)
+			var ratios []float64
+			for b.Loop() {
+				ratio, _, _ := testutil.SameRunRatio(1, func() { batch.pipe(n) }, func() { chunk.pipe(n) })
+				ratios = append(ratios, ratio)
+			}
+			b.ReportMetric(testutil.Median(ratios), "chunk/batch")
+			batch.c.Close()
+			chunk.c.Close()
+		})
+	}
+}
+
+// BenchmarkDrainBatch is the consumer's work per small record through the
+// batch path (runs straight from the segment into the recorder) against
+// the chunk path, the producer untimed, both in the same rounds: each
+// round publishes half a ring into each of two segments, then drains one
+// into a recorder through each path, timed. chunk/batch is the median of
+// the per-round time ratios (> 1: the batch path costs less).
+//
+//	go test -run '^$' -bench DrainBatch -benchtime 20x ./shm/
+func BenchmarkDrainBatch(b *testing.B) {
+	for _, size := range []int{64, 1024} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			batch := newDrainSide(b, "batch", DefaultDirectMin, true)
+			chunk := newDrainSide(b, "chunk", DefaultDirectMin, false)
+			benchDrainSides(b, size, batch, chunk, "batch")
 		})
 	}
 }

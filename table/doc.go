@@ -27,6 +27,10 @@
 //     column, whatever the dump's size.
 //   - Numbers: Numeric reports float64; 64-bit integers beyond 2^53 lose
 //     precision in their INT64 column.
+//   - A decoded field whose column name (without case) a fixed column, a
+//     partition (Partitions: vehicle, date) or an earlier field has gets
+//     "_" appended, listed in Report.Renamed: hive partitioning would
+//     otherwise replace its values with the partition's.
 //   - Columns of varying-length arrays, maps, strings and bytes are not
 //     made; Report.Skipped says which fields.
 //   - Write is not safe for concurrent use on one Dump; different Dumps

@@ -31,6 +31,14 @@ type dumpRow struct {
 	Triggers  []triggerRow `parquet:"triggers,list"`
 	Topics    []topicRow   `parquet:"topics,list"`
 	Labels    []labelRow   `parquet:"labels,list"`
+	// The dump's signature and place in its chain (docs/evidence.md);
+	// null when not known.
+	Signature    *string `parquet:"signature,optional"`
+	SignedBy     *string `parquet:"signed_by,optional"`
+	Chain        *string `parquet:"chain,optional"`
+	ChainCounter *int64  `parquet:"chain_counter,optional"`
+	Seal         *string `parquet:"seal,optional"`
+	SealPrev     *string `parquet:"seal_prev,optional"`
 }
 
 type triggerRow struct {
@@ -41,8 +49,13 @@ type triggerRow struct {
 	Tag      string `parquet:"tag"`
 	Severity int64  `parquet:"severity"`
 	TimeNs   int64  `parquet:"time_ns"`
-	PreNs    int64  `parquet:"pre_ns"`
-	PostNs   int64  `parquet:"post_ns"`
+	// FromNs and ToNs are the trigger's effective window (the one it
+	// selected, dumpinfo.Trigger.Window), null when the dump does not say;
+	// PreNs and PostNs the overrides it set, null when it set none.
+	FromNs *int64 `parquet:"from_ns,optional"`
+	ToNs   *int64 `parquet:"to_ns,optional"`
+	PreNs  *int64 `parquet:"pre_ns,optional"`
+	PostNs *int64 `parquet:"post_ns,optional"`
 }
 
 type topicRow struct {
@@ -63,15 +76,25 @@ type labelRow struct {
 	Value string `parquet:"value"`
 }
 
-func writeDumpRow(d *Dump, path string, codec compress.Codec, sync bool) (File, error) {
+func writeDumpRow(d *Dump, path string, codec compress.Codec, sync bool, mode os.FileMode) (File, error) {
 	in := &d.Info
 	r := dumpRow{Dump: d.ID, File: d.File, Format: d.Format, Size: d.Size, Writer: in.Writer, Host: in.Host,
 		CreatedNs: in.CreatedNs, StartNs: in.StartNs, EndNs: in.EndNs, StartTime: floorDiv(in.StartNs, 1000),
 		EndTime: floorDiv(in.EndNs, 1000), Triggers: []triggerRow{}, Topics: []topicRow{}, Labels: []labelRow{}}
 	var reasons []string
 	for _, t := range in.Triggers {
-		r.Triggers = append(r.Triggers, triggerRow{ID: int64(t.ID), Reason: t.Reason, Source: t.Source, Rule: t.Rule, Tag: t.Tag,
-			Severity: int64(t.Severity), TimeNs: t.TimeNs, PreNs: t.PreNs, PostNs: t.PostNs})
+		tr := triggerRow{ID: int64(t.ID), Reason: t.Reason, Source: t.Source, Rule: t.Rule, Tag: t.Tag,
+			Severity: int64(t.Severity), TimeNs: t.TimeNs}
+		if from, to, _, _, ok := t.Window(); ok {
+			tr.FromNs, tr.ToNs = &from, &to
+		}
+		if v, ok := t.Pre(); ok {
+			tr.PreNs = &v
+		}
+		if v, ok := t.Post(); ok {
+			tr.PostNs = &v
+		}
+		r.Triggers = append(r.Triggers, tr)
 		reasons = append(reasons, t.Reason)
 	}
 	r.Reasons = strings.Join(reasons, ",")
@@ -99,8 +122,21 @@ func writeDumpRow(d *Dump, path string, codec compress.Codec, sync bool) (File, 
 	for _, k := range keys {
 		r.Labels = append(r.Labels, labelRow{Key: k, Value: in.Labels[k]})
 	}
+	if s := d.Seal; s != nil {
+		str := func(v string) *string {
+			if v == "" {
+				return nil
+			}
+			return &v
+		}
+		r.Signature, r.SignedBy, r.Chain, r.Seal, r.SealPrev = str(s.Status), str(s.KeyID), str(s.Chain), str(s.ID), str(s.Prev)
+		if s.Counter > 0 {
+			n := int64(s.Counter)
+			r.ChainCounter = &n
+		}
+	}
 	out := File{Table: Dumps, Path: path, Rows: 1}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := createFile(path, mode)
 	if err != nil {
 		return out, err
 	}

@@ -78,7 +78,7 @@ type tableWriter struct {
 	path  string
 	f     *os.File
 	bw    *bufio.Writer
-	w     *parquet.Writer
+	w     *parquet.GenericWriter[any]
 	cols  []column
 	rows  []parquet.Row
 	sync  bool // fsync at close
@@ -94,7 +94,7 @@ const batchRows = 1024
 // engines get row groups to skip by their statistics.
 const RowGroupRows = 1 << 17
 
-func newTableWriter(name, path string, cols []column, codec compress.Codec, sync bool) (*tableWriter, error) {
+func newTableWriter(name, path string, cols []column, codec compress.Codec, sync bool, mode os.FileMode) (*tableWriter, error) {
 	fields := make([]reflect.StructField, len(cols))
 	for i, c := range cols {
 		tag := c.name
@@ -105,13 +105,13 @@ func newTableWriter(name, path string, cols []column, codec compress.Codec, sync
 	}
 	model := reflect.New(reflect.StructOf(fields)).Elem().Interface()
 	sch := parquet.SchemaOf(model)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := createFile(path, mode)
 	if err != nil {
 		return nil, err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	tw := &tableWriter{name: name, path: path, f: f, bw: bw, cols: cols, sync: sync,
-		w: parquet.NewWriter(bw, sch, parquet.Compression(codec), parquet.CreatedBy("edr-lite", "", ""),
+		w: parquet.NewGenericWriter[any](bw, sch, parquet.Compression(codec), parquet.CreatedBy("edr-lite", "", ""),
 			parquet.MaxRowsPerRowGroup(RowGroupRows)),
 		rows: make([]parquet.Row, batchRows)}
 	for i := range tw.rows {
@@ -205,7 +205,7 @@ func newMessageWriters(d *Dump, o *Options, codec compress.Codec, pathOf func(st
 	if err != nil {
 		return nil, err
 	}
-	if w.all, err = newTableWriter(Messages, p, fixedColumns(), codec, !o.NoSync); err != nil {
+	if w.all, err = newTableWriter(Messages, p, fixedColumns(), codec, !o.NoSync, o.FileMode); err != nil {
 		return nil, err
 	}
 	w.order = append(w.order, w.all)
@@ -232,9 +232,12 @@ func newMessageWriters(d *Dump, o *Options, codec compress.Codec, pathOf func(st
 		if len(ts.typ) == 0 {
 			ts.typ = []byte(typ.Schema.Name)
 		}
-		cols, paths, skipped := decodedColumns(dec.Fields())
+		cols, paths, skipped, renamed := decodedColumns(dec.Fields())
 		for _, s := range skipped {
 			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %s", topicKey(t.Name, t.Channel), s))
+		}
+		for _, s := range renamed {
+			rep.Renamed = append(rep.Renamed, fmt.Sprintf("%s: field %s", topicKey(t.Name, t.Channel), s))
 		}
 		name := TableName(typ.Schema.Name)
 		tid := typ.ID()
@@ -249,7 +252,7 @@ func newMessageWriters(d *Dump, o *Options, codec compress.Codec, pathOf func(st
 			if err != nil {
 				return w, w.abort(err)
 			}
-			if tw, err = newTableWriter(name, p, append(fixedColumns(), cols...), codec, !o.NoSync); err != nil {
+			if tw, err = newTableWriter(name, p, append(fixedColumns(), cols...), codec, !o.NoSync, o.FileMode); err != nil {
 				return w, w.abort(err)
 			}
 			w.tables[name] = tw
@@ -275,11 +278,17 @@ func (w *messageWriters) abort(err error) error {
 // known length expanded (wheel[4]: wheel_0 .. wheel_3), and the concrete
 // path (as Numeric reports it) of each. Strings, bytes, sub-messages that
 // are not expanded, arrays of varying length and maps have no column.
-func decodedColumns(fields []schema.Field) (cols []column, paths map[string]int, skipped []string) {
+func decodedColumns(fields []schema.Field) (cols []column, paths map[string]int, skipped, renamed []string) {
 	paths = map[string]int{}
+	// names taken, compared as engines compare them (DuckDB, Spark and
+	// Trino ignore case): the fixed columns and the partitions, which
+	// hive partitioning would put in the place of a column of their name
 	used := map[string]bool{}
 	for _, c := range fixedColumns() {
-		used[c.name] = true
+		used[strings.ToLower(c.name)] = true
+	}
+	for _, p := range Partitions {
+		used[p] = true
 	}
 	for _, f := range fields {
 		if !f.Kind.Numeric() {
@@ -299,10 +308,14 @@ func decodedColumns(fields []schema.Field) (cols []column, paths map[string]int,
 		}
 		for _, concrete := range expandPath(f.Path, f.Dims) {
 			name := ColumnName(concrete)
-			for used[name] {
+			first := name
+			for used[strings.ToLower(name)] {
 				name += "_"
 			}
-			used[name] = true
+			used[strings.ToLower(name)] = true
+			if name != first {
+				renamed = append(renamed, fmt.Sprintf("%s: column %s (%s is taken: a fixed column, a partition or another field)", concrete, name, first))
+			}
 			c := column{name: name, kind: f.Kind, tag: "optional"}
 			switch f.Kind {
 			case schema.KindFloat:
@@ -320,7 +333,7 @@ func decodedColumns(fields []schema.Field) (cols []column, paths map[string]int,
 			cols = append(cols, c)
 		}
 	}
-	return cols, paths, skipped
+	return cols, paths, skipped, renamed
 }
 
 // expandPath turns "wheel[]" with dims [4] into wheel[0] .. wheel[3]; at
@@ -390,13 +403,15 @@ func TableName(schemaName string) string {
 	return n
 }
 
-// triggerOf returns the trigger whose window holds t, the nearest when
-// several do, -1 when none does.
+// triggerOf returns the trigger whose effective window
+// (dumpinfo.Trigger.Window) holds t, the nearest when several do, -1 when
+// none does.
 func (w *messageWriters) triggerOf(t int64) int {
 	best, bestD := -1, int64(0)
 	for i := range w.triggers {
 		tr := &w.triggers[i]
-		if t < tr.TimeNs-tr.PreNs || t > tr.TimeNs+tr.PostNs {
+		from, to, _, _, ok := tr.Window()
+		if !ok || t < from || t > to {
 			continue
 		}
 		d := t - tr.TimeNs

@@ -30,9 +30,22 @@ type Dump struct {
 	Size   int64  // of the file
 	Info   dumpinfo.Info
 	Topics []Topic
+	// Seal is the dump's signature (docs/evidence.md), nil when not
+	// known: the dumps table's signature columns are then null.
+	Seal *Seal
 	// Walk calls fn for every message of the dump, in file order. The
 	// message and its bytes are valid only during the call.
 	Walk func(fn func(m *Message) error) error
+}
+
+// Seal is a dump's signature as the dumps table records it.
+type Seal struct {
+	Status  string // valid, invalid, unsigned, unknown key, not checked
+	KeyID   string // the key that signed it ("" unsigned)
+	Chain   string // its chain ("" none)
+	Counter uint64 // its place in the chain (0 none)
+	ID      string // the seal's ID, the next dump's Prev
+	Prev    string // the seal ID of the dump before it in the chain
 }
 
 // Topic is one topic of a Dump.
@@ -72,6 +85,11 @@ type Options struct {
 	// thrown away after use (the upload queue's, made again after a
 	// crash).
 	NoSync bool
+	// FileMode, when not 0, is the mode of the files (whatever the umask)
+	// and of the directories Write creates, with search bits where there
+	// is read (0640: 0750): the upload queue gives the dumps' mode. 0:
+	// 0644 and 0755, less the umask.
+	FileMode os.FileMode
 }
 
 // DefaultVehicle is the vehicle partition when none is given.
@@ -94,7 +112,18 @@ type Report struct {
 	// column, or why the topic has no typed table (a schema that does not
 	// decode).
 	Skipped []string
+	// Renamed lists, per typed topic, the fields whose column has another
+	// name than ColumnName gives: one a fixed column, a partition
+	// (Partitions) or an earlier field already has, compared without
+	// case ("vehicle" -> "vehicle_").
+	Renamed []string
 }
+
+// Partitions are the partition columns of the layout Write makes
+// (TABLE/vehicle=/date=/): engines reading it with hive partitioning take
+// their values from the path, so no column of the files may have their
+// names.
+var Partitions = []string{"vehicle", "date"}
 
 // Write converts one dump into Parquet files under dir, in a partitioned
 // layout every engine reads with hive partitioning:
@@ -131,7 +160,7 @@ func Write(d *Dump, dir string, o Options) (rep *Report, err error) {
 		if _, err := os.Stat(p); err == nil {
 			return "", fmt.Errorf("%s exists; refusing to overwrite", p)
 		}
-		return p, os.MkdirAll(filepath.Dir(p), 0o755)
+		return p, mkdirs(dir, filepath.Dir(p), o.FileMode)
 	}
 	w, err := newMessageWriters(d, &o, codec, pathOf, rep)
 	if err != nil {
@@ -152,9 +181,50 @@ func Write(d *Dump, dir string, o Options) (rep *Report, err error) {
 	if err != nil {
 		return rep, err
 	}
-	f, err := writeDumpRow(d, p, codec, !o.NoSync)
+	f, err := writeDumpRow(d, p, codec, !o.NoSync, o.FileMode)
 	rep.Files = append(rep.Files, f)
 	return rep, err
+}
+
+// mkdirs makes the directories from root (when it makes it) down to dir:
+// with mode's search bits when mode is set (whatever the umask), else
+// 0755.
+func mkdirs(root, dir string, mode os.FileMode) error {
+	if mode == 0 {
+		return os.MkdirAll(dir, 0o755)
+	}
+	dm := mode.Perm() | (mode.Perm()&0o444)>>2
+	_, err := os.Stat(root)
+	rootMade := errors.Is(err, os.ErrNotExist)
+	if err := os.MkdirAll(dir, dm); err != nil {
+		return err
+	}
+	for d := dir; len(d) > len(root) || (d == root && rootMade); d = filepath.Dir(d) {
+		if err := os.Chmod(d, dm); err != nil {
+			return err
+		}
+		if d == root {
+			break
+		}
+	}
+	return nil
+}
+
+// createFile creates path for writing, never over an existing file, with
+// mode when set (whatever the umask), else 0644.
+func createFile(path string, mode os.FileMode) (*os.File, error) {
+	perm := mode
+	if perm == 0 {
+		perm = 0o644
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err == nil && mode != 0 {
+		if err = f.Chmod(mode); err != nil {
+			f.Close()
+			os.Remove(path)
+		}
+	}
+	return f, err
 }
 
 // dumpTimeNs is the time a dump is dated by: its first trigger's, else its

@@ -47,8 +47,8 @@ func NewOneOff(o Options, convert ConvertFunc) (*OneOff, error) {
 }
 
 // Sent returns the bytes sent so far (for progress), the request in flight
-// included.
-func (x *OneOff) Sent() int64 { return x.c.total.Load() + x.c.sent.Load() }
+// and resent bytes included: it only ever grows.
+func (x *OneOff) Sent() int64 { return x.c.total.Load() }
 
 // KeyOf returns the object key of the dump at path.
 func (x *OneOff) KeyOf(path string) string {

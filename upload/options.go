@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/edr-lite/edr-lite/dump"
 )
 
 // Defaults of Options. Each is written here once; the configuration file
@@ -70,6 +72,13 @@ type Options struct {
 	// DeleteAfterUpload deletes a local dump once the server confirmed it
 	// (its size and CRC32C).
 	DeleteAfterUpload bool
+	// BeforeDelete, when set, is told of a dump DeleteAfterUpload is about
+	// to delete, before it does (the recorder's chain records it, so the
+	// dump shows as removed on purpose, not deleted).
+	BeforeDelete func(path string)
+	// Seal, when set, says what the ledger records of an uploaded dump's
+	// signature (read once the server confirmed the dump); nil: nothing.
+	Seal func(path string) *SealInfo
 	// Parquet converts each dump to Parquet (package table) and uploads the
 	// files beside it.
 	Parquet bool
@@ -79,6 +88,11 @@ type Options struct {
 	// Dir is the dump directory; the queue's journal and ledger live in
 	// it. Required by New (not by the one-off Upload).
 	Dir string
+	// FileMode is the mode of every file the queue writes beside the dumps
+	// (journal, ledger, the Parquet files waiting for their upload), its
+	// directories getting the matching search bits: the dumps' (the
+	// recorder's dump_mode). 0 is dump.DefaultFileMode (0640).
+	FileMode os.FileMode
 	// Rescan is how often the dump directory is scanned for dumps the
 	// queue missed (DefaultRescan when 0).
 	Rescan time.Duration
@@ -117,6 +131,9 @@ func (o Options) Resolve() (Options, error) {
 	if o.Rescan == 0 {
 		o.Rescan = DefaultRescan
 	}
+	if o.FileMode == 0 {
+		o.FileMode = dump.DefaultFileMode
+	}
 	if o.AccessKey == "" && o.SecretKey == "" {
 		o.AccessKey, o.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
 		if o.SessionToken == "" {
@@ -140,6 +157,9 @@ func (o Options) Resolve() (Options, error) {
 }
 
 func (o *Options) validate() error {
+	if !s3Built {
+		return ErrNotInBuild // the configuration names the key (upload.endpoint)
+	}
 	if o.Endpoint == "" {
 		return optErr("endpoint", "required (the S3 server's URL, e.g. https://s3.eu-west-1.amazonaws.com)")
 	}

@@ -53,8 +53,32 @@ func sumFile(f *os.File, size, partSize int64) (fileSums, error) {
 	return s, nil
 }
 
+// sumCache keeps a file's CRC32Cs from one attempt to the next of its
+// upload: a file is read for them once per upload, not once per attempt,
+// unless it changed (size or modification time) or the part size did.
+type sumCache struct {
+	size, mtime, partSize int64
+	sums                  fileSums
+	ok                    bool
+}
+
+// sums returns f's CRC32Cs, from c when they are still f's.
+func (c *client) sums(f *os.File, st os.FileInfo, partSize int64, cache *sumCache) (fileSums, error) {
+	if cache != nil && cache.ok && cache.size == st.Size() && cache.mtime == st.ModTime().UnixNano() && cache.partSize == partSize {
+		return cache.sums, nil
+	}
+	c.summed.Add(1)
+	s, err := sumFile(f, st.Size(), partSize)
+	if err == nil && cache != nil {
+		*cache = sumCache{size: st.Size(), mtime: st.ModTime().UnixNano(), partSize: partSize, sums: s, ok: true}
+	}
+	return s, err
+}
+
 // sendOpts is what one file's upload needs besides the client.
 type sendOpts struct {
+	// Sums, when set, keeps the file's CRC32Cs across attempts.
+	Sums     *sumCache
 	PartSize int64
 	// UploadID is the multipart upload the journal knows for this key
 	// ("" when none).
@@ -92,7 +116,13 @@ func (c *client) sendFile(ctx context.Context, path, key string, o sendOpts) (se
 		if ctx.Err() != nil && !errors.Is(err, errStalled) {
 			return res, &Error{File: path, Key: key, Op: op, Kind: ErrStopped, Err: err}
 		}
-		return res, &Error{File: path, Key: key, Op: op, Kind: classify(err), Err: err}
+		e := &Error{File: path, Key: key, Op: op, Kind: classify(err), Err: err}
+		switch op {
+		case "open", "stat", "read":
+			e.Kind = ErrFile
+		}
+		c.noteBucket(e)
+		return res, e
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -114,15 +144,16 @@ func (c *client) sendFile(ctx context.Context, path, key string, o sendOpts) (se
 			partSize *= 2
 		}
 	}
-	sums, err := sumFile(f, res.Size, partSize)
-	if err != nil {
-		return fail("read", err)
-	}
-	res.CRC32C = crcB64(sums.Whole)
+	// HEAD first: while the server cannot be reached, the file is not read
 	obj, err := c.head(ctx, key)
 	if err != nil {
 		return fail("head", err)
 	}
+	sums, err := c.sums(f, st, partSize, o.Sums)
+	if err != nil {
+		return fail("read", err)
+	}
+	res.CRC32C = crcB64(sums.Whole)
 	if obj.Exists && obj.Size == res.Size && obj.CRC32C == res.CRC32C {
 		res.Already = true
 		if o.UploadID != "" && o.SetUploadID != nil {

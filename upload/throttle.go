@@ -1,9 +1,17 @@
+//go:build !ecu
+
+// The bandwidth limiter, the request bodies read through it and the stall
+// watchdog of the S3 calls (client_s3.go): the ECU build, which does not
+// upload, has none of them.
+
 package upload
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
-	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,15 +68,17 @@ func (l *limiter) take(ctx context.Context, n int) error {
 }
 
 // bodyReader is the body of one request: a section of the file, read
-// through the limiter, counting what was sent (status) and when
-// (the stall watchdog). Seek rewinds it for the HTTP client's retries of
+// through the limiter, counting what was sent (this request's progress,
+// and the uploader's total, which a rewind never lowers) and when (the
+// stall watchdog). Seek rewinds it for the HTTP client's retries of
 // a connection that failed before anything was sent.
 type bodyReader struct {
-	ctx  context.Context
-	sr   *io.SectionReader
-	lim  *limiter
-	sent *atomic.Int64 // bytes of this request sent so far
-	seen *atomic.Int64 // unix ns of the last progress
+	ctx   context.Context
+	sr    *io.SectionReader
+	lim   *limiter
+	sent  *atomic.Int64 // bytes of this request sent so far
+	total *atomic.Int64 // bytes of every request sent, resends included
+	seen  *atomic.Int64 // unix ns of the last progress
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -81,6 +91,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 			return 0, werr
 		}
 		b.sent.Add(int64(n))
+		b.total.Add(int64(n))
 		b.seen.Store(time.Now().UnixNano())
 	}
 	return n, err
@@ -120,17 +131,18 @@ func watchdog(ctx context.Context, stall time.Duration, seen *atomic.Int64) (con
 	return ctx, func() { close(done); cancel(nil) }
 }
 
-// backoff returns how long to wait before attempt n+1 after n failed ones:
-// lo·2^(n-1) capped at hi, with "equal jitter" (half of it fixed, half
-// random) so a fleet that lost its server does not come back in step.
-func backoff(n int, lo, hi time.Duration) time.Duration {
-	if n <= 0 {
-		return 0
+// body opens a section of f for one request and a watchdog over it.
+func (c *client) body(ctx context.Context, f *os.File, off, n int64) (context.Context, *bodyReader, func()) {
+	var seen atomic.Int64
+	ctx, done := watchdog(ctx, c.stall, &seen)
+	c.sent.Store(0)
+	return ctx, &bodyReader{ctx: ctx, sr: io.NewSectionReader(f, off, n), lim: c.lim, sent: &c.sent, total: &c.total, seen: &seen}, done
+}
+
+// cause returns the watchdog's cause when it cancelled the request.
+func cause(ctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(ctx), errStalled) {
+		return fmt.Errorf("%w for %v: %v", errStalled, "the stall timeout", err)
 	}
-	d := lo
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	return err
 }

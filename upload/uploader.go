@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +15,7 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/dumpfile"
 )
 
 // Converted is one file a Convert function wrote.
@@ -24,7 +25,7 @@ type Converted struct {
 }
 
 // ConvertFunc converts the dump at path into files under dir (Parquet, by
-// the recorder's wiring through internal/dumpfile).
+// the recorder's wiring through dumpfile).
 type ConvertFunc func(path, dir string) ([]Converted, error)
 
 // tmpDirName is where a dump's converted files wait for their upload.
@@ -35,7 +36,7 @@ const tmpDirName = ".edr-upload-tmp"
 // Options.Rescan), uploaded one at a time oldest first by one goroutine,
 // retried with back-off, and leave the queue only once the server
 // confirmed them. It implements dump.Keeper, so rotation keeps queued
-// dumps unless the disk is critically low.
+// dumps but when a new dump needs their room (min_free_disk).
 //
 // Its methods are safe for concurrent use.
 type Uploader struct {
@@ -58,17 +59,24 @@ type Uploader struct {
 	sent        map[string]sentRec
 	current     *entry
 	curSize     int64
+	curCtx      context.Context    // the current upload's: cancelled when its dump is evicted
+	curCancel   context.CancelFunc // cancels curCtx
+	curDone     chan struct{}      // closed once the current upload let go of its file
 	uploaded    uint64
 	upBytes     uint64
 	evicted     uint64
+	evictedFor  map[string]uint64 // by dump.Eviction.Reason
 	lastEvicted string
 	ledgerGone  int // ledger lines naming dumps that are gone
 	missing     uint64
 	globalFails int
 	globalUntil time.Time
+	paused      string // why the whole queue waits until globalUntil (a server-wide error), "" when not
 	lastErr     string
+	lastErrKind string
 	lastErrAt   time.Time
 	journalErr  string
+	setAside    []string // damaged copies of the journal and the ledger in the directory
 	state       string
 }
 
@@ -86,7 +94,7 @@ func New(o Options, convert ConvertFunc) (*Uploader, error) {
 		return nil, optErr("parquet", "no converter")
 	}
 	u := &Uploader{o: o, log: o.Logger, convert: convert, done: make(chan struct{}), wake: make(chan struct{}, 1),
-		sent: map[string]sentRec{}, state: "stopped"}
+		sent: map[string]sentRec{}, evictedFor: map[string]uint64{}, state: "stopped"}
 	u.key, _ = ParseTemplate(o.Key)
 	u.pkey, _ = ParseTemplate(o.ParquetKey)
 	u.window, _ = ParseWindow(o.Window)
@@ -98,23 +106,38 @@ func New(o Options, convert ConvertFunc) (*Uploader, error) {
 // Start reads the journal and the ledger, queues every dump of the
 // directory the server has not confirmed, and starts uploading.
 func (u *Uploader) Start() error {
-	if err := os.MkdirAll(u.o.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(u.o.Dir, dump.DirMode(u.o.FileMode)); err != nil {
 		return err
 	}
 	os.RemoveAll(filepath.Join(u.o.Dir, tmpDirName))
+	// the queue's files follow the dumps' mode, those of an older version
+	// (0644) too; the journal is rewritten below
+	if err := os.Chmod(filepath.Join(u.o.Dir, LedgerName), u.o.FileMode); err != nil && !errors.Is(err, os.ErrNotExist) {
+		u.log.Warn("upload ledger: cannot give it the dumps' mode", "err", err)
+	}
 	q, err := readJournal(u.o.Dir)
 	if err != nil {
-		aside := filepath.Join(u.o.Dir, JournalName+".bad")
-		os.Rename(filepath.Join(u.o.Dir, JournalName), aside)
-		u.log.Error("upload journal unreadable; set aside, the queue is rebuilt from the dump directory", "err", err, "moved_to", aside)
+		aside, aerr := setAside(u.o.Dir, JournalName)
+		u.log.Error("upload journal damaged; set aside, the queue is rebuilt from the dump directory", "err", err, "moved_to", aside, "set_aside_err", aerr)
 		q = nil
 	}
-	sent, bad, err := readLedger(u.o.Dir)
-	if err != nil {
-		u.log.Error("upload ledger unreadable; dumps it listed are checked against the server again", "err", err)
+	sent, dmg, err := readLedger(u.o.Dir)
+	rewrite := false
+	switch {
+	case err != nil:
+		aside, aerr := setAside(u.o.Dir, LedgerName)
+		u.log.Error("upload ledger unreadable; set aside, the dumps it listed are checked against the server again", "err", err,
+			"moved_to", aside, "set_aside_err", aerr)
 		sent = map[string]sentRec{}
-	} else if bad > 0 {
-		u.log.Warn("upload ledger: lines skipped (torn by a power cut?)", "lines", bad)
+	case dmg.Torn:
+		u.log.Warn("upload ledger: its last line was torn (a power cut while it was appended); rewritten without it", "line", dmg.FirstLine)
+		rewrite = true
+	case dmg.Bad > 0:
+		// not a power cut: keep the damaged file for whoever looks into it
+		aside, aerr := setAside(u.o.Dir, LedgerName)
+		u.log.Error("upload ledger holds garbage: lines that are no ledger record; set aside, rewritten with its valid records (the dumps of the garbage lines are checked against the server again)",
+			"bad_lines", dmg.Bad, "first_bad_line", dmg.FirstLine, "valid_records", len(sent), "moved_to", aside, "set_aside_err", aerr)
+		rewrite = true
 	}
 	l, err := dump.OpenDir(u.o.Dir).List()
 	if err != nil {
@@ -133,9 +156,9 @@ func (u *Uploader) Start() error {
 			keep = append(keep, r)
 		}
 	}
-	if len(keep) != len(sent) || bad > 0 {
+	if len(keep) != len(sent) || rewrite {
 		sort.Slice(keep, func(i, j int) bool { return keep[i].File < keep[j].File })
-		u.noteJournal(writeLedger(u.o.Dir, keep))
+		u.noteJournal(writeLedger(u.o.Dir, keep, u.o.FileMode))
 	}
 	now := u.o.Now()
 	for _, e := range q {
@@ -156,6 +179,7 @@ func (u *Uploader) Start() error {
 	}
 	u.sortLocked()
 	u.saveLocked()
+	u.setAside = setAsideFiles(u.o.Dir)
 	u.started = true
 	u.state = "idle"
 	go u.run()
@@ -217,7 +241,7 @@ func (u *Uploader) sortLocked() {
 // saveLocked writes the journal; a failure (a full disk) is reported in
 // the status and the log, and the queue goes on in memory.
 func (u *Uploader) saveLocked() {
-	u.noteJournal(writeJournal(u.o.Dir, u.queue))
+	u.noteJournal(writeJournal(u.o.Dir, u.queue, u.o.FileMode))
 }
 
 func (u *Uploader) noteJournal(err error) {
@@ -255,27 +279,49 @@ func (u *Uploader) Keep(path string) bool {
 	return false
 }
 
-// Evicted is told that rotation deleted a queued dump (the disk was
-// critically low): it leaves the queue, counted and logged (dump.Keeper).
-func (u *Uploader) Evicted(path, why string) {
-	name := filepath.Base(path)
+// Evicted is told that rotation deleted a queued dump to make room for a
+// new one: it leaves the queue, counted by reason and logged
+// (dump.Keeper). An upload of it in flight is cut, and Evicted returns
+// once that upload closed the file (at most evictWait), so the room it
+// held is free.
+func (u *Uploader) Evicted(ev dump.Eviction) {
+	name := filepath.Base(ev.Path)
 	u.mu.Lock()
-	defer u.mu.Unlock()
+	var wait chan struct{}
 	for i, e := range u.queue {
-		if e.File == name {
-			u.queue = append(u.queue[:i], u.queue[i+1:]...)
-			u.evicted++
-			u.lastEvicted = fmt.Sprintf("%s deleted before it was uploaded: %s", name, why)
-			u.setErrLocked(u.lastEvicted)
-			u.log.Warn("queued dump deleted before it was uploaded", "file", name, "why", why)
-			u.saveLocked()
-			return
+		if e.File != name {
+			continue
+		}
+		u.queue = append(u.queue[:i], u.queue[i+1:]...)
+		u.evicted++
+		u.evictedFor[ev.Reason]++
+		u.lastEvicted = fmt.Sprintf("%s deleted before it was uploaded: %s", name, ev.Why)
+		u.setErrLocked(u.lastEvicted, "")
+		u.log.Warn("queued dump deleted before it was uploaded", "file", name, "reason", ev.Reason, "why", ev.Why)
+		u.saveLocked()
+		if e == u.current && u.curCancel != nil {
+			u.curCancel()
+			wait = u.curDone
+		}
+		break
+	}
+	u.mu.Unlock()
+	if wait != nil {
+		t := time.NewTimer(evictWait)
+		defer t.Stop()
+		select {
+		case <-wait:
+		case <-t.C:
 		}
 	}
 }
 
-func (u *Uploader) setErrLocked(s string) {
-	u.lastErr, u.lastErrAt = s, u.o.Now()
+// evictWait bounds how long Evicted waits for the upload of the dump it
+// removes to let go of the file.
+const evictWait = 2 * time.Second
+
+func (u *Uploader) setErrLocked(s, kind string) {
+	u.lastErr, u.lastErrKind, u.lastErrAt = s, kind, u.o.Now()
 }
 
 // run is the worker.
@@ -316,7 +362,7 @@ func (u *Uploader) next() (*entry, time.Duration) {
 		return nil, idle
 	}
 	if now.Before(u.globalUntil) {
-		u.state = "backing off"
+		u.state = "paused"
 		return nil, u.globalUntil.Sub(now)
 	}
 	if !u.window.Open(now) {
@@ -339,6 +385,8 @@ func (u *Uploader) next() (*entry, time.Duration) {
 	}
 	u.state = "uploading"
 	u.current, u.curSize = best, best.Size
+	u.curCtx, u.curCancel = context.WithCancel(u.ctx)
+	u.curDone = make(chan struct{})
 	return best, 0
 }
 
@@ -371,6 +419,7 @@ func (u *Uploader) rescan() {
 		u.sortLocked()
 		u.saveLocked()
 	}
+	u.setAside = setAsideFiles(u.o.Dir)
 	for name := range u.sent {
 		if !present[name] {
 			delete(u.sent, name)
@@ -383,7 +432,7 @@ func (u *Uploader) rescan() {
 			recs = append(recs, r)
 		}
 		sort.Slice(recs, func(i, j int) bool { return recs[i].File < recs[j].File })
-		u.noteJournal(writeLedger(u.o.Dir, recs))
+		u.noteJournal(writeLedger(u.o.Dir, recs, u.o.FileMode))
 		u.ledgerGone = 0
 	}
 }
@@ -429,16 +478,18 @@ func (u *Uploader) runEntry(e *entry) {
 	e.Key = key
 	dumpDone := e.DumpDone
 	uploadID := e.UploadID
+	ctx, cancel, done := u.curCtx, u.curCancel, u.curDone
 	u.mu.Unlock()
+	defer func() { cancel(); close(done) }()
 	var res sendResult
 	var err error
 	if !dumpDone {
-		res, err = u.c.sendFile(u.ctx, path, key, sendOpts{PartSize: u.o.PartSize, UploadID: uploadID,
+		res, err = u.c.sendFile(ctx, path, key, sendOpts{Sums: &e.sums, PartSize: u.o.PartSize, UploadID: uploadID,
 			SetUploadID: func(id string) error {
 				u.mu.Lock()
 				defer u.mu.Unlock()
 				e.UploadID = id
-				err := writeJournal(u.o.Dir, u.queue)
+				err := writeJournal(u.o.Dir, u.queue, u.o.FileMode)
 				u.noteJournal(err)
 				return nil // the server-side upload is found again by listing if the journal lost it
 			},
@@ -455,23 +506,33 @@ func (u *Uploader) runEntry(e *entry) {
 		}
 	}
 	if err == nil && u.o.Parquet {
-		err = u.sendParquet(path)
+		err = u.sendParquet(ctx, path)
 	}
-	u.finish(e, path, key, res, err)
+	var seal *SealInfo
+	if err == nil && u.o.Seal != nil {
+		seal = u.o.Seal(path) // reads the dump: outside the lock
+	}
+	u.finish(e, path, key, res, seal, err)
 }
 
 // sendParquet converts the dump and uploads its files.
-func (u *Uploader) sendParquet(path string) error {
-	dir := filepath.Join(u.o.Dir, tmpDirName, filepath.Base(path))
+func (u *Uploader) sendParquet(ctx context.Context, path string) error {
+	tmp := filepath.Join(u.o.Dir, tmpDirName)
+	dir := filepath.Join(tmp, filepath.Base(path))
 	os.RemoveAll(dir)
 	defer os.RemoveAll(dir)
+	// the tables hold what the dump holds: the dumps' mode, whatever the
+	// umask (the converter gives its files and directories the same)
+	if os.MkdirAll(tmp, dump.DirMode(u.o.FileMode)) == nil {
+		os.Chmod(tmp, dump.DirMode(u.o.FileMode))
+	}
 	files, err := u.convert(path, dir)
 	if err != nil {
 		return &Error{File: path, Key: "-", Op: "convert to parquet", Err: err}
 	}
 	for _, f := range files {
 		key := u.pkey.Expand(KeyFields{Prefix: u.o.Prefix, Vehicle: u.o.Vehicle, Time: dumpTime(path), File: filepath.Base(path), Table: f.Table})
-		if _, err := u.c.sendFile(u.ctx, f.Path, key, sendOpts{PartSize: u.o.PartSize}); err != nil {
+		if _, err := u.c.sendFile(ctx, f.Path, key, sendOpts{PartSize: u.o.PartSize}); err != nil {
 			return err
 		}
 		u.log.Info("parquet uploaded", "dump", filepath.Base(path), "table", f.Table, "key", key)
@@ -479,22 +540,28 @@ func (u *Uploader) sendParquet(path string) error {
 	return nil
 }
 
-func (u *Uploader) finish(e *entry, path, key string, res sendResult, err error) {
+func (u *Uploader) finish(e *entry, path, key string, res sendResult, seal *SealInfo, err error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.current = nil
+	u.current, u.curCtx, u.curCancel = nil, nil, nil
 	now := u.o.Now()
+	if !slices.Contains(u.queue, e) && err != nil {
+		return // evicted meanwhile (Evicted counted and logged it)
+	}
 	switch {
 	case err == nil:
 		u.removeLocked(e)
-		r := sentRec{File: e.File, Size: res.Size, CRC32C: res.CRC32C, Key: key, AtNs: now.UnixNano()}
+		r := sentRec{File: e.File, Size: res.Size, CRC32C: res.CRC32C, Key: key, AtNs: now.UnixNano(), Seal: seal}
 		u.sent[e.File] = r
 		u.uploaded++
 		u.upBytes += uint64(res.Size)
-		u.globalFails, u.globalUntil = 0, time.Time{}
-		u.noteJournal(appendLedger(u.o.Dir, r))
+		u.globalFails, u.globalUntil, u.paused = 0, time.Time{}, ""
+		u.noteJournal(appendLedger(u.o.Dir, r, u.o.FileMode))
 		u.saveLocked()
 		if u.o.DeleteAfterUpload {
+			if u.o.BeforeDelete != nil {
+				u.o.BeforeDelete(path) // the chain records it as rotated, not deleted
+			}
 			if err := os.Remove(path); err != nil {
 				u.log.Warn("delete_after_upload: could not delete the uploaded dump", "file", path, "err", err)
 			} else {
@@ -504,25 +571,33 @@ func (u *Uploader) finish(e *entry, path, key string, res sendResult, err error)
 	case errors.Is(err, ErrMissing):
 		u.removeLocked(e)
 		u.missing++
-		u.setErrLocked(err.Error())
+		u.setErrLocked(err.Error(), KindFile)
 		u.log.Warn("queued dump is gone; dropped from the upload queue", "file", e.File)
 		u.saveLocked()
 	case errors.Is(err, errWindowClosed), u.ctx.Err() != nil:
 		// not a failure: the window closed or the uploader stops; resumes later
 	default:
+		kind := KindOf(err)
 		e.Attempts++
-		e.LastError = err.Error()
+		e.LastError, e.LastErrorKind = err.Error(), kind
 		e.LastAttemptNs = now.UnixNano()
-		d := backoff(e.Attempts, u.o.RetryMin, u.o.RetryMax)
-		e.NextTryNs = now.Add(d).UnixNano()
+		u.setErrLocked(err.Error(), kind)
 		if serverWide(err) {
+			// nothing to do with this dump: the whole queue pauses, once,
+			// and this dump (the oldest runnable) is the first tried after
 			u.globalFails++
-			gd := backoff(u.globalFails, u.o.RetryMin, u.o.RetryMax)
-			u.globalUntil = now.Add(gd)
-			d = gd
+			d := backoff(u.globalFails, u.o.RetryMin, u.o.RetryMax)
+			u.globalUntil = now.Add(d)
+			e.NextTryNs = 0
+			u.paused = strings.TrimPrefix(classify(err).Error(), "upload: ")
+			u.log.Warn("upload failed; will retry: the whole queue pauses (server-wide error)", "kind", kind, "file", e.File, "key", key,
+				"queued", len(u.queue), "pause", u.globalFails, "retry_in", d.Round(time.Millisecond), "err", err)
+		} else {
+			d := backoff(e.Attempts, u.o.RetryMin, u.o.RetryMax)
+			e.NextTryNs = now.Add(d).UnixNano()
+			u.log.Warn("upload failed; will retry", "kind", kind, "file", e.File, "key", key, "attempt", e.Attempts,
+				"retry_in", d.Round(time.Millisecond), "err", err)
 		}
-		u.setErrLocked(err.Error())
-		u.log.Warn("upload failed; will retry", "file", e.File, "key", key, "attempt", e.Attempts, "retry_in", d.Round(time.Millisecond), "err", err)
 		u.saveLocked()
 	}
 }
@@ -534,4 +609,19 @@ func (u *Uploader) removeLocked(e *entry) {
 			return
 		}
 	}
+}
+
+// backoff returns how long to wait before attempt n+1 after n failed ones:
+// lo·2^(n-1) capped at hi, with "equal jitter" (half of it fixed, half
+// random) so a fleet that lost its server does not come back in step.
+func backoff(n int, lo, hi time.Duration) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }

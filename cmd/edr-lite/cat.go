@@ -4,13 +4,12 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/schema"
@@ -48,7 +47,7 @@ With --decode, one JSON object per line with the message decoded by its
 topic's type (protobuf from its descriptor set, JSON as it is, packed
 structs by their layout; docs/schemas.md):
   {"topic","ts","time","gen_ts","gen_time","type","data"}
-A message that does not decode is shown raw ("raw" in base64, or "raw_hex"
+(gen_* as above). A message that does not decode is shown raw ("raw" in base64, or "raw_hex"
 as --payload says) with a one-line warning on standard error; a topic
 without a schema is shown raw without one.
 
@@ -76,10 +75,16 @@ and --to must be absolute: the start is not known in advance).
 	c.enum("payload", payloadModes...)
 	timeMode := c.fs.String("time", "capture", "`WHICH` time to show (ts/time in --jsonl): capture, producer or event (a topic's event_time field as the dump recorded it); --from/--to select on capture time")
 	c.enum("time", catTimes...)
+	attachment := c.fs.String("attachment", "", "write the attachment `NAME` (edr-lite list attachments shows them) to standard output, byte for byte, instead of messages")
+	skip := declareSkipDamaged(c)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
+	if c.set("attachment") {
+		return catAttachment(c, args[0], *attachment)
+	}
+	defer skip.arm()()
 	sel, err := sf.parse()
 	if err != nil {
 		return c.usageErr("%v", err)
@@ -204,16 +209,12 @@ and --to must be absolute: the start is not known in advance).
 	return exitOK
 }
 
-// writeCatJSON writes one line of cat --jsonl: topic, ts, time, gen_ts,
-// gen_time (when set), size, and data (base64) or data_hex (a preview). A
+// writeCatJSON writes one line of cat --jsonl: topic, ts, time, gen_ts
+// and gen_time (when known), size, and data (base64) or data_hex (a preview). A
 // payload is encoded straight into the output, never held whole as base64
 // or as a JSON line (a 32 MiB message would take hundreds of MB).
 func writeCatJSON(out *bufio.Writer, m *dumpfile.Msg, mode string) {
-	topic, _ := json.Marshal(m.Topic)
-	fmt.Fprintf(out, `{"topic":%s,"ts":%d,"time":"%s","gen_ts":%d`, topic, m.TimeNs, rfc3339(m.TimeNs), m.GenNs)
-	if m.GenNs != 0 {
-		fmt.Fprintf(out, `,"gen_time":"%s"`, rfc3339(m.GenNs))
-	}
+	writeJSONHead(out, m)
 	fmt.Fprintf(out, `,"size":%d`, len(m.Data))
 	switch {
 	case mode == "base64" && len(m.Data) > 0:

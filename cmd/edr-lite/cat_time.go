@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/schema"
 )
 

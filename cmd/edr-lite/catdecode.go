@@ -2,15 +2,13 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
-	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/schema"
 )
 
@@ -19,8 +17,9 @@ import (
 const maxDecodeWarnings = 5
 
 // catDecoder turns messages into their decoded JSON (cat --decode,
-// --format csv): one decoder per distinct type, built on its first
-// message; messages that do not decode are shown raw, with a warning.
+// --format csv) through dumpfile.Decoder (one decoder per distinct type,
+// built on its first message); messages that do not decode are shown raw,
+// with a warning.
 type catDecoder struct {
 	e       *env
 	out     *bufio.Writer
@@ -29,24 +28,14 @@ type catDecoder struct {
 	payload string // base64, hex or none: how raw messages are shown
 	csv     *csv.Writer
 
-	byPtr  map[*ingest.Type]*decodeEntry // the readers hand out one *Type per span or channel
-	byID   map[ingest.ContentID]*decodeEntry
+	dec    *dumpfile.Decoder
 	warned map[string]int // undecodable messages by topic
-	buf    []byte
-	line   bytes.Buffer // buf compacted
 	row    []string
-}
-
-type decodeEntry struct {
-	dec schema.Decoder // nil: shown raw
-	// why is the reason a typed topic is shown raw ("" for a topic
-	// without a schema: raw is what it is).
-	why string
 }
 
 func newCatDecoder(e *env, out *bufio.Writer, file string, fields []schema.Path, payload string, asCSV bool) *catDecoder {
 	d := &catDecoder{e: e, out: out, file: file, fields: fields, payload: payload,
-		byPtr: map[*ingest.Type]*decodeEntry{}, byID: map[ingest.ContentID]*decodeEntry{}, warned: map[string]int{}}
+		dec: dumpfile.NewDecoder(), warned: map[string]int{}}
 	if asCSV {
 		d.csv = csv.NewWriter(out)
 		d.row = append(d.row, "time", "ts", "topic")
@@ -56,38 +45,6 @@ func newCatDecoder(e *env, out *bufio.Writer, file string, fields []schema.Path,
 		d.csv.Write(d.row)
 	}
 	return d
-}
-
-// maxTypePointers bounds byPtr, should a reader hand out a *Type per
-// message: past it, types are found by content ID (a hash of the schema).
-const maxTypePointers = 4096
-
-// entry is the decoder of t, built once per distinct type.
-func (d *catDecoder) entry(t *ingest.Type) *decodeEntry {
-	if en, ok := d.byPtr[t]; ok {
-		return en
-	}
-	id := t.ID()
-	en, ok := d.byID[id]
-	if !ok {
-		en = &decodeEntry{}
-		if t.MessageEncoding != ingest.EncodingRaw && !t.IsZero() {
-			dec, err := schema.NewDecoder(*t)
-			switch {
-			case err == nil:
-				en.dec = dec
-			case errors.Is(err, schema.ErrNoDecoder):
-				en.why = fmt.Sprintf("%s messages are not decoded", t.MessageEncoding)
-			default:
-				en.why = fmt.Sprintf("schema %q does not build: %v", t.Schema.Name, err)
-			}
-		}
-		d.byID[id] = en
-	}
-	if len(d.byPtr) < maxTypePointers {
-		d.byPtr[t] = en
-	}
-	return en
 }
 
 // warn prints one line about a message shown raw, up to
@@ -114,28 +71,28 @@ func (d *catDecoder) finish() error {
 	return nil
 }
 
-// decode is the message as JSON, or nil when it is shown raw.
+// decode is the message as JSON, or nil when it is shown raw (with a
+// warning, unless the topic has no schema: raw is what it is).
 func (d *catDecoder) decode(m *dumpfile.Msg) []byte {
-	en := d.entry(m.Type)
-	if en.dec == nil {
-		if en.why != "" {
-			d.warn(m, en.why)
+	js, err := d.dec.JSON(m.Type, m.Data)
+	if err != nil {
+		if !errors.Is(err, dumpfile.ErrRaw) {
+			d.warn(m, err.Error())
 		}
 		return nil
 	}
-	out, err := en.dec.AppendJSON(d.buf[:0], m.Data)
-	if err != nil {
-		d.warn(m, err.Error())
-		return nil
+	return js
+}
+
+// writeJSONHead opens the JSON line of m in cat --jsonl and --decode:
+// topic, ts and time, then gen_ts and gen_time only when the producer time
+// is known (not 0: a UDP topic has none).
+func writeJSONHead(out *bufio.Writer, m *dumpfile.Msg) {
+	topic, _ := json.Marshal(m.Topic)
+	fmt.Fprintf(out, `{"topic":%s,"ts":%d,"time":"%s"`, topic, m.TimeNs, rfc3339(m.TimeNs))
+	if m.GenNs != 0 {
+		fmt.Fprintf(out, `,"gen_ts":%d,"gen_time":"%s"`, m.GenNs, rfc3339(m.GenNs))
 	}
-	d.buf = out
-	// one line, whatever whitespace the decoder wrote (protojson's varies)
-	d.line.Reset()
-	if err := json.Compact(&d.line, out); err != nil {
-		d.warn(m, "decoded to invalid JSON: "+err.Error())
-		return nil
-	}
-	return d.line.Bytes()
 }
 
 // write prints m decoded: a JSON line
@@ -152,11 +109,7 @@ func (d *catDecoder) write(m *dumpfile.Msg) {
 		return
 	}
 	out := d.out
-	topic, _ := json.Marshal(m.Topic)
-	fmt.Fprintf(out, `{"topic":%s,"ts":%d,"time":"%s","gen_ts":%d`, topic, m.TimeNs, rfc3339(m.TimeNs), m.GenNs)
-	if m.GenNs != 0 {
-		fmt.Fprintf(out, `,"gen_time":"%s"`, rfc3339(m.GenNs))
-	}
+	writeJSONHead(out, m)
 	if name := m.Type.Schema.Name; name != "" {
 		typ, _ := json.Marshal(name)
 		fmt.Fprintf(out, `,"type":%s`, typ)

@@ -149,7 +149,7 @@ func TestCatDecodeUsage(t *testing.T) {
 		{[]string{"--fields", "speed"}, "--fields: needs --decode or --format csv"},
 		{[]string{"--format", "csv"}, "--format csv: give the columns with --fields"},
 		{[]string{"--format", "xml"}, `--format "xml"`},
-		{[]string{"--decode", "--fields", "a..b"}, `--fields: schema: no such field: path "a..b"`},
+		{[]string{"--decode", "--fields", "a..b"}, `--fields: no such field: path "a..b"`},
 		{[]string{"--decode", "--jsonl"}, "--decode and --jsonl: choose one"},
 	} {
 		code, _, errs := runBin(t, append([]string{"cat", p}, tc.args...)...)

@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/config"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/suggest"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -33,6 +36,17 @@ type env struct {
 	// declared, and the verb returns without running (shell completion
 	// reads the flags this way: no second list to keep in step).
 	probe func(c *command)
+	// cleanups run when the verb returns (decrypted copies removed,
+	// output flushed: decrypt.go).
+	cleanups []func()
+}
+
+// finish runs the cleanups, the last registered first.
+func (e *env) finish() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+	e.cleanups = nil
 }
 
 // verb is one sub-command.
@@ -70,10 +84,36 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	v, ok := verbs[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "edr-lite: unknown verb %q (run \"edr-lite help\")\n", args[0])
+		names := make([]string, 0, len(verbs))
+		for n := range verbs {
+			names = append(names, n)
+		}
+		fmt.Fprintf(stderr, "edr-lite: unknown verb %q%s (run \"edr-lite help\" for the list)\n", args[0], suggest.DidYouMean(args[0], names))
 		return exitUsage
 	}
-	return v.run(&env{args: args[1:], stdout: stdout, stderr: stderr})
+	return runGuarded(v, &env{args: args[1:], stdout: stdout, stderr: stderr})
+}
+
+// runGuarded runs v. A dump the verb reads that shrinks under its mapping
+// (truncated or re-created by another process) ends it with exit 1 and a
+// message naming the file and offset, not with SIGBUS: the readers guard
+// their own reads (pack.ErrShrunk), and this guards the verb's use of the
+// bytes they handed out. Any other panic goes on, its stack intact.
+func runGuarded(v *verb, e *env) (code int) {
+	defer e.finish()                           // decrypted copies removed, output flushed (decrypt.go)
+	defer func() { dbcDone(e.stderr, code) }() // what --dbc did not decode, said after the verb
+	defer func(old bool) {
+		debug.SetPanicOnFault(old)
+		if x := recover(); x != nil {
+			err := pack.FaultError(x)
+			if err == nil {
+				panic(x)
+			}
+			fmt.Fprintf(e.stderr, "edr-lite %s: %v\n", v.name, err)
+			code = exitFail
+		}
+	}(debug.SetPanicOnFault(true))
+	return v.run(e)
 }
 
 func printUsage(w io.Writer) {
@@ -113,6 +153,17 @@ type command struct {
 	logLevel *string
 	enums    map[string][]string // flag name -> the values completion offers
 	maxMem   *string
+	// temp maps the path of a temporary file the verb made to the
+	// user's name for what it holds, for errors (userText).
+	temp map[string]string
+	// stampf are the flags of a verb that makes a dump from others
+	// (--sign-key, --key), declared with its output flags.
+	stampf *stampFlags
+	// identities are --identity: age identities to read encrypted dumps
+	// with (decrypt.go).
+	identities *keysFlag
+	hint       func(error) error // adds to a failure what to do about it (--skip-damaged)
+	dbc        *dbcFlag          // --dbc, on the verbs that decode CAN frames (decodesCAN)
 }
 
 // readsDumps are the verbs that read dump files: each has --max-memory.
@@ -129,6 +180,13 @@ func newCommand(e *env, name, usage, desc, example string, minArgs, maxArgs int)
 		c.maxMem = c.fs.String("max-memory", units.FormatSize(pack.DefaultMaxMemory),
 			"the most a reader allocates for one frame or chunk of a dump (a file that needs more is refused as damaged)")
 	}
+	if readsDumps[name] && !keepsEncrypted[name] {
+		c.identities = &keysFlag{}
+		c.fs.Var(c.identities, "identity", "an age identity `FILE` (AGE-SECRET-KEY-..., as age-keygen writes it) to read dumps encrypted at rest (.age) with; repeatable")
+	}
+	if _, ok := decodesCAN[name]; ok {
+		c.dbc = declareDBC(c, name)
+	}
 	return c
 }
 
@@ -144,11 +202,26 @@ func (c *command) logger() *slog.Logger {
 	if c.logLevel != nil {
 		_ = lvl.UnmarshalText([]byte(*c.logLevel))
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: userAttr}
 	if c.logFmt != nil && *c.logFmt == "json" {
 		return slog.New(slog.NewJSONHandler(c.e.stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(c.e.stderr, opts))
+}
+
+// userAttr words the errors a log line carries for the user (userError),
+// whichever key holds them; the message and other values stay.
+func userAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindAny {
+		if a.Key == "err" && a.Value.Kind() == slog.KindString {
+			return slog.String(a.Key, userError(a.Value.String()))
+		}
+		return a
+	}
+	if err, ok := a.Value.Any().(error); ok && err != nil {
+		return slog.String(a.Key, userError(err.Error()))
+	}
+	return a
 }
 
 func (c *command) printHelp(w io.Writer) {
@@ -227,6 +300,18 @@ func (c *command) printFlags(w io.Writer) {
 // provided but not defined: -from").
 var flagErrName = regexp.MustCompile(`(^|[ :])-([A-Za-z0-9][A-Za-z0-9-]+)`)
 
+// flagHint is the "did you mean" of an undefined flag: the verb's flags
+// close to it.
+func (c *command) flagHint(err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
+	if !ok {
+		return ""
+	}
+	var names []string
+	c.fs.VisitAll(func(f *flag.Flag) { names = append(names, flagSpelling(f.Name)) })
+	return suggest.DidYouMean(name, names)
+}
+
 // flagError spells the flag package's error with the usage line's dashes.
 func flagError(err error) string {
 	return flagErrName.ReplaceAllString(err.Error(), "$1--$2")
@@ -255,7 +340,7 @@ func (c *command) parse() (args []string, code int, ok bool) {
 				c.printHelp(c.e.stdout)
 				return nil, exitOK, false
 			}
-			fmt.Fprintf(c.e.stderr, "edr-lite %s: %s\n", c.fs.Name(), flagError(err))
+			fmt.Fprintf(c.e.stderr, "edr-lite %s: %s%s\n", c.fs.Name(), flagError(err), c.flagHint(err))
 			fmt.Fprintf(c.e.stderr, "Usage:\n  %s\nRun \"edr-lite %s --help\" for more.\n", c.usage, c.fs.Name())
 			return nil, exitUsage, false
 		}
@@ -277,18 +362,39 @@ func (c *command) parse() (args []string, code int, ok bool) {
 			return nil, exitUsage, false
 		}
 		dumpfile.SetMaxMemory(n)
+		if os.Getenv("GOMEMLIMIT") == "" {
+			// The Go heap's soft limit at 5/8 of the readers' bound: the
+			// collector runs sooner as the heap nears it, so a verb whose
+			// live heap is well under the bound does not peak at twice
+			// that with garbage (a merge of 200 k MCAP metadata records:
+			// 113 MB live, 265 MiB peak RSS without it, 188 MiB with it;
+			// TestHostileInputs). Soft: a larger live heap still gets
+			// memory. GOMEMLIMIT, when set, is the user's.
+			debug.SetMemoryLimit(n / 8 * 5)
+		}
 	}
 	if len(args) < c.minArgs || (c.maxArgs >= 0 && len(args) > c.maxArgs) {
 		fmt.Fprintf(c.e.stderr, "%s: wrong number of arguments\n", c.fs.Name())
 		fmt.Fprintf(c.e.stderr, "Usage:\n  %s\nRun \"edr-lite %s --help\" for more.\n", c.usage, c.fs.Name())
 		return nil, exitUsage, false
 	}
+	if args, code = c.decryptArgs(args); code != exitOK {
+		return nil, code, false
+	}
+	if c.dbc != nil {
+		if code, ok := c.dbc.arm(args); !ok {
+			return nil, code, false
+		}
+	}
 	return args, exitOK, true
 }
 
 // fail prints an error for the verb and returns exitFail.
 func (c *command) fail(err error) int {
-	fmt.Fprintf(c.e.stderr, "edr-lite %s: %s\n", c.fs.Name(), userError(err.Error()))
+	if c.hint != nil {
+		err = c.hint(err)
+	}
+	fmt.Fprintf(c.e.stderr, "edr-lite %s: %s\n", c.fs.Name(), c.userText(err.Error()))
 	return exitFail
 }
 
@@ -301,7 +407,7 @@ func (c *command) failConfig(path string, err error) int {
 		return c.fail(err)
 	}
 	for _, p := range ps {
-		fmt.Fprintln(c.e.stderr, p.Error())
+		fmt.Fprintln(c.e.stderr, c.problemLine(p, ""))
 	}
 	n := "problem"
 	if len(ps) != 1 {
@@ -311,11 +417,52 @@ func (c *command) failConfig(path string, err error) int {
 	return exitFail
 }
 
-// usageErr prints a usage error and returns exitUsage.
+// userText is userError keeping the verb's arguments as given; a
+// temporary file the verb made is named as the user's own (c.temp).
+func (c *command) userText(s string) string {
+	for tmp, user := range c.temp {
+		s = strings.ReplaceAll(s, tmp, user)
+	}
+	return userError(s, c.e.args...)
+}
+
+// problemLine prints a configuration problem as FILE:LINE: key: what
+// (with note, e.g. "warning: ", before what), its text worded for the user
+// (a key such as "control" is not a package prefix).
+func (c *command) problemLine(p *config.Problem, note string) string {
+	q := *p
+	q.Msg = note + c.userText(p.Msg)
+	return q.Error()
+}
+
+// usageErr prints a usage error and returns exitUsage. A message that
+// refuses a value against a list of choices ("--at \"lst\": want now or
+// last") gets the "did you mean" of the choices close to it.
 func (c *command) usageErr(format string, a ...any) int {
-	fmt.Fprintf(c.e.stderr, "edr-lite %s: %s\nRun \"edr-lite %s --help\" for usage.\n", c.fs.Name(),
-		userError(fmt.Sprintf(format, a...)), c.fs.Name())
+	msg := c.userText(fmt.Sprintf(format, a...))
+	fmt.Fprintf(c.e.stderr, "edr-lite %s: %s%s\nRun \"edr-lite %s --help\" for usage.\n", c.fs.Name(),
+		msg, choiceHint(msg), c.fs.Name())
 	return exitUsage
+}
+
+// reChoices finds a refused value and the choices offered for it in a
+// usage error: `"VALUE": want A, B or C` or `"VALUE" (want A or B)`.
+var reChoices = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"[:)]? \(?want ([^()]*?)\)?$`)
+
+// choiceHint is the "did you mean" of a usage error that offers choices
+// (one-word ones: "a duration like 10s" offers none).
+func choiceHint(msg string) string {
+	m := reChoices.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	var choices []string
+	for _, part := range strings.Split(strings.ReplaceAll(m[2], " or ", ", "), ", ") {
+		if part = strings.TrimSpace(part); part != "" && !strings.ContainsAny(part, " =") {
+			choices = append(choices, part)
+		}
+	}
+	return suggest.DidYouMean(m[1], choices)
 }
 
 // internalPackages are the packages under internal/ whose error prefixes
@@ -323,22 +470,44 @@ func (c *command) usageErr(format string, a ...any) int {
 // userError removes them. TestInternalPrefixesListed keeps the list in
 // step with the directory.
 var internalPackages = []string{"checkpayload", "clock", "config", "control", "daemon", "defaults", "demo", "demodump", "deptest",
-	"dumpfile", "dumptable", "durable", "filter", "hostile", "kway", "s3test", "testutil", "units"}
+	"dumptable", "durable", "filter", "hostile", "kway", "s3test", "suggest", "testutil", "units"}
 
-var internalPrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(internalPackages, "|") + `): `)
+// roomPackages are the public packages whose error prefixes ("scripts: ",
+// "dump: ") name code, not anything a user knows: userError removes them
+// too. pack and mcap stay: they name the file format at fault.
+// TestRoomPrefixesListed keeps the list in step with the repository.
+var roomPackages = []string{"arena", "can", "capture", "dump", "dumpfile", "dumpinfo", "engine", "evidence", "feedcheck", "ingest", "jsonl", "live", "media", "replay", "report",
+	"schema", "scripts", "shm", "step", "table", "upload"}
 
-// userError removes the internal packages' prefixes from an error text,
-// wherever the wrapping put them ("a.pack: dumpfile: not a pack or MCAP
-// file" becomes "a.pack: not a pack or MCAP file"). The prefixes of the
-// public rooms (pack:, mcap:) stay: they say which format is at fault.
-func userError(s string) string {
+var internalPrefix = regexp.MustCompile(`(^|: )(?:` + strings.Join(append(append([]string(nil), internalPackages...), roomPackages...), "|") + `): `)
+
+// userError removes the packages' prefixes from an error text, wherever
+// the wrapping put them ("a.pack: dumpfile: not a pack or MCAP file"
+// becomes "a.pack: not a pack or MCAP file", "scripts: syntax error: ..."
+// "syntax error: ..."), but never a text the user gave (keep: the verb's
+// arguments, so a file named "dump" keeps its name in "dump: ..."). The
+// prefixes of pack: and mcap: stay: they say which format is at fault.
+func userError(s string, keep ...string) string {
+	var held []string
+	for _, k := range keep {
+		if k == "" || !strings.Contains(s, k+": ") {
+			continue
+		}
+		ph := "\x00" + strconv.Itoa(len(held)) + "\x00"
+		held = append(held, k)
+		s = strings.ReplaceAll(s, k+": ", ph+": ")
+	}
 	for {
 		t := internalPrefix.ReplaceAllString(s, "$1")
 		if t == s {
-			return s
+			break
 		}
 		s = t
 	}
+	for i, k := range held {
+		s = strings.ReplaceAll(s, "\x00"+strconv.Itoa(i)+"\x00", k)
+	}
+	return s
 }
 
 // isTerminal reports whether w is a character device (for progress bars).

@@ -46,6 +46,42 @@ func TestUserError(t *testing.T) {
 	f("pack: bad magic", "pack: bad magic") // a public room names the format at fault
 	f("mcap: export a.mcap: mcap: truncated", "mcap: export a.mcap: mcap: truncated")
 	f("dumpfile.go: dumpfiles: x", "dumpfile.go: dumpfiles: x")
+	f("scripts: reload decel: scripts: syntax error: d.lua line:3", "reload decel: syntax error: d.lua line:3")
+	f("dump: listing /x: open /x: no such file", "listing /x: open /x: no such file")
+	f("a.jsonl: jsonl: bad JSON-lines input: line 1", "a.jsonl: bad JSON-lines input: line 1")
+	// what the user typed is kept, whatever it is named
+	if got := userError("dump: open dump: no such file", "dump"); got != "dump: open dump: no such file" {
+		t.Errorf("a file named dump lost its name: %q", got)
+	}
+	if got := userError("report: shm: x", "report"); got != "report: x" {
+		t.Errorf("kept: %q", got)
+	}
+}
+
+// TestRoomPrefixesListed keeps userError's lists equal to the packages of
+// the repository: every top-level package is a room whose prefix is
+// removed, but for the formats pack and mcap (and bench, fuzz and sdk,
+// which make no errors for users).
+func TestRoomPrefixesListed(t *testing.T) {
+	ents, err := os.ReadDir(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rooms []string
+	for _, e := range ents {
+		if _, err := os.Stat(filepath.Join("..", "..", e.Name(), "doc.go")); err == nil && e.IsDir() {
+			switch e.Name() {
+			case "pack", "mcap", "bench", "fuzz", "sdk":
+			default:
+				rooms = append(rooms, e.Name())
+			}
+		}
+	}
+	want := slices.Clone(roomPackages)
+	slices.Sort(want)
+	if !slices.Equal(rooms, want) {
+		t.Errorf("the repository's rooms are %v; roomPackages lists %v", rooms, want)
+	}
 }
 
 // TestHelpSpellsFlagsAsUsage: every verb's help lists each flag as the

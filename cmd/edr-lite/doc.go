@@ -17,6 +17,6 @@
 // # Caveats
 //
 // The binary is thin: the recorder's wiring is internal/daemon, dump summaries
-// internal/dumpfile, configuration internal/config. Verbs that talk to a
+// dumpfile, configuration internal/config. Verbs that talk to a
 // running recorder use its control socket (default /run/edr-lite.sock).
 package main

@@ -47,16 +47,26 @@ func edrBinary(t testing.TB) string {
 	return binPath
 }
 
-// removeBinary removes the directory edrBinary built the binary in.
+// removeBinary removes the directories edrBinary and ecuBinary built the
+// binaries in.
 func removeBinary() {
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
+	for _, p := range []string{binPath, ecuPath} {
+		if p != "" {
+			os.RemoveAll(filepath.Dir(p))
+		}
 	}
 }
 
 func runBin(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(edrBinary(t), args...)
+	return runExe(t, edrBinary(t), args...)
+}
+
+// runExe runs the binary exe with args and returns its exit status, stdout
+// and stderr.
+func runExe(t *testing.T, exe string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

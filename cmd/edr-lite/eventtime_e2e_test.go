@@ -193,10 +193,10 @@ event_time = "t"
 func TestConfigCheckEventTime(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ body, want string }{
-		{"[[topic]]\nmatch = \"imu\"\nlayout = \"u64le t (ns)\"\nevent_time = \"stamp\"\n", ":7: topic[0].event_time: schema: no such field: \"stamp\": no field stamp"},
-		{"[[source.udp]]\nlisten = \":30490\"\nlayout = \"u64le t\"\nevent_time = \"t\"\nevent_time_unit = \"fortnights\"\n", ":8: source.udp[0].event_time_unit: schema: no such field: event time unit \"fortnights\""},
+		{"[[topic]]\nmatch = \"imu\"\nlayout = \"u64le t (ns)\"\nevent_time = \"stamp\"\n", ":7: topic[0].event_time: no such field: \"stamp\": no field stamp"},
+		{"[[source.udp]]\nlisten = \":30490\"\nlayout = \"u64le t\"\nevent_time = \"t\"\nevent_time_unit = \"fortnights\"\n", ":8: source.udp[0].event_time_unit: no such field: event time unit \"fortnights\""},
 		{"[[topic]]\nmatch = \"imu\"\nevent_time_unit = \"ns\"\n", ":6: topic[0].event_time_unit: event_time_unit without event_time"},
-		{"[[topic]]\nmatch = \"imu\"\nlayout = \"u64le t\"\nevent_time = \"t\"\n", ":7: topic[0].event_time: schema: no such field: event time \"t\": unit \"\" is not a time unit"},
+		{"[[topic]]\nmatch = \"imu\"\nlayout = \"u64le t\"\nevent_time = \"t\"\n", ":7: topic[0].event_time: no such field: event time \"t\": unit \"\" is not a time unit"},
 		{"[recorder]\nevent_time_window = \"0s\"\n", "recorder.event_time_window"},
 		{"[[topic]]\nmatch = \"imu\"\nevent_time = \"header.stamp\"\nevent_time_unit = \"stamp\"\n", ""},
 	} {

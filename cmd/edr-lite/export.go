@@ -4,28 +4,25 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/edr-lite/edr-lite/evidence"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/defaults"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
-	"github.com/edr-lite/edr-lite/internal/dumptable"
+	"github.com/edr-lite/edr-lite/internal/durable"
 	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
-	"github.com/edr-lite/edr-lite/media"
 	"github.com/edr-lite/edr-lite/pack"
-	"github.com/edr-lite/edr-lite/table"
 )
 
 func init() {
-	register(&verb{name: "export", summary: "export a dump (pack or MCAP) as JSON lines or MCAP", run: runExport})
-	register(&verb{name: "import", summary: "turn a JSON-lines export, a JPEG folder or an MP4 file into a dump", run: runImport})
+	register(&verb{name: "export", summary: "export a dump (pack or MCAP) as JSON lines, MCAP, Parquet tables, JPEG frames or MP4", run: runExport})
+	register(&verb{name: "import", summary: "turn a JSON-lines export, a JPEG folder, an MP4 file or a CAN log into a dump", run: runImport})
 }
 
 func runExport(e *env) int {
@@ -84,19 +81,31 @@ information says of what, over which window, and what was left out.
 	comp := c.fs.String("compression", "none", "mcap: chunk compression, none, lz4 or zstd")
 	keepPacked := c.fs.Bool("keep-packed", false, "mcap: write packed-struct topics as they are, not transcoded to json")
 	out := c.fs.String("o", "", "output `FILE`, or - for stdout; a directory for parquet (required)")
-	vehicle := c.fs.String("vehicle", "", "parquet: the vehicle= partition (default: the dump's host, else "+table.DefaultVehicle+")")
+	vehicle := c.fs.String("vehicle", "", parquetVehicleHelp)
 	origin := c.fs.String("start", "", "mp4: the time that becomes the movie's time 0 (default the first frame's; give import's --start to get its times back)")
 	var schemas multiFlag
 	c.fs.Var(&schemas, "schema", "parquet: TOPIC=LAYOUTFILE decodes TOPIC with a packed-struct layout (repeatable)")
 	c.enum("format", names...)
 	c.enum("compression", compressions...)
+	stf := declareStampFlags(c)
+	skip := declareSkipDamaged(c)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
+	if *format != dumpfile.FormatMCAP && *stf.signKey != "" {
+		return c.usageErr("--sign-key is for --format mcap: a %s export is no dump and carries no signature", *format)
+	}
+	if *format != dumpfile.FormatMCAP && *format != dumpfile.FormatParquet && len(*stf.keys) > 0 {
+		return c.usageErr("--key is for --format mcap (the inputs' signatures in its provenance) and parquet (in the dumps table)")
+	}
+	defer skip.arm()()
 	sel, err := sf.parse()
 	if err != nil {
 		return c.usageErr("%v", err)
+	}
+	if err := dumpfile.NotBuilt(*format); err != nil {
+		return c.fail(err)
 	}
 	f, known := dumpfile.LookupFormat(*format)
 	if !known || !f.Export {
@@ -117,7 +126,11 @@ information says of what, over which window, and what was left out.
 		if !sel.All() && f.Name != dumpfile.FormatJPEGDir {
 			return c.usageErr("--format %s exports whole dumps: cut them first with \"edr-lite filter\"", f.Name)
 		}
-		return exportDir(c, e, f, args, *out, *vehicle, schemas)
+		keys, err := stf.keys.load()
+		if err != nil {
+			return c.fail(err)
+		}
+		return exportDir(c, e, f, args, *out, *vehicle, schemas, keys)
 	}
 	if len(args) != 1 {
 		return c.usageErr("--format %s takes one IN", *format)
@@ -140,6 +153,11 @@ information says of what, over which window, and what was left out.
 		originNs = t.At(0)
 	}
 	eo := dumpfile.ExportOptions{Compression: *comp, KeepPacked: *keepPacked, OriginNs: originNs}
+	if f.Name == dumpfile.FormatMCAP {
+		if eo.Stamp, err = stf.stamp(c, args); err != nil {
+			return c.fail(err)
+		}
+	}
 	if !sel.All() {
 		return exportCut(c, args[0], *out, *format, eo, sel)
 	}
@@ -148,8 +166,9 @@ information says of what, over which window, and what was left out.
 		return c.fail(err)
 	}
 	defer src.Close()
+	c.warnSkipped(src)
 	var rep *dumpfile.ConvertReport
-	err = writeOutput(*out, e.stdout, func(w io.Writer) error {
+	err = writeOutput(*out, *format, e.stdout, func(w io.Writer) error {
 		var err error
 		rep, err = dumpfile.Export(src, *format, w, eo)
 		return err
@@ -160,7 +179,7 @@ information says of what, over which window, and what was left out.
 	if *out != "-" {
 		fmt.Fprintf(e.stdout, "%s: %s\n", *out, convertSummary(rep))
 	}
-	for _, n := range rep.Notes {
+	for _, n := range append(rep.Notes, rep.Warnings...) {
 		fmt.Fprintf(e.stderr, "warning: %s\n", n)
 	}
 	return exitOK
@@ -188,7 +207,8 @@ func exportCut(c *command, in, out, format string, eo dumpfile.ExportOptions, se
 		return c.fail(err)
 	}
 	defer src.Close()
-	opts := dumpfile.RewriteOptions{Format: dumpfile.FormatPack, Writer: "edr-lite export", Topics: sel.Topics, Cut: true, KeepPacked: keepPacked}
+	c.warnSkipped(src)
+	opts := dumpfile.RewriteOptions{Format: dumpfile.FormatPack, Writer: "edr-lite export", Topics: dumpfile.TopicFilter(sel.Topics), Cut: true, KeepPacked: keepPacked}
 	if fromNs != filter.MinNs || toNs != filter.MaxNs {
 		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
 	}
@@ -199,7 +219,7 @@ func exportCut(c *command, in, out, format string, eo dumpfile.ExportOptions, se
 		return c.fail(err)
 	}
 	if format == dumpfile.FormatMCAP {
-		opts.Format, opts.Compression = dumpfile.FormatMCAP, comp
+		opts.Format, opts.Compression, opts.Stamp = dumpfile.FormatMCAP, comp, eo.Stamp
 		o := dumpfile.Output{Path: out}
 		if out == "-" {
 			o = dumpfile.Output{W: c.e.stdout}
@@ -210,6 +230,7 @@ func exportCut(c *command, in, out, format string, eo dumpfile.ExportOptions, se
 		if err != nil {
 			return empty(err)
 		}
+		c.warnNotes(rep.Notes)
 		if out != "-" {
 			fmt.Fprintf(c.e.stdout, "%s: %d messages, %s of data, %s written\n", out, rep.Messages, units.FormatSize(int64(rep.Bytes)), units.FormatSize(rep.Parts[0].Size))
 		}
@@ -225,6 +246,7 @@ func exportCut(c *command, in, out, format string, eo dumpfile.ExportOptions, se
 	}
 	defer os.RemoveAll(tmp)
 	cut := filepath.Join(tmp, "cut.pack")
+	c.temp = map[string]string{cut: "the cut of " + in}
 	if _, err := dumpfile.Rewrite([]*dumpfile.Source{src}, dumpfile.Output{Path: cut}, opts); err != nil {
 		return empty(err)
 	}
@@ -234,7 +256,7 @@ func exportCut(c *command, in, out, format string, eo dumpfile.ExportOptions, se
 	}
 	defer cs.Close()
 	var rep *dumpfile.ConvertReport
-	err = writeOutput(out, c.e.stdout, func(w io.Writer) error {
+	err = writeOutput(out, format, c.e.stdout, func(w io.Writer) error {
 		var err error
 		rep, err = dumpfile.Export(cs, format, w, eo)
 		return err
@@ -244,6 +266,9 @@ func exportCut(c *command, in, out, format string, eo dumpfile.ExportOptions, se
 	}
 	if out != "-" {
 		fmt.Fprintf(c.e.stdout, "%s: %s\n", out, convertSummary(rep))
+	}
+	for _, n := range append(rep.Notes, rep.Warnings...) {
+		fmt.Fprintf(c.e.stderr, "warning: %s\n", n)
 	}
 	return exitOK
 }
@@ -267,7 +292,8 @@ func cutToTemp(c *command, in, out string, sel filter.Selection) (string, func()
 		return "", nil, c.fail(err)
 	}
 	defer src.Close()
-	opts := dumpfile.RewriteOptions{Format: dumpfile.FormatPack, Writer: "edr-lite export", Topics: sel.Topics, Cut: true}
+	c.warnSkipped(src)
+	opts := dumpfile.RewriteOptions{Format: dumpfile.FormatPack, Writer: "edr-lite export", Topics: dumpfile.TopicFilter(sel.Topics), Cut: true}
 	if fromNs != filter.MinNs || toNs != filter.MaxNs {
 		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
 	}
@@ -275,7 +301,8 @@ func cutToTemp(c *command, in, out string, sel filter.Selection) (string, func()
 	if err != nil {
 		return "", nil, c.fail(err)
 	}
-	cut := filepath.Join(tmp, filepath.Base(in)+".pack")
+	cut := filepath.Join(tmp, "cut.pack")
+	c.temp = map[string]string{cut: "the cut of " + in}
 	if _, err := dumpfile.Rewrite([]*dumpfile.Source{src}, dumpfile.Output{Path: cut}, opts); err != nil {
 		os.RemoveAll(tmp)
 		if errors.Is(err, dumpfile.ErrEmpty) {
@@ -287,7 +314,7 @@ func cutToTemp(c *command, in, out string, sel filter.Selection) (string, func()
 }
 
 // exportDir writes each dump to a directory format (parquet, jpeg-dir).
-func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicle string, specs multiFlag) int {
+func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicle string, specs multiFlag, keys *evidence.Keyring) int {
 	if dir == "" || dir == "-" {
 		return c.usageErr("-o DIR is required (a directory) for --format %s", f.Name)
 	}
@@ -308,6 +335,7 @@ func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicl
 		if err != nil {
 			return c.fail(err)
 		}
+		c.warnSkipped(src)
 		v := vehicle
 		if v == "" {
 			di, _ := src.DumpInfo()
@@ -315,13 +343,21 @@ func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicl
 		}
 		var rep *dumpfile.ConvertReport
 		if f.Name == dumpfile.FormatParquet {
-			rep, err = dumptable.Export(src, dir, dumptable.Options{Vehicle: v, Schemas: schemas})
+			rep, err = exportParquet(src, dir, v, schemas, keys)
+			if err == nil {
+				var warn []string
+				warn, err = dumpfile.AttachmentWarnings(src, f.Name)
+				rep.Warnings = append(rep.Warnings, warn...)
+			}
 		} else {
 			rep, err = dumpfile.ExportDir(src, f.Name, dir, dumpfile.ExportOptions{Vehicle: v})
 		}
 		src.Close()
 		if err != nil {
 			return c.fail(err)
+		}
+		for _, n := range rep.Warnings {
+			fmt.Fprintf(e.stderr, "warning: %s\n", n)
 		}
 		if f.Name == dumpfile.FormatJPEGDir {
 			fmt.Fprintf(e.stdout, "%s: %d images of %s, %s\n", dir, rep.Messages, rep.Files[0].Table, units.FormatSize(rep.Written))
@@ -372,9 +408,9 @@ func convertSummary(rep *dumpfile.ConvertReport) string {
 	return s
 }
 
-// writeOutput writes through fn to stdout ("-") or to path via path.tmp
-// renamed on success; it refuses to overwrite an existing file.
-func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) error {
+// writeOutput writes format through fn to stdout ("-") or to path via
+// path.tmp renamed on success; it refuses to overwrite an existing file.
+func writeOutput(path, format string, stdout io.Writer, fn func(w io.Writer) error) error {
 	if path == "-" {
 		return fn(stdout)
 	}
@@ -386,12 +422,24 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 	if err != nil {
 		return err
 	}
-	err = fn(f)
-	if err == nil {
-		err = f.Sync()
+	// The dumps' write path: space preallocated ahead, writeback started
+	// as the file fills, one fsync at the end (an uncompressed MCAP export
+	// ran at 0.74-0.80 of a plain write + fsync of its bytes through a
+	// plain file, 0.79-0.96 this way; docs/performance.md).
+	// An MP4 is written with seeks (its sizes after its samples): a plain
+	// file.
+	var d interface {
+		io.Writer
+		Finish() error
+		Abort() error
+	} = durable.New(f, tmp, durable.Options{})
+	if format == dumpfile.FormatMP4 {
+		d = plainFile{f}
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err = fn(d); err == nil {
+		err = d.Finish()
+	} else {
+		d.Abort()
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
@@ -402,11 +450,17 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 	return err
 }
 
+// plainFile is an *os.File with durable.File's Finish and Abort.
+type plainFile struct{ *os.File }
+
+func (f plainFile) Finish() error { return errors.Join(f.Sync(), f.Close()) }
+func (f plainFile) Abort() error  { return f.Close() }
+
 func runImport(e *env) int {
-	names := formatNames(func(f dumpfile.Format) bool { return f.Import || f.Camera })
+	names := formatNames(func(f dumpfile.Format) bool { return f.Import || f.Camera || f.Bus })
 	c := newCommand(e, "import", "edr-lite import --format jsonl IN|- -o OUT.pack [--compression none|lz4|zstd]\n"+
 		"  edr-lite import --format jpeg-dir DIR -o OUT.pack|OUT.mcap [--topic T] [--time name,exif,rate] [--start T] [--fps F] [--tz ZONE]\n"+
-		"  edr-lite import --format mp4 FILE -o OUT.pack|OUT.mcap [--topic T] [--start T]",
+		"  edr-lite import --format mp4 FILE -o OUT.pack|OUT.mcap [--topic T] [--start T|mtime] [--strict]",
 		`Read a JSON-lines export ("edr-lite export --format jsonl") and write its
 messages, dump information (triggers survive) and metadata to a new pack dump.
 Any malformed line is an error naming the line and field, and no output is
@@ -421,32 +475,54 @@ name: 19-digit ns, 16/13/10-digit us/ms/s, ISO 8601 such as
 (DateTimeOriginal with SubSecTimeOriginal and OffsetTimeOriginal), "rate"
 (--start plus the file's position in name order over --fps). Wall-clock
 times without a zone are in --tz (default UTC). Files that are not JPEGs
-or have no time are skipped and named on stderr.
+or have no time are skipped and named on stderr. A JPEG cut short (no
+end-of-image marker) is imported as it is, one with no image data
+skipped; each is named in a warning and counted.
 
 --format mp4 reads the first H.264 or H.265 video track of an MP4 file,
 plain or fragmented, as foxglove.CompressedVideo messages: Annex B, the
 parameter sets before each key frame, the presentation time as the
 message's timestamp and producer time, the decode time as its capture time
 (so B-frames stay in decode order). --start is the time of the movie's time
-0 (default: the file's creation time, mvhd; 0 when it has none). A damaged
-or hostile file is refused with the box and offset at fault.
+0, default the file's creation time (mvhd); a file without one (ffmpeg
+writes 0) is refused unless --start is given. --start mtime takes the
+file's modification time as the end of its last frame (a recorder writes
+its file last when it stops). A file cut short (a copy interrupted, power
+lost while recording) gives every sample wholly before the cut, with a
+warning naming the file, the offset and the samples lost. A damaged or
+hostile file is refused with the box and offset at fault. Video with
+B-frames is imported as it is; written to MCAP it gets a warning: Foxglove
+cannot play it.
+
+--strict refuses (exit 1, nothing written) an input that is damaged: an
+MP4 or a JPEG cut short.
 
 The output is pack, or MCAP when OUT ends in .mcap. The topic is --topic,
 default camera/ and the input's base name ("front/" is camera/front). Camera
 files can also be given directly to merge, replay, rules test, info and cat
 (with the default topic and times); "edr-lite export --format jpeg-dir|mp4"
-writes them back.`,
+writes them back.
+
+--format candump reads a candump log (can-utils' candump -l: "(TIME) can0
+123#DEADBEEF"), --format asc a Vector ASC file: one topic of CAN frames per
+bus, can/BUS (edr.can.Frame, or edr.can.FDFrame for a bus with CAN FD
+frames), error frames on can/BUS/errors (docs/can.md). A line that is not a
+frame is refused with its line and column. Such files can also be given
+directly to every offline verb; "edr-lite export --format candump|asc" writes
+the CAN frame topics of any dump back.`,
 		"edr-lite import --format jsonl dump.jsonl -o dump.pack\n"+
 			"edr-lite import --format jpeg-dir front/ --topic camera/front -o front.pack\n"+
 			"edr-lite import --format jpeg-dir frames/ --time rate --start 2026-12-02T10:15:00Z --fps 30 -o frames.mcap\n"+
-			"edr-lite import --format mp4 drive.mp4 --topic camera/video --start 2026-12-02T10:15:00Z -o video.pack", 1, 1)
+			"edr-lite import --format mp4 drive.mp4 --topic camera/video --start 2026-12-02T10:15:00Z -o video.pack\n"+
+			"edr-lite import --format mp4 ffmpeg-made.mp4 --start mtime -o video.mcap", 1, 1)
 	format := c.fs.String("format", "jsonl", "input `FORMAT`: "+orList(names))
 	out := c.fs.String("o", "", "output `FILE`: pack, or MCAP for camera inputs named *.mcap (required; must not exist)")
 	comp := c.fs.String("compression", "none", "compression of the output frames: none, lz4 or zstd")
 	topic := c.fs.String("topic", "", "jpeg-dir, mp4: the `TOPIC` of the messages (default camera/ + the input's base name)")
 	frameID := c.fs.String("frame-id", "", "jpeg-dir, mp4: the messages' frame_id (default the topic)")
 	timeSrc := c.fs.String("time", defaults.JPEGTimeSources, "jpeg-dir: where a frame's time comes from, in order: name, exif, rate")
-	start := c.fs.String("start", "", "mp4: the time of the movie's start; jpeg-dir: the first frame's time for --time rate (ns since the epoch or RFC 3339)")
+	start := c.fs.String("start", "", "mp4: the time of the movie's start, or mtime (the file's modification time as its end); jpeg-dir: the first frame's time for --time rate (ns since the epoch or RFC 3339)")
+	strict := c.fs.Bool("strict", false, "jpeg-dir, mp4: refuse a damaged input (a JPEG or an MP4 cut short) instead of importing what it holds")
 	fps := c.fs.Float64("fps", 0, "jpeg-dir: frames per second for --time rate")
 	tz := c.fs.String("tz", "UTC", "jpeg-dir: the time `ZONE` of times without one (IANA name, e.g. Europe/Berlin)")
 	c.enum("format", names...)
@@ -455,17 +531,31 @@ writes them back.`,
 	if !ok {
 		return code
 	}
+	if err := dumpfile.NotBuilt(*format); err != nil {
+		return c.fail(err)
+	}
 	f, known := dumpfile.LookupFormat(*format)
-	if !known || !(f.Import || f.Camera) {
+	if !known || !(f.Import || f.Camera || f.Bus) {
 		return c.usageErr("--format %q: want %s", *format, orList(names))
 	}
 	if *out == "" || *out == "-" {
 		return c.usageErr("-o OUT is required (a file)")
 	}
-	if f.Camera {
-		return importCamera(c, f.Name, args[0], *out, *comp, *topic, *frameID, *timeSrc, *start, *fps, *tz)
+	if len(c.dbc.vals) > 0 && !f.Bus {
+		return c.usageErr("--dbc decodes the frames of a candump or ASC input as it is imported; import first, then edr-lite filter --dbc FILE DUMP -o OUT")
 	}
-	for _, fl := range []string{"topic", "frame-id", "time", "start", "fps", "tz"} {
+	if f.Bus {
+		for _, fl := range []string{"topic", "frame-id", "time", "start", "fps", "tz"} {
+			if c.set(fl) {
+				return c.usageErr("--%s is for --format jpeg-dir and mp4", fl)
+			}
+		}
+		return importCAN(c, f.Name, args[0], *out, *comp)
+	}
+	if f.Camera {
+		return importCamera(c, f.Name, args[0], *out, *comp, *topic, *frameID, *timeSrc, *start, *fps, *tz, *strict)
+	}
+	for _, fl := range []string{"topic", "frame-id", "time", "start", "fps", "tz", "strict"} {
 		if c.set(fl) {
 			return c.usageErr("--%s is for --format jpeg-dir and mp4", fl)
 		}
@@ -502,54 +592,16 @@ writes them back.`,
 	return exitOK
 }
 
-// importCamera imports a JPEG folder or an MP4 file: the camera Source
-// (dumpfile.OpenMedia) rewritten to a pack or MCAP file.
-func importCamera(c *command, format, in, out, comp, topic, frameID, timeSrc, start string, fps float64, tz string) int {
-	opts := dumpfile.MediaOptions{Topic: topic, FrameID: frameID}
-	var startNs int64
-	if start != "" {
-		t, err := filter.ParseTime(start)
-		if err != nil || t.Offset() {
-			return c.usageErr("--start %q: want nanoseconds since the epoch or RFC 3339 (2026-12-02T10:15:00.5Z)", start)
-		}
-		startNs = t.At(0)
+// warnNotes prints warnings a library returned (one line each).
+func (c *command) warnNotes(notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(c.e.stderr, "edr-lite %s: warning: %s\n", c.fs.Name(), n)
 	}
-	switch format {
-	case dumpfile.FormatJPEGDir:
-		for _, s := range strings.Split(timeSrc, ",") {
-			ts, err := media.ParseTimeSource(strings.TrimSpace(s))
-			if err != nil {
-				return c.usageErr("--time %q: want name, exif or rate, in the order to try them", timeSrc)
-			}
-			opts.JPEG.Sources = append(opts.JPEG.Sources, ts)
-		}
-		if slices.Contains(opts.JPEG.Sources, media.TimeFromRate) {
-			if fps <= 0 || math.IsInf(fps, 0) || math.IsNaN(fps) {
-				return c.usageErr("--time rate needs --fps F (> 0)")
-			}
-			if start == "" {
-				return c.usageErr("--time rate needs --start T")
-			}
-			opts.JPEG.StartNs, opts.JPEG.FrameIntervalNs = startNs, int64(math.Round(1e9/fps))
-			if opts.JPEG.FrameIntervalNs <= 0 {
-				return c.usageErr("--fps %g: over 1e9 frames per second", fps)
-			}
-		} else if c.set("fps") || c.set("start") {
-			return c.usageErr("--fps and --start are for --time rate")
-		}
-		loc, err := time.LoadLocation(tz)
-		if err != nil {
-			return c.usageErr("--tz %q: %v", tz, err)
-		}
-		opts.JPEG.Location = loc
-	case dumpfile.FormatMP4:
-		for _, fl := range []string{"time", "fps", "tz"} {
-			if c.set(fl) {
-				return c.usageErr("--%s is for --format jpeg-dir", fl)
-			}
-		}
-		opts.StartNs, opts.HasStart = startNs, start != ""
-	}
+}
+
+// importCAN imports a candump log or an ASC file: its Source
+// (dumpfile.OpenCANLog) rewritten to a pack or MCAP file.
+func importCAN(c *command, format, in, out, comp string) int {
 	outFormat := dumpfile.FormatPack
 	if strings.EqualFold(filepath.Ext(out), ".mcap") {
 		outFormat = dumpfile.FormatMCAP
@@ -557,41 +609,35 @@ func importCamera(c *command, format, in, out, comp, topic, frameID, timeSrc, st
 	if _, err := os.Stat(out); err == nil {
 		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", out))
 	}
-	src, err := dumpfile.OpenMedia(in, format, opts)
+	src, err := dumpfile.OpenCANLog(in, format)
 	if err != nil {
 		return c.fail(err)
 	}
 	defer src.Close()
-	c.warnSkipped(src)
+	for _, n := range src.Notes() {
+		fmt.Fprintf(c.e.stderr, "edr-lite import: warning: %s\n", n)
+	}
 	rep, err := dumpfile.Rewrite([]*dumpfile.Source{src}, dumpfile.Output{Path: out},
 		dumpfile.RewriteOptions{Format: outFormat, Compression: comp, Writer: "edr-lite import"})
 	if err != nil {
 		return c.fail(err)
 	}
-	t := src.Topics()[0]
-	fmt.Fprintf(c.e.stdout, "%s: %s (%s), %d messages, %s of data, %s written\n", out, t.String(), t.Type.Schema.Name,
+	var topics []string
+	for _, t := range src.Topics() {
+		topics = append(topics, t.String())
+	}
+	fmt.Fprintf(c.e.stdout, "%s: %s, %d messages, %s of data, %s written\n", out, strings.Join(topics, ", "),
 		rep.Messages, units.FormatSize(int64(rep.Bytes)), units.FormatSize(rep.Parts[0].Size))
 	return exitOK
 }
 
-// warnSkippedIn prints what the JPEG folders among paths leave out (for
-// verbs whose library opens the inputs: replay, rules test, cat).
-func (c *command) warnSkippedIn(paths []string) {
-	for _, p := range paths {
-		if f, err := dumpfile.Detect(p); err == nil && f == dumpfile.FormatJPEGDir {
-			if s, err := dumpfile.OpenMedia(p, f, dumpfile.MediaOptions{}); err == nil {
-				c.warnSkipped(s)
-				s.Close()
-			}
-		}
-	}
-}
-
-// warnSkipped prints what a camera input left out, one line per file.
+// warnSkipped prints what a camera input left out, and what of it is
+// damaged, one line per file.
 func (c *command) warnSkipped(src *dumpfile.Source) {
 	for _, n := range src.Notes() {
 		fmt.Fprintf(c.e.stderr, "edr-lite %s: warning: skipped %s\n", c.fs.Name(), n)
 	}
+	c.warnNotes(src.Damaged())
 }
 
 // set reports whether flag name was given on the command line.

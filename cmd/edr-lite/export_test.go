@@ -77,7 +77,7 @@ func TestExportImportErrors(t *testing.T) {
 	f(exitUsage, "--format", "export", "--format", "csv", dump, "-o", "-")
 	f(exitUsage, "--compression", "export", "--format", "mcap", "--compression", "gzip", dump, "-o", "-")
 	f(exitUsage, "-o OUT is required", "export", dump)
-	f(exitFail, `export.go: not a pack, MCAP or MP4 file: it starts with "package "`, "export", "export.go", "-o", "-")
+	f(exitFail, `export.go: not a pack, MCAP, JSON lines, MP4, candump log or ASC file: it starts with "package "`, "export", "export.go", "-o", "-")
 	bad := filepath.Join(dir, "bad.jsonl")
 	_, good, _ := runCLI(t, "export", dump, "-o", "-")
 	lines := strings.SplitAfter(good, "\n")

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/dumpinfo"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
 )
@@ -35,6 +35,7 @@ func declareWriteFlags(c *command, outHelp string) *writeFlags {
 	}
 	c.enum("format", dumpfile.FormatPack, dumpfile.FormatMCAP)
 	c.enum("compression", compressions...)
+	c.stampf = declareStampFlags(c) // rewrite stamps the output
 	return f
 }
 
@@ -113,7 +114,7 @@ info OUT" shows it.
 
 --around-trigger ID keeps the window of the input's trigger with that id
 ("edr-lite list triggers IN" lists them): from its time minus --pre to its
-time plus --post, by default the trigger's own pre and post windows. It
+time plus --post, by default the window the trigger selected. It
 excludes --from / --to.
 
 `+selectHelp,
@@ -149,7 +150,10 @@ excludes --from / --to.
 		}
 		if err == nil {
 			trigID = t.ID
-			preNs, postNs := t.PreNs, t.PostNs
+			_, _, preNs, postNs, known := t.Window() // the trigger's effective window
+			if !known && (*pre == "" || *post == "") {
+				return c.usageErr("--around-trigger %d: the dump does not record the trigger's window (an older writer): give --pre and --post", t.ID)
+			}
 			if *pre != "" {
 				d, perr := units.ParseDuration(*pre)
 				if perr != nil || d < 0 {
@@ -172,7 +176,7 @@ excludes --from / --to.
 		return c.fail(err)
 	}
 	opts := dumpfile.RewriteOptions{Format: format, Compression: *wf.comp, Writer: "edr-lite filter",
-		Topics: sel.Topics, Cut: true, AroundTrigger: trigID}
+		Topics: dumpfile.TopicFilter(sel.Topics), Cut: true, AroundTrigger: trigID}
 	if fromNs != filter.MinNs || toNs != filter.MaxNs {
 		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
 	}
@@ -229,11 +233,17 @@ func rewrite(c *command, ins []string, out string, opts dumpfile.RewriteOptions,
 	for _, s := range srcs {
 		c.warnSkipped(s)
 	}
+	if c.stampf != nil {
+		if opts.Stamp, err = c.stampf.stamp(c, ins); err != nil {
+			return nil, err
+		}
+	}
 	bar := newProgress(e, int64(total), desc, "messages")
 	opts.Progress = func(n uint64) { bar.set(int64(n)) }
 	rep, err := dumpfile.Rewrite(srcs, dumpfile.Output{Path: out}, opts)
 	if err == nil {
 		bar.finish()
+		c.warnNotes(rep.Notes)
 	}
 	return rep, err
 }
@@ -313,7 +323,7 @@ the triggers inside that window and counts what the other files hold.
 		return c.fail(err)
 	}
 	opts := dumpfile.RewriteOptions{Format: format, Compression: *wf.comp, Writer: "edr-lite split",
-		Topics: sel.Topics, Cut: true, Split: sp}
+		Topics: dumpfile.TopicFilter(sel.Topics), Cut: true, Split: sp}
 	if fromNs != filter.MinNs || toNs != filter.MaxNs {
 		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
 	}
@@ -363,12 +373,17 @@ func printCut(w io.Writer, c *dumpinfo.Cut) {
 	fmt.Fprintln(w)
 }
 
-// printDamage prints, in info, why an MCAP file was read through a
-// salvaged copy.
+// printDamage prints, in info, where a damaged file could not be read (an
+// MCAP file is then read through a salvaged copy, a pack file as far as
+// its scan got), and the damaged files of a camera input (a JPEG or an
+// MP4 cut short).
 func printDamage(w io.Writer, in *dumpfile.Info) {
+	for _, d := range in.Damaged {
+		fmt.Fprintf(w, "damaged:    %s\n", d)
+	}
 	if in.Damage == nil {
 		return
 	}
 	fmt.Fprintf(w, "damaged:    %s\n", in.Damage)
-	fmt.Fprintf(w, "            the figures below are what can be read; 'edr-lite recover %s -o OUT.mcap' saves it\n", in.Path)
+	fmt.Fprintf(w, "            the figures below are what can be read; 'edr-lite recover %s -o OUT.%s' saves it\n", in.Path, in.Format)
 }

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/dumpinfo"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/internal/defaults"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -105,6 +106,9 @@ func writeFleetSpeedDump(t *testing.T, path, host string, start int64, seconds f
 			t.Fatalf("%s: trigger %d at %d, the signal brakes hard at %d", path, k, live[k].TimeNs, brakeTimes[k])
 		}
 	}
+	for k := range live { // the window a recorder with the default windows records
+		live[k].FromNs, live[k].ToNs = live[k].TimeNs-int64(defaults.Pre), live[k].TimeNs+int64(defaults.Post)
+	}
 	write(live)
 }
 
@@ -113,12 +117,15 @@ type brakeFigures struct {
 	Vehicle, Dump   string
 	TriggerNs       int64
 	PeakDecel, Mean float64
+	// SamplesAfter counts the speed samples in [T, the window's end].
+	SamplesAfter int
 }
 
 // brakesFromDump computes, straight from a dump's messages, the query's
 // figures for every hard-brake trigger: the peak deceleration between
-// consecutive speed samples (capture times, dt > 0) within [T, T+post],
-// and the mean speed over [T-2s, T).
+// consecutive speed samples (capture times, dt > 0) within [T, the end of
+// the trigger's effective window], the samples there, and the mean speed
+// over [T-2s, T).
 func brakesFromDump(t *testing.T, path, vehicle string) []brakeFigures {
 	t.Helper()
 	src, err := dumpfile.Open(path)
@@ -148,11 +155,18 @@ func brakesFromDump(t *testing.T, path, vehicle string) []brakeFigures {
 			continue
 		}
 		f := brakeFigures{Vehicle: vehicle, Dump: strings.TrimSuffix(filepath.Base(path), ".pack"), TriggerNs: tr.TimeNs, PeakDecel: math.Inf(-1)}
+		_, to, _, _, ok := tr.Window()
+		if !ok {
+			t.Fatalf("%s: trigger %d records no window", path, tr.ID)
+		}
 		var sum float64
 		var n int
 		for i, x := range s {
-			if i > 0 && x.ts > s[i-1].ts && x.ts >= tr.TimeNs && x.ts <= tr.TimeNs+tr.PostNs {
-				f.PeakDecel = max(f.PeakDecel, (s[i-1].v-x.v)/(float64(x.ts-s[i-1].ts)/1e9))
+			if x.ts >= tr.TimeNs && x.ts <= to {
+				f.SamplesAfter++
+				if i > 0 && x.ts > s[i-1].ts {
+					f.PeakDecel = max(f.PeakDecel, (s[i-1].v-x.v)/(float64(x.ts-s[i-1].ts)/1e9))
+				}
 			}
 			if x.ts >= tr.TimeNs-2e9 && x.ts < tr.TimeNs {
 				sum += x.v
@@ -308,9 +322,44 @@ func TestFleetQueries(t *testing.T) {
 	for i, r := range rows {
 		w := wantHard[i]
 		if r["vehicle"] != w.Vehicle || r["dump"] != w.Dump || fmt.Sprint(r["trigger_ns"]) != strconv.FormatInt(w.TriggerNs, 10) ||
-			!close(num(t, r["peak_decel"]), w.PeakDecel) || !close(num(t, r["mean_speed_before"]), w.Mean) {
+			!close(num(t, r["peak_decel"]), w.PeakDecel) || !close(num(t, r["mean_speed_before"]), w.Mean) ||
+			int(num(t, r["samples_after"])) != w.SamplesAfter {
 			t.Errorf("row %d: query %v, dumps %+v", i, r, w)
 		}
+	}
+	// The demo's trigger uses the recorder's windows (3 s before, 2 s
+	// after: it sets no pre or post): the dumps table gives its whole
+	// window, no override, and the messages table names the trigger for
+	// every message in it (not only the one at its time).
+	demo := brakesFromDump(t, demoDumps[0], "demo-1")
+	if len(demo) != 1 || demo[0].SamplesAfter < 150 {
+		t.Fatalf("the demo's speed samples after its trigger: %+v, want 2 s of 100 Hz", demo)
+	}
+	rows = duckdb(t, `SELECT t.time_ns, t.from_ns, t.to_ns, t.pre_ns, t.post_ns
+FROM (SELECT unnest(triggers) AS t FROM read_parquet('s3://fleet-bucket/edr/parquet/dumps/vehicle=demo-1/*/*.parquet'))`, tables)
+	if len(rows) != 1 || rows[0]["pre_ns"] != nil || rows[0]["post_ns"] != nil ||
+		num(t, rows[0]["time_ns"])-num(t, rows[0]["from_ns"]) != 3e9 || num(t, rows[0]["to_ns"])-num(t, rows[0]["time_ns"]) != 2e9 {
+		t.Errorf("the demo's trigger in the dumps table: %v, want from_ns 3 s before, to_ns 2 s after, no pre_ns / post_ns", rows)
+	}
+	demoSrc, err := dumpfile.Open(demoDumps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	di, _ := demoSrc.DumpInfo()
+	from, to, _, _, _ := di.Triggers[0].Window()
+	inWindow, demoTotal := 0, 0
+	demoSrc.InFileOrder(func(m *dumpfile.Message) error {
+		demoTotal++
+		if m.TimeNs >= from && m.TimeNs <= to {
+			inWindow++
+		}
+		return nil
+	})
+	demoSrc.Close()
+	rows = duckdb(t, `SELECT count(*) FILTER (WHERE trigger_reason = 'hard-brake') AS named, count(*) AS total
+FROM read_parquet('s3://fleet-bucket/edr/parquet/messages/vehicle=demo-1/*/*.parquet')`, tables)
+	if len(rows) != 1 || int(num(t, rows[0]["named"])) != inWindow || int(num(t, rows[0]["total"])) != demoTotal || inWindow < demoTotal-5 {
+		t.Errorf("the demo's messages naming its trigger: %v, want %d of %d (those in its window)", rows, inWindow, demoTotal)
 	}
 	// the other documented queries run and agree with the dumps' counts
 	rows = duckdb(t, q["messages-per-topic"], tables)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/dumpinfo"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 )
 
 // printEventOrder says which topics the dump wrote in event-time order, by

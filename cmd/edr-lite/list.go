@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,22 +12,22 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
-var listWhat = []string{"topics", "schemas", "triggers", "metadata"}
+var listWhat = []string{"topics", "schemas", "triggers", "metadata", "attachments"}
 
 func init() {
-	register(&verb{name: "list", summary: "list a dump's topics, schemas, triggers or metadata", run: runList, actions: listWhat})
+	register(&verb{name: "list", summary: "list a dump's topics, schemas, triggers, metadata or attachments", run: runList, actions: listWhat})
 	register(&verb{name: "compress", summary: "re-encode a dump (pack or MCAP) with another compression, losing nothing", run: runCompress})
 }
 
 func runList(e *env) int {
-	c := newCommand(e, "list", "edr-lite list topics|schemas|triggers|metadata FILE... [--json]",
+	c := newCommand(e, "list", "edr-lite list topics|schemas|triggers|metadata|attachments FILE... [--json]",
 		`List one kind of record of each dump (pack or MCAP), one per line, as the
 MCAP CLI's "list" does:
 
@@ -35,10 +36,16 @@ MCAP CLI's "list" does:
   schemas   MCAP: id, name, encoding and size of each schema (--json: the
             schema bytes in base64); pack dumps store type names only, so
             each type in use is listed with its topics
-  triggers  id, time, reason, source (and rule), pre and post windows, tag,
+  triggers  id, time, reason, source (and rule), the window it selected
+            ("-3s..+2s", with the pre / post it set as overrides; --json:
+            from_ns, to_ns, and pre_ns / post_ns only when set), tag,
             severity: the ids "edr-lite filter --around-trigger" takes
   metadata  name, size and the start of the content (--json: all of it;
             MCAP as key/value pairs, pack as base64, or text when it is)
+  attachments  the files stored with the dump (pack attachment sections,
+            MCAP Attachment records), in file order: name, media type,
+            size, log and create times ("edr-lite cat --attachment NAME"
+            writes one out)
 
 With --json, one JSON object per line, with "file" and, beside every time in
 nanoseconds, its RFC 3339 form.`,
@@ -60,7 +67,21 @@ nanoseconds, its RFC 3339 form.`,
 		return c.usageErr("list %q: want %s", args[0], orList(listWhat))
 	}
 	rc := exitOK
+	c.warnSkippedIn(args[1:])
 	for i, p := range args[1:] {
+		if what == "attachments" {
+			if len(args) > 2 && !*asJSON {
+				if i > 0 {
+					fmt.Fprintln(e.stdout)
+				}
+				fmt.Fprintf(e.stdout, "%s:\n", p)
+			}
+			if err := listAttachments(e, p, *asJSON); err != nil {
+				c.fail(err)
+				rc = exitFail
+			}
+			continue
+		}
 		rows, cols, err := listRows(p, what)
 		if err != nil {
 			c.fail(err)
@@ -157,6 +178,16 @@ func listRows(path, what string) ([]row, []column, error) {
 			for _, s := range mp.Info().Schemas {
 				rows = append(rows, row{"id": int64(s.ID), "name": s.Name, "encoding": s.Encoding, "size": int64(len(s.Data)), "data": s.Data})
 			}
+			seen := map[string]bool{}
+			for _, t := range src.DecodedTopics() { // CAN frames decoded by --dbc: no schema record of the file
+				if id := t.Type.ID().String(); seen[id] {
+					continue
+				} else {
+					seen[id] = true
+				}
+				rows = append(rows, row{"name": t.Type.Schema.Name, "encoding": t.Type.Schema.Encoding, "size": int64(len(t.Type.Schema.Data)),
+					"data": t.Type.Schema.Data})
+			}
 			return rows, []column{{"ID", "id"}, {"NAME", "name"}, {"ENCODING", "encoding"}, {"SIZE", "size"}}, nil
 		}
 		// A pack dump stores each distinct type once (type sections):
@@ -196,7 +227,7 @@ func listRows(path, what string) ([]row, []column, error) {
 			rows = append(rows, triggerRow(&t))
 		}
 		return rows, []column{{"ID", "id"}, {"TIME", "time_ns"}, {"REASON", "reason"}, {"SOURCE", "source"},
-			{"PRE", "pre_ns"}, {"POST", "post_ns"}, {"TAG", "tag"}, {"SEVERITY", "severity"}}, nil
+			{"WINDOW", "window"}, {"TAG", "tag"}, {"SEVERITY", "severity"}}, nil
 	default: // metadata
 		return metadataRows(src), []column{{"NAME", "name"}, {"SIZE", "size"}, {"CONTENT", "preview"}}, nil
 	}
@@ -216,6 +247,10 @@ func topicRows(src *dumpfile.Source) []row {
 			}
 			rows = append(rows, r)
 		}
+		for _, t := range src.DecodedTopics() { // CAN frames decoded by --dbc
+			rows = append(rows, row{"topic": t.String(), "messages": int64(t.Messages), "type": t.Type.Schema.Name,
+				"encoding": t.Type.MessageEncoding})
+		}
 	} else {
 		for _, t := range src.Topics() {
 			rows = append(rows, row{"topic": t.String(), "messages": int64(t.Messages), "type": t.Type.Schema.Name,
@@ -231,7 +266,16 @@ func triggerRow(t *dumpinfo.Trigger) row {
 	if t.Rule != "" {
 		src += ":" + t.Rule
 	}
-	r := row{"id": int64(t.ID), "time_ns": t.TimeNs, "reason": t.Reason, "source": src, "pre_ns": t.PreNs, "post_ns": t.PostNs}
+	r := row{"id": int64(t.ID), "time_ns": t.TimeNs, "reason": t.Reason, "source": src, "window": triggerWindow(t)}
+	if from, to, _, _, ok := t.Window(); ok {
+		r["from_ns"], r["to_ns"] = from, to
+	}
+	if v, ok := t.Pre(); ok {
+		r["pre_ns"] = v
+	}
+	if v, ok := t.Post(); ok {
+		r["post_ns"] = v
+	}
 	if t.Tag != "" {
 		r["tag"] = t.Tag
 	}
@@ -299,15 +343,16 @@ another compression, and nothing else changed: a pack dump frame by frame
 (messages, times, frame ids, the header's writer and creation time, every
 metadata section and the dump information as they were); an MCAP file
 record by record (schemas, channels, messages with their sequence numbers
-and times, metadata, in file order, chunked again). As the MCAP CLI's
-"compress", or "export --compression" without changing the format. A damaged
-file is refused (salvage it with "edr-lite recover" first); so is an MCAP
-file with attachments, which edr-lite does not write. Prints the sizes
-before and after.`,
+and times, attachments, metadata, in file order, chunked again); a pack
+dump's attachments too. As the MCAP CLI's "compress", or "export
+--compression" without changing the format. A damaged file is refused
+(salvage it with "edr-lite recover" first). Prints the sizes before and
+after.`,
 		"edr-lite compress dump.pack -o dump.zstd.pack --compression zstd\nedr-lite compress big.mcap -o small.mcap --compression zstd", 1, 1)
 	out := c.fs.String("o", "", "output `FILE` (required; must not exist)")
 	comp := c.fs.String("compression", "zstd", "the new compression: none, lz4 or zstd")
 	c.enum("compression", compressions...)
+	sf := declareStampFlags(c)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -328,8 +373,12 @@ before and after.`,
 	if in.Damage != nil {
 		return c.fail(fmt.Errorf("%s cannot be read as it is (%s): salvage it with edr-lite recover first", args[0], in.Damage))
 	}
+	stamp, err := sf.stamp(c, args[:1])
+	if err != nil {
+		return c.fail(err)
+	}
 	bar := newProgress(e, int64(in.Messages), "compressing", "messages")
-	rep, err := dumpfile.Compress(args[0], *out, *comp, func(n uint64) { bar.set(int64(n)) })
+	rep, err := dumpfile.CompressStamped(args[0], *out, *comp, stamp, func(n uint64) { bar.set(int64(n)) })
 	if err != nil {
 		return c.fail(err)
 	}
@@ -345,4 +394,57 @@ before and after.`,
 	fmt.Fprintf(e.stdout, "%s -> %s: %s, %d %s, %d messages, %s -> %s (%.3f)\n", args[0], *out, *comp, rep.Records, records,
 		rep.Messages, units.FormatSize(rep.InSize), units.FormatSize(rep.OutSize), ratio)
 	return exitOK
+}
+
+// printAttachments prints info's lines of a dump's attachments (nothing
+// when it has none).
+func printAttachments(w io.Writer, in *dumpfile.Info) {
+	if in.AttachmentCount == 0 {
+		return
+	}
+	fmt.Fprintf(w, "attachments: %d (edr-lite cat --attachment NAME writes one out)\n", in.AttachmentCount)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	for _, a := range in.Attachments {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a.Name, units.FormatSize(a.Size), orDash(a.MediaType), fmtTime(a.LogNs))
+	}
+	tw.Flush()
+	if more := in.AttachmentCount - len(in.Attachments); more > 0 {
+		fmt.Fprintf(w, "  ... and %d more (edr-lite list attachments lists them all)\n", more)
+	}
+}
+
+// listAttachments prints the attachments of the dump at path, a line each
+// as it goes (a dump may hold very many).
+func listAttachments(e *env, path string, asJSON bool) error {
+	src, err := dumpfile.Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	as, err := src.Attachments()
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		bw := bufio.NewWriter(e.stdout)
+		for _, a := range as {
+			b, _ := json.Marshal(row{"name": a.Name, "media_type": a.MediaType, "size": a.Size, "log_ns": a.LogNs, "create_ns": a.CreateNs, "file": path})
+			if b, err = withTimes(b); err != nil {
+				return err
+			}
+			bw.Write(b)
+			bw.WriteByte('\n')
+		}
+		return bw.Flush()
+	}
+	if len(as) == 0 {
+		fmt.Fprintln(e.stdout, "(none)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tMEDIA TYPE\tSIZE\tLOG TIME\tCREATED")
+	for _, a := range as {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", orDash(a.Name), orDash(a.MediaType), a.Size, fmtTime(a.LogNs), fmtTime(a.CreateNs))
+	}
+	return tw.Flush()
 }

@@ -6,13 +6,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/edr-lite/edr-lite/dump"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/upload"
 )
 
 func init() {
-	register(&verb{name: "ls", summary: "list the dumps in a directory, and leftover .tmp files", run: runLs})
+	register(&verb{name: "ls", summary: "list the dumps in a directory, and leftovers of interrupted dumps", run: runLs})
 }
 
 func runLs(e *env) int {
@@ -20,7 +20,8 @@ func runLs(e *env) int {
 		`List the dumps (*.pack, *.mcap) in DIR (default: the current directory),
 oldest first, with trigger time, reason, size, the window held (first to last
 message; "of" the window asked when shorter) and message count.
-Leftover *.tmp files (a dump interrupted by a crash or power loss) are listed
+Leftover *.tmp files (a dump interrupted by a crash or power loss; a restarted
+recorder renames them *.interrupted, and removes empty ones) are listed
 separately; "edr-lite recover" salvages them. When the directory has an upload
 queue ([upload] in the recorder's configuration), an UPLOAD column says what it
 holds of each dump: queued, uploading, failed (with the last error below the
@@ -86,7 +87,7 @@ table), uploaded, or - (unknown to the queue yet).`,
 	}
 	for _, f := range l.Leftovers {
 		fmt.Fprintf(e.stdout, "leftover: %s (%s) — incomplete dump; salvage with: edr-lite recover %s -o %s\n",
-			f.Name, units.FormatSize(f.Size), f.Path, strings.TrimSuffix(f.Path, dump.TmpExt))
+			f.Name, units.FormatSize(f.Size), f.Path, dump.LeftoverName(f.Path))
 	}
 	return rc
 }

@@ -20,7 +20,7 @@ const t0 = int64(1_764_670_000_000_000_000)
 func writeTestDump(t *testing.T, dir, name string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	w, err := pack.Create(p, pack.WriterOptions{Writer: "test", CreatedNs: t0 - 1e9, TargetFrameSize: 4096})
+	w, err := pack.Create(p, pack.WriterOptions{Writer: "test", CreatedNs: t0 - 1e9, TargetFrameSize: 4096, TargetFrameSpan: -1}) // a fixture: frames by size only, as the golden files know them
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,8 @@ func writeTestDump(t *testing.T, dir, name string) string {
 		}
 	}
 	err = w.SetDumpInfo(dumpinfo.Info{
-		Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "hard-brake", Source: "rule", Rule: "hard_brake", TimeNs: t0 + 500e6, PreNs: 5e8, PostNs: 5e8}},
+		Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "hard-brake", Source: "rule", Rule: "hard_brake", TimeNs: t0 + 500e6, PreNs: 5e8, PostNs: 5e8,
+			PreSet: true, PostSet: true, FromNs: t0, ToNs: t0 + 1e9}},
 		Topics: []dumpinfo.TopicAccount{
 			{Topic: "vehicle/speed", Type: "f32", Messages: 100, Bytes: 400, Overwritten: 3, FirstNs: t0, LastNs: t0 + 990e6},
 			{Topic: "camera/front", Messages: 10, Bytes: 10000, FirstNs: t0, LastNs: t0 + 900e6},
@@ -103,7 +104,7 @@ func TestInfo(t *testing.T) {
 	}
 	junk := filepath.Join(t.TempDir(), "junk.pack")
 	os.WriteFile(junk, []byte("hello world, not a dump"), 0o644)
-	if code, _, errs := runCLI(t, "info", junk); code != exitFail || !strings.Contains(errs, "not a pack, MCAP or MP4") {
+	if code, _, errs := runCLI(t, "info", junk); code != exitFail || !strings.Contains(errs, "not a pack, MCAP, JSON lines, MP4, candump log or ASC") {
 		t.Errorf("junk file: code %d, stderr %q", code, errs)
 	}
 }

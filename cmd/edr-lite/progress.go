@@ -1,3 +1,5 @@
+//go:build !ecu
+
 package main
 
 import (
@@ -10,7 +12,8 @@ import (
 // progress is a progress bar on a terminal (stderr) in a unit people read
 // (messages, bytes, seconds of driving). It ends at 100% on a line of its
 // own, so what the verb prints next starts on a fresh line. Off a
-// terminal it draws nothing.
+// terminal it draws nothing. The ECU build draws it without
+// schollz/progressbar (progress_ecu.go).
 type progress struct {
 	bar *progressbar.ProgressBar
 }

@@ -43,13 +43,19 @@ func onTerminal(t *testing.T, args ...string) (term, stdout string) {
 // both is set.
 func runOnTerminal(t *testing.T, both bool, args ...string) (term, stdout string) {
 	t.Helper()
+	return binOnTerminal(t, edrBinary(t), both, args...)
+}
+
+// binOnTerminal is runOnTerminal of the binary bin.
+func binOnTerminal(t *testing.T, bin string, both bool, args ...string) (term, stdout string) {
+	t.Helper()
 	m, slave := openPTY(t)
 	defer m.Close()
 	s, err := os.OpenFile(slave, os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("open %s: %v", slave, err)
 	}
-	cmd := exec.Command(edrBinary(t), args...)
+	cmd := exec.Command(bin, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, s
 	if both {
@@ -133,5 +139,20 @@ func TestCatOnTerminal(t *testing.T) {
 	_, out := onTerminal(t, "cat", p, "--jsonl", "--topics", "camera/*", "--limit", "1")
 	if !strings.Contains(out, `"data":"AAAA`) {
 		t.Errorf("cat --jsonl to a pipe: %q", out)
+	}
+}
+
+// TestECUProgressOnTerminal: the ECU build draws its own bar (it links no
+// schollz/progressbar, progress_ecu.go): on a terminal, merge counts
+// messages to 100% with the count at the total, on a line of its own.
+func TestECUProgressOnTerminal(t *testing.T) {
+	bin := ecuBinary(t)
+	dir := t.TempDir()
+	a := writeTestDump(t, dir, "a.pack")
+	b := writeTestDump(t, dir, "b.pack")
+	term, _ := binOnTerminal(t, bin, false, "merge", a, b, "-o", filepath.Join(dir, "m.pack"))
+	line := finalBar(t, term, "merging (messages)")
+	if m := regexp.MustCompile(`\((\d+)/(\d+)\)`).FindStringSubmatch(line); m == nil || m[1] != "220" || m[2] != "220" {
+		t.Errorf("final count %q, want 220/220", line)
 	}
 }

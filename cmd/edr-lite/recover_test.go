@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
-
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
@@ -24,11 +27,16 @@ func TestTruncatedMCAP(t *testing.T) {
 	os.WriteFile(cut, b[:len(b)/3], 0o644)
 
 	code, out, errs := runCLI(t, "info", cut)
-	if code != exitOK || !strings.Contains(out, "damaged:    offset ") || !strings.Contains(out, "edr-lite recover") {
+	if code != exitFail || !strings.Contains(out, "damaged:    offset ") || !strings.Contains(out, "edr-lite recover") ||
+		!strings.Contains(errs, "cut.mcap is damaged: offset ") {
 		t.Fatalf("info of a cut MCAP: code %d\n%s%s", code, out, errs)
 	}
 	checkGolden(t, "info-cut-mcap.txt", scrubDir(out, dir))
-	in := readInfoJSON(t, cut)
+	code, js, _ := runBin(t, "info", "--json", cut)
+	var in infoJSON
+	if err := json.Unmarshal([]byte(js), &in); code != exitFail || err != nil {
+		t.Fatalf("info --json of a cut MCAP: code %d, %v\n%s", code, err, js)
+	}
 	if in.Messages == 0 || in.Messages >= 110 {
 		t.Errorf("info --json of the cut file counts %d messages", in.Messages)
 	}
@@ -111,4 +119,121 @@ func TestVerifyStrict(t *testing.T) {
 		t.Fatalf("verify --strict of miscounting statistics: code %d\n%s", code, out)
 	}
 	checkGolden(t, "verify-strict-mcap.txt", scrubDir(out, dir))
+}
+
+// TestVerifySuggestsOnlyWhatWorks (issue #32, item 11): verify suggests
+// recover only for a file recover salvages something of. A pack file cut
+// inside its 64-byte header, or right after it, and an MCAP file cut
+// inside its magic get "nothing can be salvaged" (recover then keeps
+// nothing); a file cut after its first frame gets the suggestion, and
+// recover then keeps that frame.
+func TestVerifySuggestsOnlyWhatWorks(t *testing.T) {
+	dir := t.TempDir()
+	p := writeTestDump(t, dir, "a.pack")
+	b, _ := os.ReadFile(p)
+	m := filepath.Join(dir, "a.mcap")
+	mustCLI(t, "export", "--format", "mcap", p, "-o", m)
+	mb, _ := os.ReadFile(m)
+	r, err := pack.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := r.FrameOffsets()
+	r.Close()
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		salvage bool
+	}{
+		{"header40.pack", b[:40], false},
+		{"header64.pack", b[:pack.HeaderSize], false},
+		{"frame1.pack", b[:offs[1]+10], true},
+		{"magic5.mcap", mb[:5], false},
+		{"half.mcap", mb[:len(mb)/2], true},
+	} {
+		cut := filepath.Join(dir, tc.name)
+		os.WriteFile(cut, tc.data, 0o644)
+		code, out, errs := runBin(t, "verify", cut)
+		if code != exitFail {
+			t.Errorf("%s: verify exit %d\n%s%s", tc.name, code, out, errs)
+		}
+		suggests := strings.Contains(out, "edr-lite recover "+cut)
+		nothing := strings.Contains(out, "nothing can be salvaged")
+		if suggests != tc.salvage || nothing == tc.salvage {
+			t.Errorf("%s: verify says\n%s(want a suggestion to recover: %v)", tc.name, out, tc.salvage)
+		}
+		rcode, rout, rerrs := runBin(t, "recover", cut, "-o", filepath.Join(dir, "rec-"+tc.name))
+		kept := rcode == exitOK && !strings.Contains(rout, "salvaged 0 frames, 0 messages, 0 metadata") &&
+			!strings.Contains(rout, "salvaged 0 chunks, 0 messages, 0 metadata")
+		if kept != tc.salvage {
+			t.Errorf("%s: verify's advice (salvage: %v) disagrees with recover: exit %d\n%s%s", tc.name, tc.salvage, rcode, rout, rerrs)
+		}
+	}
+}
+
+// TestDemoDumpDamageStaysLocal (issue #31, item 1): the recorder's frames
+// are bounded by time (250 ms) as well as by size by default, so the demo
+// dump (about 0.6 MB, one frame before) is cut into frames: cut in its
+// middle, recover salvages every frame before the cut; a byte changed in
+// its middle costs one frame. Before, both lost every message.
+func TestDemoDumpDamageStaysLocal(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errs := runBin(t, "demo", "--dir", filepath.Join(dir, "demo"), "--duration", "4s"); code != 0 {
+		t.Fatalf("demo: %d\n%s%s", code, out, errs)
+	}
+	dumps, _ := filepath.Glob(filepath.Join(dir, "demo", "*.pack"))
+	if len(dumps) != 1 {
+		t.Fatalf("demo wrote %v", dumps)
+	}
+	b, err := os.ReadFile(dumps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pack.NewBytesReader("demo.pack", b, pack.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ off, end, msgs int64 }
+	var frames []span
+	var f pack.Frame
+	total := int64(0)
+	for r.ReadMetaInto(&f) == nil {
+		first, last := int64(1<<62), int64(0)
+		for i := range f.Len() {
+			m := f.Message(i)
+			first, last = min(first, m.DoneTs), max(last, m.DoneTs)
+		}
+		if last-first >= int64(250*time.Millisecond) {
+			t.Errorf("frame at %d spans %v", r.FrameOffset(), time.Duration(last-first))
+		}
+		frames = append(frames, span{r.FrameOffset(), r.Tell(), int64(f.Len())})
+		total += int64(f.Len())
+	}
+	if len(frames) < 10 {
+		t.Fatalf("the 4 s demo dump is %d frames", len(frames))
+	}
+	cut := int64(len(b) / 2)
+	var before, most int64
+	for _, fr := range frames {
+		if fr.end <= cut {
+			before += fr.msgs
+		}
+		most = max(most, fr.msgs)
+	}
+	os.WriteFile(filepath.Join(dir, "cut.pack"), b[:cut], 0o644)
+	code, out, errs := runBin(t, "recover", filepath.Join(dir, "cut.pack"), "-o", filepath.Join(dir, "cut-rec.pack"))
+	if code != 0 || !strings.Contains(out, fmt.Sprintf(", %d messages,", before)) {
+		t.Fatalf("recover of the demo dump cut at %d of %d bytes: exit %d, want the %d messages of the frames before the cut\n%s%s", cut, len(b), code, before, out, errs)
+	}
+	flip := bytes.Clone(b)
+	flip[cut] ^= 0x10
+	os.WriteFile(filepath.Join(dir, "flip.pack"), flip, 0o644)
+	code, out, errs = runBin(t, "recover", filepath.Join(dir, "flip.pack"), "-o", filepath.Join(dir, "flip-rec.pack"))
+	var got int64
+	if i := strings.Index(out, "frames, "); i >= 0 {
+		fmt.Sscanf(out[i+len("frames, "):], "%d", &got)
+	}
+	if code != 0 || got < total-most || !strings.Contains(out, "lost 1 frame,") {
+		t.Fatalf("recover of the demo dump with a byte changed: exit %d, %d of %d messages salvaged (want all but one frame's, at most %d)\n%s%s", code, got, total, most, out, errs)
+	}
 }

@@ -30,7 +30,7 @@ var _ flag.Value = (*multiFlag)(nil)
 
 // replayUsage, replayHelp and replayExample are the help of replay.
 const (
-	replayUsage = "edr-lite replay FILE... -o shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop | --loop-count N] [--topics G,...] [--exclude G,...] [--from T] [--to T] [--start D] [--duration D] [--delay D] [--remap OLD=NEW] [--clock HZ] [--start-paused] [--control SOCK]\nedr-lite replay DUMP... -o shm:DIR|udp:HOST:PORT --expect GLOB [--mode full|input-only|output-only] [--listen shm:DIR|udp:HOST:PORT=TOPIC] [--check MODE|GLOB=MODE] [--schema TOPIC=FILE] [--checks FILE] [--align seq|time|nearest] [--lockstep ack:TOPIC|outputs] [--timeout D] [--record OUT] [--format text|json]"
+	replayUsage = "edr-lite replay FILE... -o shm:DIR | udp:HOST:PORT | discard [--rate F | --asfast] [--loop | --loop-count N] [--topics G,...] [--exclude G,...] [--from T] [--to T] [--start D] [--duration D] [--delay D] [--remap OLD=NEW] [--clock HZ] [--start-paused] [--control SOCK]\nedr-lite replay DUMP... -o shm:DIR|udp:HOST:PORT --expect GLOB [--collect GLOB] [--mode full|input-only|output-only] [--listen shm:DIR|udp:HOST:PORT=TOPIC] [--check MODE|GLOB=MODE] [--schema TOPIC=FILE] [--checks FILE] [--align seq|time|nearest] [--lockstep ack:TOPIC|outputs] [--timeout D] [--record OUT] [--format text|json] [--node \"CMD ARGS\" [--node-ready segment:TOPIC|udp:PORT|line:REGEXP] [--node-timeout D] [--node-grace D]]"
 	replayHelp  = `Replay dumps, pack or MCAP in any mix, merged message by message in
 capture-time order, into a live system: the payload bytes exactly as
 recorded. An MCAP file (a dump written with format = "mcap", an export, a
@@ -80,14 +80,28 @@ producer times) or nearest (in replay time, within --window); --checks FILE
 sets all that per topic. Every mismatch is listed with its topic, input
 step, sequence, time, field, expected and got values, and the exit status is
 1; --format json prints the report for CI. Outputs recorded before the
-first input are not compared. --mode input-only collects without comparing
-(--record FILE writes inputs and outputs to a new dump); --mode output-only
+first input are not compared. An --expect glob that matches no topic of the
+dumps is refused in every mode. --mode input-only collects without comparing
+(--record FILE writes inputs and outputs to a new dump; --collect GLOB names
+outputs the recording does not hold, collected under their own names);
+--format json carries the reason of a failure ("error"); --mode output-only
 re-emits the recorded outputs with their timing. --lockstep ack:TOPIC (one
 message per input on TOPIC, which may be the output itself) or outputs
 (as many outputs as the recording holds) releases each input only once the
 node answered the ones before: deterministic even when the node is slower
 than real time. --timeout bounds every wait for the node. The report gives
 the latency from input to output (p50, p99, max).
+
+The node under test's life cycle (as ROS 2's launch_testing): --node "CMD
+ARGS" starts it (words split as a shell does, leading NAME=VALUE set its
+environment; its own process group), waits until it is ready (--node-ready
+segment:TOPIC: a new segment of TOPIC in the listened shm directory, the
+default for every expected topic; udp:PORT: a socket bound to PORT;
+line:REGEXP: a line it prints; at most --node-timeout), shows its output
+on stderr prefixed "node: ", watches it (a node that exits during the
+replay fails the run with its exit status and the last lines of its
+stderr, apart from a node that runs and stays silent) and stops it at the
+end (SIGTERM, SIGKILL after --node-grace).
 
 Several players on one timeline: --player TO=DUMP[,DUMP] replays more dumps
 to another output, --live udp:HOST:PORT=TOPIC forwards datagrams received
@@ -97,7 +111,7 @@ then each --player, then each --live). With --expect they are all inputs,
 and lockstep waits for the answer to each before the next of any player.
 
 ` + selectHelp
-	replayExample = "edr-lite replay dump.pack -o shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap -o udp:127.0.0.1:30000 --topics 'vehicle/*' --exclude vehicle/imu --from 10s --to 15s --loop\nedr-lite replay dump.pack -o shm:/dev/shm/edr --exclude 'camera/*' --remap vehicle/speed=sim/speed --clock 100 --loop-count 3\nedr-lite replay dump.pack -o shm:/dev/shm/edr --start-paused --control /tmp/replay.sock\nedr-lite replay drive.pack -o shm:/dev/shm/edr --expect 'planner/*' --asfast --lockstep ack:planner/brake\nedr-lite replay drive.pack -o shm:/dev/shm/edr --expect planner/brake --check tolerance --schema planner/brake=brake.layout --format json"
+	replayExample = "edr-lite replay dump.pack -o shm:/dev/shm/edr --rate 1\nedr-lite replay a.pack b.mcap -o udp:127.0.0.1:30000 --topics 'vehicle/*' --exclude vehicle/imu --from 10s --to 15s --loop\nedr-lite replay dump.pack -o shm:/dev/shm/edr --exclude 'camera/*' --remap vehicle/speed=sim/speed --clock 100 --loop-count 3\nedr-lite replay dump.pack -o shm:/dev/shm/edr --start-paused --control /tmp/replay.sock\nedr-lite replay drive.pack -o shm:/dev/shm/edr --expect 'planner/*' --asfast --lockstep ack:planner/brake\nedr-lite replay drive.pack -o shm:/dev/shm/edr --expect planner/brake --check tolerance --schema planner/brake=brake.layout --format json\nedr-lite replay drive.pack -o shm:/tmp/sut --expect planner/brake --asfast --node \"./brake-node -shm /tmp/sut\""
 )
 
 // runReplay is the replay verb: it reads the flags, opens the dumps and

@@ -25,17 +25,21 @@ import (
 
 // loopFlags are the values of the closed-loop flags.
 type loopFlags struct {
-	expect, listen, checks, schemas multiFlag
-	mode, timeout, lockstep, align  *string
-	window, fields, checksFile      *string
-	record, format                  *string
-	abs, rel                        *float64
+	expect, collect, listen        multiFlag
+	checks, schemas                multiFlag
+	mode, timeout, lockstep, align *string
+	window, fields, checksFile     *string
+	record, format                 *string
+	abs, rel                       *float64
+	node, nodeTimeout, nodeGrace   *string
+	nodeReady                      multiFlag
 }
 
 // declareLoopFlags declares them on c.
 func declareLoopFlags(c *command) *loopFlags {
 	f := &loopFlags{}
 	c.fs.Var(&f.expect, "expect", "closed loop: globs of the topics the system under test publishes (its outputs; comma-separated or repeated)")
+	c.fs.Var(&f.collect, "collect", "input-only: globs of outputs the recording does not hold, collected under their own names (comma-separated or repeated)")
 	f.mode = c.fs.String("mode", "full", "closed loop: full (compare), input-only (record the outputs) or output-only (re-emit the recorded outputs)")
 	c.fs.Var(&f.listen, "listen", "closed loop: where the outputs are published, shm:DIR or udp:HOST:PORT[=TOPIC] (repeatable; default the -o shm directory)")
 	f.timeout = c.fs.String("timeout", "2s", "closed loop: how long to wait for outputs after the last input, and for each step's answer in lockstep")
@@ -50,15 +54,20 @@ func declareLoopFlags(c *command) *loopFlags {
 	f.checksFile = c.fs.String("checks", "", "closed loop: a TOML or JSON file of per-topic checks (see docs/replay.md)")
 	f.record = c.fs.String("record", "", "closed loop: write the inputs and the collected outputs to this new dump (.pack or .mcap)")
 	f.format = c.fs.String("format", "text", "closed loop report: text or json")
+	f.node = c.fs.String("node", "", "closed loop: start the node under test with this command line (sh -c), wait until it is ready, watch it, stop it at the end")
+	c.fs.Var(&f.nodeReady, "node-ready", "--node: it is ready once segment:TOPIC exists (in the listened shm directory), udp:PORT is bound, or it prints a line matching line:REGEXP (repeatable: all; default: the expected topics' segments)")
+	f.nodeTimeout = c.fs.String("node-timeout", replay.DefaultNodeReadyTimeout.String(), "--node: how long it may take to be ready")
+	f.nodeGrace = c.fs.String("node-grace", replay.DefaultNodeGrace.String(), "--node: how long it has to exit after SIGTERM at the end before SIGKILL")
 	return f
 }
 
 // active reports whether a closed-loop flag was given.
-func (f *loopFlags) active() bool { return len(f.expect) > 0 }
+func (f *loopFlags) active() bool { return len(f.expect) > 0 || len(f.collect) > 0 }
 
 // usedWithoutExpect names a closed-loop flag given without --expect.
 func (f *loopFlags) usedWithoutExpect(given map[string]bool) string {
-	for _, n := range []string{"mode", "listen", "timeout", "lockstep", "check", "abs", "rel", "align", "window", "fields", "schema", "checks", "record", "format"} {
+	for _, n := range []string{"mode", "listen", "timeout", "lockstep", "check", "abs", "rel", "align", "window", "fields", "schema", "checks", "record", "format",
+		"node", "node-ready", "node-timeout", "node-grace"} {
 		if given[n] {
 			return n
 		}
@@ -72,6 +81,9 @@ func (f *loopFlags) options(given map[string]bool, to string) (replay.LoopOption
 	var lo replay.LoopOptions
 	for _, e := range f.expect {
 		lo.Expect = append(lo.Expect, splitList(e)...)
+	}
+	for _, e := range f.collect {
+		lo.Collect = append(lo.Collect, splitList(e)...)
 	}
 	var err error
 	if lo.Mode, err = replay.ParseMode(*f.mode); err != nil {
@@ -88,7 +100,8 @@ func (f *loopFlags) options(given map[string]bool, to string) (replay.LoopOption
 	}
 	lo.Record, lo.Writer = *f.record, "edr-lite replay"
 	if lo.Mode == replay.ModeOutputOnly {
-		for _, n := range []string{"listen", "lockstep", "record", "check", "checks", "schema", "align", "window", "fields", "abs", "rel"} {
+		for _, n := range []string{"collect", "listen", "lockstep", "record", "check", "checks", "schema", "align", "window", "fields", "abs", "rel",
+			"node", "node-ready", "node-timeout", "node-grace"} {
 			if given[n] {
 				return lo, fmt.Errorf("--%s is not for --mode output-only (it re-emits the recorded outputs, nothing listens or compares)", n)
 			}
@@ -121,6 +134,9 @@ func (f *loopFlags) options(given map[string]bool, to string) (replay.LoopOption
 	if lo.Checks, err = f.checkList(given); err != nil {
 		return lo, err
 	}
+	if lo.Node, err = f.nodeOptions(given, lo.Listen); err != nil {
+		return lo, err
+	}
 	if len(f.schemas) > 0 {
 		lo.Schemas = map[string]replay.TopicSchema{}
 		for _, s := range f.schemas {
@@ -136,6 +152,41 @@ func (f *loopFlags) options(given map[string]bool, to string) (replay.LoopOption
 		}
 	}
 	return lo, nil
+}
+
+// nodeOptions reads --node and its flags (nil without --node).
+func (f *loopFlags) nodeOptions(given map[string]bool, listen []replay.Listen) (*replay.NodeOptions, error) {
+	if *f.node == "" {
+		for _, n := range []string{"node-ready", "node-timeout", "node-grace"} {
+			if given[n] {
+				return nil, fmt.Errorf("--%s is for the node under test: give --node \"CMD ARGS\"", n)
+			}
+		}
+		return nil, nil
+	}
+	no := &replay.NodeOptions{Command: *f.node}
+	var err error
+	if no.ReadyTimeout, err = units.ParseDuration(*f.nodeTimeout); err != nil || no.ReadyTimeout <= 0 {
+		return nil, fmt.Errorf("--node-timeout %q: want a positive duration like 10s", *f.nodeTimeout)
+	}
+	if no.Grace, err = units.ParseDuration(*f.nodeGrace); err != nil || no.Grace <= 0 {
+		return nil, fmt.Errorf("--node-grace %q: want a positive duration like 5s", *f.nodeGrace)
+	}
+	dir := ""
+	for _, l := range listen {
+		if l.Shm != "" {
+			dir = l.Shm
+			break
+		}
+	}
+	for _, spec := range f.nodeReady {
+		r, err := replay.ParseReady(spec, dir)
+		if err != nil {
+			return nil, fmt.Errorf("--node-ready: %v", err)
+		}
+		no.Ready = append(no.Ready, r)
+	}
+	return no, nil
 }
 
 // checkList builds the checks: the checks file's first, then --check
@@ -262,23 +313,23 @@ func parseListen(s string) (replay.Listen, error) {
 // returns the exit code.
 func runLoop(c *command, f *loopFlags, rf *rosbagFlags, args []string, opts replay.Options, lo replay.LoopOptions, out replay.Output,
 	udp *replay.UDPOutput, extra *extraPlayers, rate float64) int {
+	if lo.Node != nil {
+		lo.Node.Output = c.e.stderr
+	}
 	l, err := replay.NewLoop(args, opts, lo)
 	if err != nil {
-		if errors.Is(err, replay.ErrOptions) {
-			return c.usageErr("%v", err)
-		}
-		return c.fail(err)
+		return loopFailed(c, f, nil, lo, 0, err)
 	}
 	defer l.Close()
 	if extra != nil {
 		for i, p := range extra.players {
 			if err := l.AddPlayer(p, extra.pouts[i]); err != nil {
-				return c.usageErr("%v", err)
+				return loopFailed(c, f, nil, lo, 0, err)
 			}
 		}
 		for i, lv := range extra.lives {
 			if err := l.AddLive(lv, extra.louts[i]); err != nil {
-				return c.usageErr("%v", err)
+				return loopFailed(c, f, nil, lo, 0, err)
 			}
 		}
 		opts.Rate = rate
@@ -306,22 +357,92 @@ func runLoop(c *command, f *loopFlags, rf *rosbagFlags, args []string, opts repl
 	if interrupted {
 		err = nil
 	}
+	if err != nil {
+		return loopFailed(c, f, res, lo, opts.Rate, err)
+	}
+	res.Error = failure(res, lo, interrupted)
 	if *f.format == "json" {
-		b, jerr := json.MarshalIndent(res, "", "  ")
-		if jerr != nil {
+		if jerr := printLoopJSON(c, res); jerr != nil {
 			return c.fail(jerr)
 		}
-		fmt.Fprintf(c.e.stdout, "%s\n", b)
 	} else {
 		printLoopReport(c.e.stdout, res, lo, opts.Rate, interrupted)
 	}
-	switch {
-	case err != nil:
-		return c.fail(err)
-	case !res.OK || interrupted && lo.Mode == replay.ModeFull:
+	if res.Error != "" {
 		return exitFail
 	}
 	return exitOK
+}
+
+// failure says why a closed loop that ran to its end failed ("" when it
+// did not): mismatches, outputs lost, or an interrupted comparison.
+func failure(res *replay.LoopResult, lo replay.LoopOptions, interrupted bool) string {
+	n := len(res.Mismatches) + res.MismatchesNotListed
+	switch {
+	case res.OK && !(interrupted && lo.Mode == replay.ModeFull):
+		return ""
+	case n > 0:
+		return fmt.Sprintf("%d mismatches between the outputs and the recording", n)
+	case !res.OK:
+		return "outputs were lost before they could be compared"
+	}
+	return "interrupted before every output was compared"
+}
+
+// loopFailed reports an error that stopped a closed loop: on stderr, as
+// every verb does (bad usage, exit 2, for an option the dumps refuse), and
+// with --format json also in the report on stdout ("ok": false, "error":
+// why; res is what the run found before, when it got that far), so that
+// CI reading the JSON sees the reason.
+func loopFailed(c *command, f *loopFlags, res *replay.LoopResult, lo replay.LoopOptions, rate float64, err error) int {
+	if *f.format == "json" {
+		if res == nil {
+			res = &replay.LoopResult{Mode: lo.Mode.String(), Mismatches: []replay.Mismatch{}}
+		}
+		res.OK, res.Error = false, userError(err.Error())
+		if jerr := printLoopJSON(c, res); jerr != nil {
+			return c.fail(jerr)
+		}
+	} else if res != nil {
+		printLoopReport(c.e.stdout, res, lo, rate, false)
+	}
+	if errors.Is(err, replay.ErrOptions) {
+		return c.usageErr("%v", err)
+	}
+	return c.fail(err)
+}
+
+// printLoopJSON prints the report as one JSON object.
+func printLoopJSON(c *command, res *replay.LoopResult) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.e.stdout, "%s\n", b)
+	return err
+}
+
+// printNodeReport prints what became of the node under test: ready after
+// how long, and how it ended (a crash with the last lines of its stderr).
+func printNodeReport(w io.Writer, n *replay.NodeReport) {
+	if n == nil {
+		return
+	}
+	ready := "never ready"
+	if n.Ready != "" {
+		ready = fmt.Sprintf("ready after %s (%s)", time.Duration(n.ReadyNs).Round(time.Millisecond), n.Ready)
+	}
+	end := n.Exit
+	if n.Exited {
+		end = fmt.Sprintf("EXITED on its own after %d inputs: %s", n.Inputs, n.Exit)
+	}
+	fmt.Fprintf(w, "node under test: %s (pid %d): %s; %s\n", n.Command, n.PID, ready, end)
+	if n.Exited {
+		fmt.Fprintln(w, "  the last lines of its stderr:")
+		for _, l := range n.Stderr {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
 }
 
 // printLoopReport prints a closed loop's result as text.
@@ -351,6 +472,7 @@ func printLoopReport(w io.Writer, res *replay.LoopResult, lo replay.LoopOptions,
 	if t := res.Timing; t.Samples > 0 {
 		fmt.Fprintf(w, "timing error: p50 %s, p99 %s, max %s over %d messages\n", time.Duration(t.P50Ns), time.Duration(t.P99Ns), time.Duration(t.MaxNs), t.Samples)
 	}
+	printNodeReport(w, res.Node)
 	if lo.Mode == replay.ModeOutputOnly {
 		if interrupted {
 			fmt.Fprintln(w, "interrupted")

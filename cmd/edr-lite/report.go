@@ -1,3 +1,5 @@
+//go:build !ecu
+
 package main
 
 import (
@@ -145,6 +147,7 @@ edr-lite report dump.mcap --format json | jq '.topics[] | {name, rate: .timing.r
 			}
 		}()
 	}
+	c.warnSkippedIn(args)
 	r, err := report.FromDumps(args, o)
 	if err != nil {
 		return c.fail(err)

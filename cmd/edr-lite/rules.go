@@ -16,7 +16,7 @@ func init() {
 }
 
 func runRules(e *env) int {
-	c := newCommand(e, "rules", "edr-lite rules test --rules FILE|DIR|builtin:NAME [--param [RULE.]K=V ...] [--mode full|input-only|output-only] [--tolerance D] [--value-tolerance F] DUMP...\nedr-lite rules list",
+	c := newCommand(e, "rules", "edr-lite rules test --rules FILE|DIR|builtin:NAME [--param [RULE.]K=V ...] [--mode full|input-only|output-only] [--tolerance D] [--value-tolerance F] [--allow-empty] DUMP...\nedr-lite rules list",
 		`"rules test" feeds every message of the dumps (pack or MCAP, in any mix), in
 capture-time order, through the Lua rules in message time (the path the live
 recorder uses), so the same dumps and rules fire the same triggers on every
@@ -44,7 +44,17 @@ was exported from, and its recorded triggers come from its edr.* metadata.
 --rules takes a .lua file, a directory (every *.lua in it) or builtin:NAME
 for a shipped rule; repeat it for several. --param K=V sets a parameter of
 every rule, --param RULE.K=V only of the rule from file RULE.lua (or
-builtin:RULE). "rules list" prints the shipped rules.`,
+builtin:RULE). "rules list" prints the shipped rules.
+
+A rule that received no message (none of its topics is in the dumps, or
+they hold no message) makes the test fail, in full and input-only mode,
+naming the topics it reads and those the dumps hold: zero triggers from a
+rule that saw nothing prove nothing (a CI gate run on the wrong file).
+--allow-empty accepts it, with a note.
+
+What a rule's trigger carries is bounded as in the live recorder: a reason
+of at most 256 bytes, a tag of 1024, at most 64 params of 1024; a longer one
+is cut and ends with "…[truncated]".`,
 		"edr-lite rules test --rules builtin:hard_brake dump.pack\nedr-lite rules test --rules builtin:hard_brake dump.mcap\nedr-lite rules test --rules rules/ --param hard_brake.decel=7.5 --mode input-only dumps/*.pack", 1, -1)
 	var specs, params multiFlag
 	c.fs.Var(&specs, "rules", "rule file, directory of rules, or builtin:NAME (repeatable)")
@@ -52,6 +62,7 @@ builtin:RULE). "rules list" prints the shipped rules.`,
 	mode := c.fs.String("mode", "full", "full (compare with the recorded triggers), input-only (print the fired triggers) or output-only (print the recorded ones)")
 	tol := c.fs.String("tolerance", "1ms", "full mode: how far a fired trigger's time may be from the recorded one")
 	vtol := c.fs.Float64("value-tolerance", replay.DefaultValueTolerance, "full mode: how far numbers in tags and params may differ, times max(1, |value|)")
+	allowEmpty := c.fs.Bool("allow-empty", false, "pass even when a rule received no message (its topics are not in the dumps)")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -109,6 +120,22 @@ builtin:RULE). "rules list" prints the shipped rules.`,
 			return c.usageErr("%v", err)
 		}
 		return c.fail(err)
+	}
+	silent := res.Silent()
+	// name the dumps: a CI log shows which file the rule saw nothing in
+	on := dumps[0]
+	if len(dumps) > 1 {
+		on = fmt.Sprintf("%s and %d more", dumps[0], len(dumps)-1)
+	}
+	for _, why := range silent {
+		if *allowEmpty {
+			fmt.Fprintf(e.stderr, "edr-lite rules: %s: note: %s (--allow-empty)\n", on, why)
+		} else {
+			fmt.Fprintf(e.stderr, "edr-lite rules: %s: %s: the test proves nothing about it (--allow-empty if that is expected)\n", on, why)
+		}
+	}
+	if len(silent) > 0 && !*allowEmpty {
+		return exitFail
 	}
 	if *mode == "input-only" {
 		for _, t := range res.Fired {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/edr-lite/edr-lite/dumpinfo"
 	"github.com/edr-lite/edr-lite/pack"
 	"github.com/edr-lite/edr-lite/replay"
+	"github.com/edr-lite/edr-lite/scripts"
 )
 
 // writeBrakeDump writes 5s of a 100 Hz speed signal (f32le m/s) braking at
@@ -149,5 +151,138 @@ func TestRulesTestWindowsAndTags(t *testing.T) {
 	_, fired, _ := runBin(t, "rules", "test", "--mode", "input-only", "--rules", "builtin:hard_brake", "--param", "pre=3s", "--param", "post=2s", dump)
 	if code != 0 || rec != fired || strings.Count(rec, "\n") != 1 {
 		t.Fatalf("output-only: exit %d %s\n%s\nwant the fired form\n%s", code, errs, rec, fired)
+	}
+}
+
+// writeTopicDump writes n messages of 4 bytes on topic, 10 ms apart, with
+// no recorded trigger.
+func writeTopicDump(t *testing.T, dir, name, topic string, n int) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	w, err := pack.Create(p, pack.WriterOptions{Writer: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		ts := t0 + int64(i)*10e6
+		if err := w.Add(topic, "", nil, ts, ts, []byte{1, 2, 3, 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRulesTestSilentRuleFails is issue 30 item 12 through the binary: a
+// rule whose topics the dump does not hold (or a dump of no message) fails
+// the test, in full and input-only mode, naming what the rule reads and
+// what the dump holds; --allow-empty passes with a note. Before, "ok: 0
+// trigger(s) match" and exit 0.
+func TestRulesTestSilentRuleFails(t *testing.T) {
+	dir := t.TempDir()
+	imu := writeTopicDump(t, dir, "imu.pack", "vehicle/imu", 30)
+	for _, mode := range []string{"full", "input-only"} {
+		code, out, errs := runBin(t, "rules", "test", "--mode", mode, "--rules", "builtin:hard_brake", imu)
+		if code != exitFail || strings.Contains(out, "ok:") ||
+			!strings.Contains(errs, "rule hard_brake received no message: it reads vehicle/speed, which the dumps do not hold (they hold vehicle/imu (30))") ||
+			!strings.Contains(errs, "--allow-empty") {
+			t.Errorf("%s: exit %d\nstdout %s\nstderr %s", mode, code, out, errs)
+		}
+	}
+	code, out, errs := runBin(t, "rules", "test", "--allow-empty", "--rules", "builtin:hard_brake", imu)
+	if code != exitOK || !strings.Contains(out, "ok: 0 trigger(s) match") || !strings.Contains(errs, "note: rule hard_brake received no message") {
+		t.Errorf("--allow-empty: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	// a rule reading a topic the dump holds passes; one of two rules
+	// silent fails the run and is the one named
+	src := filepath.Join(dir, "imu_seen.lua")
+	if err := os.WriteFile(src, []byte("rule{name='imu_seen', topics='vehicle/*'}\nfunction on_message(m) end\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runBin(t, "rules", "test", "--rules", src, imu); code != exitOK || errs != "" {
+		t.Errorf("a rule that saw messages: exit %d\n%s%s", code, out, errs)
+	}
+	code, _, errs = runBin(t, "rules", "test", "--rules", src, "--rules", "builtin:threshold", "--param", "threshold.topic=vehicle/spee*", "--param", "threshold.field=speed", imu)
+	if code != exitFail || strings.Contains(errs, "imu_seen") || !strings.Contains(errs, "rule threshold received no message: it reads vehicle/spee*") {
+		t.Errorf("two rules, one silent: exit %d\n%s", code, errs)
+	}
+	// a dump of no message at all
+	empty := writeTopicDump(t, dir, "empty.pack", "vehicle/speed", 0)
+	if code, _, errs := runBin(t, "rules", "test", "--rules", "builtin:hard_brake", empty); code != exitFail || !strings.Contains(errs, "rule hard_brake received no message") {
+		t.Errorf("empty dump: exit %d\n%s", code, errs)
+	}
+}
+
+// TestRulesTestBoundsTriggers is issue 32 item 12 through the binary: a
+// rule giving each trigger a 1 MB reason and tag, fired 770 times, stays
+// within bounded memory and output: each reason and tag is cut to the live
+// recorder's bounds (scripts.MaxReason, MaxTag) and ends with the marker.
+// Before, 3 GB of RSS and 1.5 GB of output.
+func TestRulesTestBoundsTriggers(t *testing.T) {
+	dir := t.TempDir()
+	dump := writeTopicDump(t, dir, "a.pack", "a", 770)
+	src := filepath.Join(dir, "big.lua")
+	if err := os.WriteFile(src, []byte(`rule{name='big', topics='a'}
+function on_message(m) trigger{ reason = string.rep('r', 1000000), tag = string.rep('t', 1000000) } end
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"input-only", "full"} {
+		outPath := filepath.Join(dir, mode+".out")
+		f, err := os.Create(outPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := runMeasured(t, f, "rules", "test", "--mode", mode, "--rules", src, dump)
+		f.Close()
+		if mode == "input-only" && r.code != 0 || mode == "full" && r.code != exitFail {
+			t.Fatalf("%s: exit %d %s", mode, r.code, r.stderr)
+		}
+		st, err := os.Stat(outPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rss := r.rss
+		t.Logf("%s: %d bytes of output, %d MB peak RSS", mode, st.Size(), rss>>20)
+		if st.Size() > 2<<20 || rss > 400<<20 {
+			t.Errorf("%s: %d bytes of output, %d MB peak RSS: want at most 2 MB and 400 MB", mode, st.Size(), rss>>20)
+		}
+		out, err := os.ReadFile(outPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode == "full" {
+			if n := strings.Count(string(out), "\n+ big rrrr"); n != 770 || !strings.Contains(string(out), "r"+scripts.Truncated+" at ") {
+				t.Errorf("full: %d unexpected triggers listed, want 770:\n%.2000s", n, out)
+			}
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 770 {
+			t.Fatalf("%d triggers, want 770", len(lines))
+		}
+		var tr replay.Trigger
+		if err := json.Unmarshal([]byte(lines[769]), &tr); err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.Reason) > scripts.MaxReason || !strings.HasSuffix(tr.Reason, scripts.Truncated) ||
+			len(tr.Tag) > scripts.MaxTag || !strings.HasSuffix(tr.Tag, scripts.Truncated) {
+			t.Errorf("trigger: reason %d bytes %q..., tag %d bytes", len(tr.Reason), tr.Reason[:10], len(tr.Tag))
+		}
+	}
+}
+
+// TestRulesTestMissingRuleFile: a --rules path that does not exist is
+// named with the option that gave it (it said "rules: stat PATH: ..."
+// before, a word of the code's).
+func TestRulesTestMissingRuleFile(t *testing.T) {
+	dir := t.TempDir()
+	dump := writeTopicDump(t, dir, "a.pack", "a", 3)
+	missing := filepath.Join(dir, "missing.lua")
+	code, _, errs := runBin(t, "rules", "test", "--rules", missing, dump)
+	if want := "edr-lite rules: --rules " + missing + ": no such file or directory"; code != exitFail || !strings.Contains(errs, want) {
+		t.Errorf("rules test of a missing rule file: exit %d %q, want exit 1 saying %q", code, errs, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -52,6 +53,14 @@ finishing a pending dump within recorder.stop_deadline.`,
 		return c.failConfig(*cfgPath, err)
 	}
 	log := c.logger()
+	// before anything starts: a SIGTERM during the start stops the
+	// recorder gracefully once it runs, instead of killing it
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if w := daemon.SecretsWarning(*cfgPath, cfg); w != "" {
+		log.Warn("configuration file readable by every local user: " + w)
+	}
 	d, err := daemon.New(daemon.Options{Config: cfg, Logger: log, Version: "edr-lite"})
 	if err != nil {
 		return c.fail(err)
@@ -64,11 +73,8 @@ finishing a pending dump within recorder.stop_deadline.`,
 		log.Info("control socket", "path", cfg.Control.Socket)
 	}
 	if a := d.HTTPAddr(); a != "" {
-		log.Info("http", "addr", "http://"+a, "paths", "/metrics /status /debug/pprof/")
+		log.Info("http", "addr", "http://"+a, "paths", strings.Join(d.HTTPPaths(), " "))
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	for s := range sigs {
 		switch s {
 		case syscall.SIGUSR1:
@@ -248,15 +254,25 @@ recorder's), messages, triggers, lag and errors.`,
 	fmt.Fprintf(w, "cache:   %s used of %s (largest free block %s)\n", units.FormatSize(st.Arena.Used),
 		units.FormatSize(st.Arena.Total), units.FormatSize(st.Arena.LargestFree))
 	dm := st.Dumps
-	fmt.Fprintf(w, "dumps:   %d written, %d failed, %d refused (low disk), %d pending, dumping=%v; rotated %d\n",
-		dm.Written, dm.Failed, dm.RefusedDisk, dm.Pending, dm.Dumping, dm.Rotated)
+	fmt.Fprintf(w, "dumps:   %d written, %d failed, %d refused (low disk), %d pending, dumping=%v; rotated %d%s\n",
+		dm.Written, dm.Failed, dm.RefusedDisk, dm.Pending, dm.Dumping, dm.Rotated, rotatedFor(dm.RotatedFor))
 	fmt.Fprintf(w, "triggers: coalesced %d; rules: rate-limited %d, refused %d; manual: rate-limited %d, refused %d\n",
 		dm.Coalesced, dm.RateLimited, dm.RuleRefused, dm.ManualRateLimited, dm.ManualRefused)
 	if dm.LastError != "" {
-		fmt.Fprintf(w, "last dump error: %s\n", dm.LastError)
+		fmt.Fprintf(w, "last dump error: %s\n", userError(dm.LastError))
 	}
 	for _, t := range dm.LeftoverTmp {
-		fmt.Fprintf(w, "leftover incomplete dump: %s (salvage with edr-lite recover)\n", t)
+		fmt.Fprintf(w, "leftover incomplete dump: %s (salvage with edr-lite recover %s -o %s)\n", t, t, dump.LeftoverName(t))
+	}
+	if n := len(dm.LeftoverRemoved); n > 0 {
+		fmt.Fprintf(w, "leftovers removed at start: %d empty (nothing to salvage)\n", n)
+	}
+	if dm.SigningKey != "" {
+		fmt.Fprintf(w, "signing: key %s, chain %s at #%d", dm.SigningKey, dm.Chain, dm.ChainHead)
+		if dm.ChainErrors > 0 {
+			fmt.Fprintf(w, ", %d chain error(s) (see the last dump error)", dm.ChainErrors)
+		}
+		fmt.Fprintln(w)
 	}
 	if st.Upload != nil {
 		printUploadStatus(w, st.Upload)
@@ -275,7 +291,7 @@ recorder's), messages, triggers, lag and errors.`,
 		}
 		if t.TypeError != "" {
 			typ += " (!)"
-			typeErrs = append(typeErrs, fmt.Sprintf("%s: %s", name, t.TypeError))
+			typeErrs = append(typeErrs, fmt.Sprintf("%s: %s", name, userError(t.TypeError)))
 		}
 		fmt.Fprintf(tw, "%s\t%v\t%.1f Hz\t%s\t%.1fs of %.1fs\t%d\t%d\t%d\t%d\t%s\t%s\n", name, t.Online, t.RateHz,
 			units.FormatSize(int64(t.HeldBytes)), t.HeldSeconds, t.RetentionSeconds, t.RejectedOversize,
@@ -294,10 +310,10 @@ recorder's), messages, triggers, lag and errors.`,
 				state = fmt.Sprintf("STUCK in a callback for %s", time.Duration(r.CallNs).Round(time.Millisecond))
 			}
 			if r.Disabled {
-				state = "DISABLED: " + r.Why
+				state = "DISABLED: " + userError(r.Why)
 			}
 			if r.ReloadError != "" {
-				state += " (last reload failed: " + r.ReloadError + ")"
+				state += " (last reload failed: " + userError(r.ReloadError) + ")"
 			}
 			win := fmt.Sprintf("pre %s (%s) post %s (%s)", units.FormatDuration(time.Duration(r.PreS*1e9)), r.PreFrom,
 				units.FormatDuration(time.Duration(r.PostS*1e9)), r.PostFrom)
@@ -311,7 +327,25 @@ recorder's), messages, triggers, lag and errors.`,
 		for _, s := range st.Sources {
 			fmt.Fprintf(w, "source %s %s: %d messages, %s, %d lost, %d rejected, %d errors\n", s.Kind, s.Name, s.Messages,
 				units.FormatSize(int64(s.Bytes)), s.Lost, s.Rejected, s.Errors)
+			if !s.Receiving {
+				fmt.Fprintf(w, "  NOT RECEIVING (%s): %s\n", s.Cause, userError(s.Why))
+			}
 		}
 	}
 	return exitOK
+}
+
+// rotatedFor spells the rotations by reason, " (min_free_disk 2, ...)", or
+// "" when there were none.
+func rotatedFor(m map[string]uint64) string {
+	var parts []string
+	for _, r := range []string{dump.ReasonMaxFiles, dump.ReasonMaxTotalBytes, dump.ReasonMinFreeDisk} {
+		if m[r] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, m[r]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }

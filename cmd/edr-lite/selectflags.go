@@ -1,7 +1,9 @@
 package main
 
 import (
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"fmt"
+
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/filter"
 )
 
@@ -45,10 +47,44 @@ func (f *selectFlags) parse() (filter.Selection, error) {
 // match something. A bad window (--from after --to) is usage; nothing to
 // match is a failure.
 func selectIn(sel filter.Selection, infos ...*dumpfile.Info) (held filter.Held, fromNs, toNs int64, usage, err error) {
-	held = dumpfile.HeldBy(infos...)
+	held = heldBy(infos...)
 	fromNs, toNs, usage = sel.Window(held.StartNs)
 	if usage != nil {
 		return held, 0, 0, usage, nil
 	}
 	return held, fromNs, toNs, nil, sel.Check(held, fromNs, toNs)
+}
+
+// heldBy describes what the dumps of infos hold, for the errors of a
+// selection (internal/filter) that matches nothing: their topics, the
+// earliest start and latest end, and "a.pack" or "3 dumps".
+func heldBy(infos ...*dumpfile.Info) filter.Held {
+	var h filter.Held
+	seen := map[string]bool{}
+	known := false
+	for _, in := range infos {
+		for _, t := range in.Topics {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				h.Topics = append(h.Topics, t.Name)
+			}
+		}
+		if in.StartNs != 0 || in.EndNs != 0 {
+			if !known || in.StartNs < h.StartNs {
+				h.StartNs = in.StartNs
+			}
+			if !known || in.EndNs > h.EndNs {
+				h.EndNs = in.EndNs
+			}
+			known = true
+		}
+		h.Messages += in.Messages
+	}
+	switch len(infos) {
+	case 1:
+		h.What = infos[0].Path
+	default:
+		h.What = fmt.Sprintf("the %d dumps", len(infos))
+	}
+	return h
 }

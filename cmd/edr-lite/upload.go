@@ -1,3 +1,5 @@
+//go:build !ecu
+
 package main
 
 import (
@@ -122,7 +124,7 @@ the process list. Exit 0 when every file is confirmed, 1 at the first failure
 	}
 	var convert upload.ConvertFunc
 	if o.Parquet {
-		convert = daemon.ParquetConverter(o.Vehicle, types)
+		convert = daemon.ParquetConverter(o.Vehicle, types, 0, nil)
 	}
 	x, err := upload.NewOneOff(o, convert)
 	if err != nil {
@@ -192,8 +194,13 @@ func uploadOne(ctx context.Context, stderr io.Writer, x *upload.OneOff, path, tm
 
 // printUploadStatus is the upload part of "edr-lite status".
 func printUploadStatus(w io.Writer, u *upload.Status) {
-	fmt.Fprintf(w, "upload:  %s to s3://%s (%s): %d queued, %d failed, %d uploaded (%s), %d evicted, %d missing",
-		u.State, u.Bucket, u.Endpoint, u.Queued, u.Failed, u.Uploaded, units.FormatSize(int64(u.UploadedBytes)), u.Evicted, u.Missing)
+	state := u.State
+	if u.Paused != "" {
+		state += " (" + u.Paused + ")"
+	}
+	fmt.Fprintf(w, "upload:  %s to s3://%s (%s): %d queued, %d failed, %d uploaded (%s), %d evicted, %d missing; %s sent",
+		state, u.Bucket, u.Endpoint, u.Queued, u.Failed, u.Uploaded, units.FormatSize(int64(u.UploadedBytes)), u.Evicted, u.Missing,
+		units.FormatSize(int64(u.SentBytes)))
 	if u.Window != "" {
 		fmt.Fprintf(w, "; window %s (open=%v)", u.Window, u.WindowOpen)
 	}
@@ -205,7 +212,11 @@ func printUploadStatus(w io.Writer, u *upload.Status) {
 		fmt.Fprintf(w, "uploading: %s (%s of this request sent)\n", u.Uploading, units.FormatSize(u.UploadingSent))
 	}
 	if u.LastError != "" {
-		fmt.Fprintf(w, "last upload error (%s): %s\n", u.LastErrorAt, u.LastError)
+		kind := ""
+		if u.LastErrorKind != "" {
+			kind = ", kind " + u.LastErrorKind
+		}
+		fmt.Fprintf(w, "last upload error (%s%s): %s\n", u.LastErrorAt, kind, u.LastError)
 	}
 	if u.LastEvicted != "" {
 		fmt.Fprintf(w, "last evicted: %s\n", u.LastEvicted)
@@ -215,6 +226,9 @@ func printUploadStatus(w io.Writer, u *upload.Status) {
 	}
 	if u.JournalError != "" {
 		fmt.Fprintf(w, "upload journal error: %s\n", u.JournalError)
+	}
+	if u.SetAsideFiles > 0 {
+		fmt.Fprintf(w, "upload queue files found damaged, set aside: %d (%s)\n", u.SetAsideFiles, strings.Join(u.SetAside, ", "))
 	}
 }
 

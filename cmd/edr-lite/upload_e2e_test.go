@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,7 +204,7 @@ bandwidth = "6MiB"         # a 15 MiB dump takes ~2.5 s: time to cut it
 retry_min = "50ms"
 retry_max = "400ms"
 stall_timeout = "5s"
-`, dumpDir, shmDir, sock, srv.Endpoint, s3test.AccessKey, s3test.SecretKey)), 0o644)
+`, dumpDir, shmDir, sock, srv.Endpoint, s3test.AccessKey, s3test.SecretKey)), 0o600)
 	if code, out, errs := runBin(t, "config", "check", cfg); code != 0 {
 		t.Fatalf("config check: %s %s", out, errs)
 	}
@@ -272,22 +270,8 @@ stall_timeout = "5s"
 	if code != 0 || !strings.Contains(out, "UPLOAD") || !strings.Contains(out, "failed") {
 		t.Errorf("ls with the server down: %d\n%s", code, out)
 	}
-	httpAddr := ""
-	for _, l := range strings.Split(logs.String(), "\n") {
-		if i := strings.Index(l, "addr=http://"); i >= 0 {
-			httpAddr = strings.Fields(l[i+len("addr="):])[0]
-		}
-	}
-	if httpAddr == "" {
-		t.Fatalf("no http address in the logs:\n%s", logs.String())
-	}
-	resp, err := http.Get(httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(metrics), `edr_upload_queued{state="failed"}`) || !strings.Contains(string(metrics), `edr_upload_dumps_total{outcome="uploaded"} 0`) {
+	metrics := metricsOf(t, logs)
+	if !strings.Contains(metrics, `edr_upload_queued{state="failed"}`) || !strings.Contains(metrics, `edr_upload_dumps_total{outcome="uploaded"} 0`) {
 		t.Errorf("/metrics lacks the upload queue:\n%s", metrics)
 	}
 

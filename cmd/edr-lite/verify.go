@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/dumpfile"
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/pack"
@@ -16,11 +17,11 @@ import (
 func init() {
 	register(&verb{name: "verify", summary: "check dumps for corruption; exit 1 on any problem", run: runVerify})
 	register(&verb{name: "recover", summary: "salvage every intact frame or chunk of a damaged or truncated dump (pack or MCAP)", run: runRecover})
-	register(&verb{name: "merge", summary: "merge dumps (pack or MCAP) into one pack dump, in time order", run: runMerge})
+	register(&verb{name: "merge", summary: "merge dumps (pack or MCAP) into one pack or MCAP dump, in time order", run: runMerge})
 }
 
 func runVerify(e *env) int {
-	c := newCommand(e, "verify", "edr-lite verify [--strict] FILE...",
+	c := newCommand(e, "verify", "edr-lite verify [--strict] [--key PUB]... [--chain DIR] FILE...",
 		`Read every byte of each dump. A pack dump: header, every frame (bounds,
 CRC32C of head and data, meta decoding, decompression), the index and the
 trailer; every problem is printed with its byte offset, past damaged regions
@@ -39,41 +40,80 @@ ChunkIndex and MetadataIndex records, SummaryOffset groups) against the
 data, the footer; for pack, the index's time order and per-topic counts,
 bytes and times against the frames, reserved header flags, unique metadata
 names, and the dump information against the file (window, per-topic
-messages and bytes). A file that is intact but not conformant exits 1.`,
-		"edr-lite verify /var/lib/edr-lite/dumps/*.pack\nedr-lite verify --strict dump.mcap", 1, -1)
+messages and bytes). A file that is intact but not conformant exits 1.
+
+A signed dump (docs/evidence.md) is also checked against its seal: every
+byte but the seal's own is hashed and compared with the digest signed, and
+the signature is checked with the public keys given with --key. "signed by
+KEY-ID, valid" means the file is byte for byte what the key's holder
+signed; anything else (a changed byte, a cut or extended file, a seal of
+another file, a key not given, no signature at all) exits 1 with --key,
+saying why. Without --key a seal's digest is checked, not its signature.
+
+--chain DIR checks the dumps of a recorder's dump directory against its
+chain (each dump records the one before it; the signed ledger .edr-chain
+lists them, rotated ones marked): a dump deleted (not rotated), replaced,
+renamed or swapped, or a file that is not in the chain is reported, with
+the dumps around the gap. It needs --key.`,
+		"edr-lite verify /var/lib/edr-lite/dumps/*.pack\nedr-lite verify --strict dump.mcap\nedr-lite verify --key vehicle-42.pub dump.pack\nedr-lite verify --key fleet-keys.pem --chain /var/lib/edr-lite/dumps", 0, -1)
 	strict := c.fs.Bool("strict", false, "also check conformance to the format's specification")
+	keyFiles := declareKeyFlag(c)
+	chainDir := c.fs.String("chain", "", "check the chain of the dump directory `DIR` (needs --key)")
 	args, code, ok := c.parse()
 	if !ok {
 		return code
 	}
+	if len(args) == 0 && *chainDir == "" {
+		return c.usageErr("no FILE given (or --chain DIR)")
+	}
+	if *chainDir != "" && len(*keyFiles) == 0 {
+		return c.usageErr("--chain %s needs --key: the dumps' and the ledger's signatures are checked against it", *chainDir)
+	}
+	keys, err := keyFiles.load()
+	if err != nil {
+		return c.fail(err)
+	}
+	checkKeys := len(*keyFiles) > 0
 	rc := exitOK
 	for _, p := range args {
 		rep, err := dumpfile.Verify(p)
 		if err != nil {
 			c.fail(err)
 			rc = exitFail
+			if checkKeys {
+				fmt.Fprintf(e.stdout, "%s: unreadable\n", p)
+				verifySeal(c, p, keys, checkKeys)
+			}
 			continue
 		}
-		records, isPack := "frames", rep.Format == dumpfile.FormatPack
+		records, isPack := "frame", rep.Format == dumpfile.FormatPack
 		if !isPack {
-			records = "chunks"
+			records = "chunk"
 		}
 		switch {
 		case len(rep.Problems) > 0:
 			rc = exitFail
 			if isPack {
-				fmt.Fprintf(e.stdout, "%s: CORRUPT, %d problem(s); %d intact %s, %d messages\n", p, len(rep.Problems), rep.Records, records, rep.Messages)
+				fmt.Fprintf(e.stdout, "%s: CORRUPT, %d problem(s); %s, %d messages\n", p, len(rep.Problems), count(rep.Records, "intact "+records), rep.Messages)
 			} else { // the MCAP reader stops at the first damaged record
 				fmt.Fprintf(e.stdout, "%s: CORRUPT, %d problem(s)\n", p, len(rep.Problems))
 			}
 			for _, pr := range rep.Problems {
 				fmt.Fprintf(e.stdout, "  offset %d: %s\n", pr.Offset, pr.Reason)
 			}
-			fmt.Fprintf(e.stdout, "  salvage with: edr-lite recover %s -o RECOVERED.%s\n", p, rep.Format)
+			if rep.Salvageable {
+				fmt.Fprintf(e.stdout, "  salvage with: edr-lite recover %s -o RECOVERED.%s\n", p, rep.Format)
+			} else {
+				fmt.Fprintf(e.stdout, "  nothing can be salvaged: %s\n", nothingIntact(rep.Format))
+			}
 		case !rep.Complete:
 			rc = exitFail
-			fmt.Fprintf(e.stdout, "%s: INCOMPLETE (no index/trailer: never closed or cut at a frame boundary); %d intact frames, %d messages\n", p, rep.Records, rep.Messages)
-			fmt.Fprintf(e.stdout, "  rebuild the index with: edr-lite recover %s -o RECOVERED.%s\n", p, rep.Format)
+			fmt.Fprintf(e.stdout, "%s: INCOMPLETE (no index/trailer: never closed or cut at a frame boundary); %s, %d messages\n", p, count(rep.Records, "intact frame"), rep.Messages)
+			if rep.Salvageable {
+				fmt.Fprintf(e.stdout, "  rebuild the index with: edr-lite recover %s -o RECOVERED.%s\n", p, rep.Format)
+			} else {
+				fmt.Fprintf(e.stdout, "  nothing can be salvaged: %s\n", nothingIntact(rep.Format))
+			}
 		default:
 			conform := ""
 			if *strict {
@@ -85,7 +125,7 @@ messages and bytes). A file that is intact but not conformant exits 1.`,
 				}
 				if len(probs) > 0 {
 					rc = exitFail
-					fmt.Fprintf(e.stdout, "%s: NOT CONFORMANT, %d problem(s); intact: %d %s, %d messages\n", p, len(probs), rep.Records, records, rep.Messages)
+					fmt.Fprintf(e.stdout, "%s: NOT CONFORMANT, %d problem(s); intact: %s, %d messages\n", p, len(probs), count(rep.Records, records), rep.Messages)
 					for _, pr := range probs {
 						fmt.Fprintf(e.stdout, "  offset %d: %s\n", pr.Offset, pr.Reason)
 					}
@@ -93,10 +133,54 @@ messages and bytes). A file that is intact but not conformant exits 1.`,
 				}
 				conform = ", conformant"
 			}
-			fmt.Fprintf(e.stdout, "%s: ok%s, %s, %d %s, %d messages, %s\n", p, conform, rep.Format, rep.Records, records, rep.Messages, units.FormatSize(rep.Size))
+			fmt.Fprintf(e.stdout, "%s: ok%s, %s, %s, %d messages, %s\n", p, conform, rep.Format, count(rep.Records, records), rep.Messages, units.FormatSize(rep.Size))
+		}
+		if !verifySeal(c, p, keys, checkKeys) {
+			rc = exitFail
+		}
+	}
+	if *chainDir != "" {
+		ok, err := verifyChain(c, e.stdout, *chainDir, keys)
+		if err != nil {
+			c.fail(err)
+			rc = exitFail
+		} else if !ok {
+			rc = exitFail
 		}
 	}
 	return rc
+}
+
+// verifySeal prints the signature line of p (when it is sealed, or keys
+// were given) and reports whether it holds: with keys, only a valid
+// signature does; without, only a seal whose digest does not match (or an
+// unreadable one) fails.
+func verifySeal(c *command, p string, keys *evidence.Keyring, checkKeys bool) bool {
+	v, err := dumpfile.CheckSeal(p, keys)
+	if err != nil {
+		c.fail(err)
+		return false
+	}
+	if v.Status == evidence.Unsigned && !checkKeys && v.Reason == "" {
+		return true
+	}
+	word := "  signature: "
+	if checkKeys && !v.OK() || v.Status == evidence.Invalid {
+		word = "  SIGNATURE: "
+	}
+	fmt.Fprintf(c.e.stdout, "%s%s\n", word, signatureText(v))
+	if checkKeys {
+		return v.OK()
+	}
+	return v.Status != evidence.Invalid
+}
+
+// nothingIntact says why verify does not suggest recover for a file.
+func nothingIntact(format string) string {
+	if format == dumpfile.FormatPack {
+		return "the file holds no intact frame or metadata section (edr-lite recover would keep nothing)"
+	}
+	return "the file holds no intact message or metadata record (edr-lite recover would find nothing)"
 }
 
 func runRecover(e *env) int {
@@ -106,22 +190,31 @@ a copy cut short) into a new dump of the same format, and say exactly what
 was lost (offsets, bytes, frames or chunks, messages when known, time
 ranges). OUT always verifies.
 
-A pack dump: every intact frame and metadata section is copied,
-resynchronising past damaged regions, and the index is rebuilt.
+A pack dump: every intact frame and metadata, type and attachment section
+is copied, resynchronising past damaged regions, and the index is rebuilt.
 
 An MCAP file (as "mcap recover" does): every chunk whose CRC checks out and
-every message, schema, channel and metadata record outside a damaged region
-is kept, in file order, and the summary (statistics, chunk and metadata
-indexes) is rebuilt; past a damaged record it resynchronises on the next
-intact chunk. A file cut inside a chunk keeps that chunk's complete records
-(reported: no CRC can vouch for them). Channels whose records were lost are
-taken from the summary when it survived; otherwise their messages are
-counted as lost. Attachments are counted, not copied.
+every message, schema, channel, attachment and metadata record outside a
+damaged region is kept, in file order, and the summary (statistics, chunk,
+attachment and metadata indexes) is rebuilt; past a damaged record it
+resynchronises on the next intact chunk. A file cut inside a chunk keeps
+that chunk's complete records (reported: no CRC can vouch for them).
+Channels whose records were lost are taken from the summary when it
+survived; otherwise their messages are counted as lost. An attachment whose
+CRC does not match is a lost region.
+
+An MP4 (camera video cut short: a copy interrupted, power lost while
+recording): every sample of its H.264/H.265 track wholly before the cut,
+remuxed into a valid MP4 (times, key frames, timescale and creation time
+kept); the samples lost are counted. Other tracks (audio) are not copied,
+and named. A file cut before its moov box (written last by default) has
+no sample tables: nothing can be salvaged.
 
 Exit 0 when OUT was written (even if data was lost), 1 when it could not be
 or IN holds nothing of a dump (no pack header, frame or section).`,
-		"edr-lite recover dumps/20261202T101500Z_hard-brake_0001.pack.tmp -o salvaged.pack\nedr-lite recover cut.mcap -o fixed.mcap", 1, 1)
+		"edr-lite recover dumps/20261202T101500Z_hard-brake_0001.pack.tmp -o salvaged.pack\nedr-lite recover cut.mcap -o fixed.mcap\nedr-lite recover front-camera.mp4 -o front-salvaged.mp4", 1, 1)
 	out := c.fs.String("o", "", "output `FILE` (required; must not exist)")
+	sf := declareStampFlags(c)
 	args, code, ok := c.parse()
 	if !ok {
 		return code
@@ -132,21 +225,47 @@ or IN holds nothing of a dump (no pack header, frame or section).`,
 	if _, err := os.Stat(*out); err == nil {
 		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", *out))
 	}
+	var stamp *dumpfile.Stamp
 	if f, err := dumpfile.Detect(args[0]); err == nil {
+		if f == dumpfile.FormatMP4 && (*sf.signKey != "" || len(*sf.keys) > 0) {
+			return c.usageErr("--sign-key and --key are for pack and MCAP dumps: a salvaged MP4 carries no signature")
+		}
+		if f != dumpfile.FormatMP4 {
+			if stamp, err = sf.stamp(c, args[:1]); err != nil {
+				return c.fail(err)
+			}
+		}
 		ext := strings.ToLower(filepath.Ext(*out))
 		if f == dumpfile.FormatMCAP && ext == ".pack" || f == dumpfile.FormatPack && ext == ".mcap" {
 			return c.usageErr("%s is %s file and recover writes the same format: name the output .%s (then \"edr-lite merge\" converts it)", args[0], map[string]string{dumpfile.FormatMCAP: "an MCAP", dumpfile.FormatPack: "a pack"}[f], f)
 		}
+		if f == dumpfile.FormatMP4 && ext != ".mp4" {
+			return c.usageErr("%s is an MP4 file and recover writes the same format: name the output .mp4 (then \"edr-lite import\" reads it)", args[0])
+		}
 	}
-	rep, err := dumpfile.Recover(args[0], *out)
+	rep, err := dumpfile.RecoverStamped(args[0], *out, stamp)
 	if err != nil {
 		return c.fail(err)
 	}
-	records := "frames"
-	if rep.Format == dumpfile.FormatMCAP {
-		records = "chunks"
+	if rep.Format == dumpfile.FormatMP4 {
+		fmt.Fprintf(e.stdout, "%s -> %s: salvaged %d samples of the video track, remuxed\n", args[0], *out, rep.Records)
+		for _, n := range rep.Notes {
+			fmt.Fprintf(e.stdout, "  %s\n", n)
+		}
+		for _, l := range rep.Lost {
+			fmt.Fprintf(e.stdout, "  %s\n", l.Reason)
+		}
+		if len(rep.Lost) == 0 {
+			fmt.Fprintf(e.stdout, "  nothing lost\n")
+		}
+		return exitOK
 	}
-	fmt.Fprintf(e.stdout, "%s -> %s: salvaged %d %s, %d messages, %d metadata sections\n", args[0], *out, rep.Records, records, rep.Messages, rep.Metadata)
+	records := "frame"
+	if rep.Format == dumpfile.FormatMCAP {
+		records = "chunk"
+	}
+	fmt.Fprintf(e.stdout, "%s -> %s: salvaged %s, %d messages, %d metadata sections%s\n", args[0], *out, count(rep.Records, records), rep.Messages, rep.Metadata,
+		plural(rep.Attachments, ", %d attachment", ", %d attachments"))
 	if rep.HeaderRebuilt {
 		fmt.Fprintf(e.stdout, "  the file header was damaged and has been rebuilt\n")
 	}
@@ -163,21 +282,18 @@ or IN holds nothing of a dump (no pack header, frame or section).`,
 		if rep.LostMessages > 0 {
 			msgs = fmt.Sprintf(", at least %d messages", rep.LostMessages)
 		}
-		fmt.Fprintf(e.stdout, "  lost %d %s%s, %s in %d region(s):\n", rep.LostRecords, records, msgs, units.FormatSize(rep.LostBytes), len(rep.Lost))
+		fmt.Fprintf(e.stdout, "  lost %s%s, %s in %d region(s):\n", count(rep.LostRecords, records), msgs, units.FormatSize(rep.LostBytes), len(rep.Lost))
 		for _, l := range rep.Lost {
 			n := "?"
 			if l.Messages >= 0 {
 				n = fmt.Sprint(l.Messages)
 			}
-			fmt.Fprintf(e.stdout, "    offset %d, %d bytes, %d %s, %s messages, time %s .. %s: %s\n", l.Offset, l.Length, l.Records, records, n,
+			fmt.Fprintf(e.stdout, "    offset %d, %d bytes, %s, %s messages, time %s .. %s: %s\n", l.Offset, l.Length, count(l.Records, records), n,
 				fmtTime(l.FromNs), fmtTime(l.ToNs), l.Reason)
 		}
 	}
 	if rep.Orphans > 0 {
 		fmt.Fprintf(e.stdout, "  lost %d messages whose channel was defined in a lost region\n", rep.Orphans)
-	}
-	if rep.Attachments > 0 {
-		fmt.Fprintf(e.stdout, "  %d attachments not copied (edr-lite does not write attachments)\n", rep.Attachments)
 	}
 	return exitOK
 }
@@ -218,7 +334,7 @@ was left out.
 	if err != nil {
 		return c.fail(err)
 	}
-	opts := dumpfile.RewriteOptions{Format: format, Compression: *wf.comp, Writer: "edr-lite merge", Topics: sel.Topics}
+	opts := dumpfile.RewriteOptions{Format: format, Compression: *wf.comp, Writer: "edr-lite merge", Topics: dumpfile.TopicFilter(sel.Topics)}
 	if fromNs != filter.MinNs || toNs != filter.MaxNs {
 		opts.Window = &dumpfile.Window{FromNs: fromNs, ToNs: toNs}
 	}
@@ -230,7 +346,8 @@ was left out.
 		return c.fail(err)
 	}
 	p := &rep.Parts[0]
-	fmt.Fprintf(e.stdout, "%s: %d inputs, %d messages, %s, %d triggers\n", *wf.out, rep.Inputs, rep.Messages, units.FormatSize(int64(rep.Bytes)), p.Triggers)
+	fmt.Fprintf(e.stdout, "%s: %d inputs, %d messages, %s, %d triggers%s\n", *wf.out, rep.Inputs, rep.Messages, units.FormatSize(int64(rep.Bytes)), p.Triggers,
+		plural(rep.Attachments, ", %d attachment", ", %d attachments"))
 	if !sel.All() {
 		printLeftOut(e, p)
 	}
@@ -247,4 +364,23 @@ func parseCompression(s string) (pack.Compression, error) {
 		return pack.CompressZstd, nil
 	}
 	return 0, fmt.Errorf("compression %q: want none, lz4 or zstd", s)
+}
+
+// count formats n of a noun: "1 frame", "2 frames".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// plural formats n with one (n == 1) or many; "" when n is 0.
+func plural(n int, one, many string) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(one, n)
+	}
+	return fmt.Sprintf(many, n)
 }

@@ -23,11 +23,15 @@ type buildInfo struct {
 	Modified bool   `json:"modified,omitempty"`
 	Go       string `json:"go"`
 	Platform string `json:"platform"`
+	// Build is "full" (every verb), "ecu" (go build -tags ecu: the
+	// verbs an ECU runs, docs/ecu.md) or "ecu+http" (the ECU build with
+	// the HTTP listener, the metrics and the live server: -tags ecu,http).
+	Build string `json:"build"`
 }
 
 func readBuildInfo() buildInfo {
 	b := buildInfo{Module: "github.com/edr-lite/edr-lite", Version: "unknown", Go: runtime.Version(),
-		Platform: runtime.GOOS + "/" + runtime.GOARCH}
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, Build: buildName}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return b
@@ -58,7 +62,9 @@ func runVersion(e *env) int {
 		`Print what this binary was built from: the module version (a release tag,
 or a pseudo-version of the commit, "(devel)" when built outside version
 control), the VCS revision and its commit time (and "modified" when the tree
-had local changes), the Go version and the platform. Put it in bug reports.`,
+had local changes), the Go version and the platform, and the build: "full", or "ecu" for the
+ECU build, which leaves some verbs and the HTTP stack out ("ecu+http" with the HTTP stack put
+back; docs/ecu.md). Put it in bug reports.`,
 		"edr-lite --version\nedr-lite version --json | jq -r .revision", 0, 0)
 	asJSON := c.fs.Bool("json", false, "print one JSON object")
 	if _, code, ok := c.parse(); !ok {
@@ -83,5 +89,6 @@ had local changes), the Go version and the platform. Put it in bug reports.`,
 	}
 	fmt.Fprintf(e.stdout, "  go:       %s %s\n", b.Go, b.Platform)
 	fmt.Fprintf(e.stdout, "  module:   %s\n", b.Module)
+	fmt.Fprintf(e.stdout, "  build:    %s\n", b.Build)
 	return exitOK
 }

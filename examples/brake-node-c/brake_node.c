@@ -71,6 +71,7 @@ int main(int argc, char **argv) {
 	edr_shm_options o = EDR_SHM_OPTIONS_INIT;
 	o.name = "planner/brake";
 	o.type = "edr.example.Brake";
+	o.layout = "f32le speed (m/s); f32le obstacle (m); f32le command; u8 brake"; /* brake-node/brake.layout */
 	o.max_payload = 64;
 	int err = edr_shm_create(&p, dir, &o);
 	if (err != 0) {

@@ -13,7 +13,8 @@
 //	vehicle/obstacle  f32le, m to the obstacle ahead (optional)
 //
 // Output, planner/brake, the packed struct of brake.layout (next to this
-// file), stamped with the producer time of the input it answers:
+// file, declared with the segment as its type), stamped with the producer
+// time of the input it answers:
 //
 //	f32le speed (m/s)    the speed the decision is made on
 //	f32le obstacle (m)   the latest obstacle distance, NaN before the first
@@ -32,6 +33,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -58,6 +60,13 @@ const (
 	// BrakeType is the type name planner/brake carries.
 	BrakeType = "edr.example.Brake"
 )
+
+// brakeLayout is planner/brake's layout (brake.layout, next to this file):
+// the node declares it with its segment, so a recording of it carries the
+// layout and "replay --expect" names fields without --schema.
+//
+//go:embed brake.layout
+var brakeLayout string
 
 const (
 	inSpeed ingest.TopicID = iota
@@ -193,7 +202,7 @@ func run(dir string, threshold, gain float64, f64 bool, ttc float64, jitter time
 		defer conn.Close()
 		n.out = func(_ int64, msg []byte) error { _, err := conn.Write(msg); return err }
 	} else {
-		p, err := shm.NewProducer(dir, shm.ProducerOptions{Name: TopicBrake, Type: ingest.Named(BrakeType), Capacity: 1 << 20, MaxPayload: 64})
+		p, err := shm.NewProducer(dir, shm.ProducerOptions{Name: TopicBrake, Type: ingest.Packed(BrakeType, brakeLayout), Capacity: 1 << 20, MaxPayload: 64})
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -194,4 +195,30 @@ func (e *invalidError) Unwrap() error { return ErrInvalid }
 
 func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+// lineOfKey finds the line where the last component of key is assigned, at
+// or after the header of its table; 0 when not found.
+func lineOfKey(data []byte, key toml.Key) int {
+	if len(key) == 0 {
+		return 0
+	}
+	last := regexp.QuoteMeta(key[len(key)-1])
+	re := regexp.MustCompile(`^\s*("?)` + last + `("?)\s*=`)
+	hdr := regexp.MustCompile(`^\s*\[+\s*([^\]]+?)\s*\]+`)
+	table := strings.Join(key[:len(key)-1], ".")
+	cur := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		if m := hdr.FindStringSubmatch(line); m != nil {
+			cur = m[1]
+			if cur == strings.Join(key, ".") {
+				return i + 1
+			}
+			continue
+		}
+		if cur == table && re.MatchString(line) {
+			return i + 1
+		}
+	}
+	return 0
 }

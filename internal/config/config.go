@@ -1,23 +1,21 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path"
-	"regexp"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/edr-lite/edr-lite/internal/defaults"
+	"github.com/edr-lite/edr-lite/internal/suggest"
 	"github.com/edr-lite/edr-lite/internal/units"
 )
 
@@ -81,6 +79,29 @@ func (e Errors) Sorted() Errors {
 	return out
 }
 
+// MaxProblems bounds the problems one check reports: a file of a million
+// bytes of unknown keys is 40 000 of them, which nobody reads.
+const MaxProblems = 100
+
+// Capped returns e (sorted) with at most n problems, the rest counted in
+// one last problem.
+func (e Errors) Capped(n int) Errors {
+	if len(e) <= n {
+		return e
+	}
+	out := append(Errors(nil), e[:n]...)
+	return append(out, &Problem{File: e[0].File, Msg: fmt.Sprintf("and %d more problems, not shown: fix these first", len(e)-n)})
+}
+
+// Limits of the tables a file may hold: each rule is a Lua state to load,
+// each source a socket or directory to follow, each topic table a glob
+// every topic is matched against.
+const (
+	MaxRules        = 1024
+	MaxSources      = 256 // of each kind
+	MaxTopicOptions = 4096
+)
+
 // Problem returns a problem at key (see Problem.Key), located at the line
 // that sets key in the file, or the nearest enclosing table that the file
 // has.
@@ -106,12 +127,21 @@ func (s *Size) UnmarshalTOML(v any) error {
 	case string:
 		n, err := units.ParseSize(x)
 		if err != nil {
-			return err
+			return unitsError(err)
 		}
 		*s = Size(n)
 		return nil
 	}
-	return fmt.Errorf("want a size such as \"256MiB\", got %T", v)
+	return fmt.Errorf("want a size such as \"256MiB\", got %s", describe(v))
+}
+
+// unitsError words an error of package units for the file's reader:
+// without the package's prefix ("bad size \"12XB\" (want e.g. ...)").
+func unitsError(err error) error {
+	if errors.Is(err, units.ErrSyntax) {
+		return errors.New("bad " + strings.TrimPrefix(err.Error(), units.ErrSyntax.Error()+": "))
+	}
+	return err
 }
 
 // Duration is a time span written as "15s", "500ms", "2d" or 0.
@@ -129,7 +159,7 @@ func (d *Duration) UnmarshalTOML(v any) error {
 	case string:
 		p, err := units.ParseDuration(x)
 		if err != nil {
-			return err
+			return unitsError(err)
 		}
 		if p < 0 {
 			return fmt.Errorf("duration %q is negative", x)
@@ -137,7 +167,7 @@ func (d *Duration) UnmarshalTOML(v any) error {
 		*d = Duration(p)
 		return nil
 	}
-	return fmt.Errorf("want a duration such as \"15s\", got %T", v)
+	return fmt.Errorf("want a duration such as \"15s\", got %s", describe(v))
 }
 
 // D returns d as a time.Duration.
@@ -153,6 +183,8 @@ type File struct {
 	Control  Control  `toml:"control"`
 	Hooks    Hooks    `toml:"hooks"`
 	Upload   Upload   `toml:"upload"`
+	Live     Live     `toml:"live"`
+	Evidence Evidence `toml:"evidence"`
 
 	name  string // as given to Parse, for problems
 	lines lineIndex
@@ -238,6 +270,7 @@ type Sources struct {
 	SHM []SHMSource `toml:"shm"`
 	UDP []UDPSource `toml:"udp"`
 	Raw []RawSource `toml:"raw"`
+	CAN []CANSource `toml:"can"` // vehicle buses (can.go)
 }
 
 // SHMSource is a directory of shared-memory segments.
@@ -245,6 +278,23 @@ type SHMSource struct {
 	Dir       string   `toml:"dir"`
 	AllowUIDs []int    `toml:"allow_uids"`
 	Heartbeat Duration `toml:"heartbeat_timeout"`
+	// ReadInterval is how often busy segments are read, all together
+	// (nil: defaults.ShmReadInterval; 0: each message as it is published,
+	// a wake-up of the recorder per message).
+	ReadInterval *Duration `toml:"read_interval"`
+}
+
+// MaxShmReadInterval bounds source.shm's read_interval: a producer's ring
+// must hold what it publishes in one interval.
+const MaxShmReadInterval = 100 * time.Millisecond
+
+// Read is how often the source reads its busy segments (read_interval,
+// else the default).
+func (s SHMSource) Read() time.Duration {
+	if s.ReadInterval == nil {
+		return defaults.ShmReadInterval
+	}
+	return s.ReadInterval.D()
 }
 
 // UDPSource is a UDP listener.
@@ -287,9 +337,13 @@ type RawFilter struct {
 
 // Rule is one Lua trigger rule: a file, or a shipped rule by name.
 type Rule struct {
-	File   string            `toml:"file"`
-	Name   string            `toml:"builtin"`
-	Params map[string]string `toml:"params"`
+	File string `toml:"file"`
+	Name string `toml:"builtin"`
+	// InstanceName, when set, is the rule's name instead of the one it
+	// declares: a second instance of a rule (two thresholds) takes a name
+	// of its own. For the shipped rules params.name does the same.
+	InstanceName string `toml:"name"`
+	Params       Params `toml:"params"`
 	// Instructions is the rule's Lua instruction budget per callback
 	// (0 = the default, scripts.Budget).
 	Instructions int64 `toml:"instructions"`
@@ -367,7 +421,7 @@ func readFile(path string) ([]byte, error) {
 func Parse(name string, data []byte) (*File, error) {
 	f, ps := parse(name, data)
 	if len(ps) > 0 {
-		return nil, ps
+		return nil, ps.Capped(MaxProblems)
 	}
 	return f, nil
 }
@@ -388,52 +442,60 @@ func LoadForCheck(path string) (*File, Errors, error) {
 	return f, ps, nil
 }
 
-// parse decodes and checks data; a nil File means a syntax error.
+// parse decodes and checks data; a nil File means a syntax error that
+// stops the parse (see parseTree).
 func parse(name string, data []byte) (*File, Errors) {
 	f := defaultFile()
 	f.name = name
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(f)
-	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, Errors{{File: name, Line: pe.Position.Line, Msg: pe.Message}}
-		}
-		return nil, Errors{{File: name, Msg: err.Error()}}
-	}
 	f.lines = indexLines(data)
-	var ps Errors
-	for _, k := range md.Undecoded() {
-		ps = append(ps, &Problem{File: name, Line: lineOfKey(data, k), Msg: fmt.Sprintf("unknown key %q", k.String())})
+	tree, syntax := parseTree(name, data, f.lines)
+	if tree == nil {
+		return nil, syntax
 	}
-	ps = append(ps, f.check()...)
-	ps = append(ps, f.resolveTypes(name, data)...)
+	d := &decoder{f: f, bad: map[string]bool{}}
+	d.table("", tree, reflect.ValueOf(f).Elem())
+	for _, p := range syntax {
+		d.bad[p.Key] = true
+	}
+	ps := append(syntax, d.ps...)
+	ps = append(ps, f.limitTables()...)
+	// a key whose value was not taken keeps its default: a check of it
+	// would be about a value the file does not hold
+	for _, p := range append(f.check(), f.resolveTypes(name, data)...) {
+		if !d.bad[p.Key] {
+			ps = append(ps, p)
+		}
+	}
 	return f, ps.Sorted()
 }
 
-// lineOfKey finds the line where the last component of key is assigned, at
-// or after the header of its table; 0 when not found.
-func lineOfKey(data []byte, key toml.Key) int {
-	if len(key) == 0 {
-		return 0
-	}
-	last := regexp.QuoteMeta(key[len(key)-1])
-	re := regexp.MustCompile(`^\s*("?)` + last + `("?)\s*=`)
-	hdr := regexp.MustCompile(`^\s*\[+\s*([^\]]+?)\s*\]+`)
-	table := strings.Join(key[:len(key)-1], ".")
-	cur := ""
-	for i, line := range strings.Split(string(data), "\n") {
-		if m := hdr.FindStringSubmatch(line); m != nil {
-			cur = m[1]
-			if cur == strings.Join(key, ".") {
-				return i + 1
-			}
-			continue
+// limitTables refuses more tables of a kind than the limits allow and
+// leaves the rest out, so that no check loads them.
+func (f *File) limitTables() Errors {
+	var ps Errors
+	limit := func(key string, n, max int) bool {
+		if n <= max {
+			return false
 		}
-		if cur == table && re.MatchString(line) {
-			return i + 1
-		}
+		ps = append(ps, f.Problem(fmt.Sprintf("%s[%d]", key, max), "%d [[%s]] tables, at most %d", n, key, max))
+		return true
 	}
-	return 0
+	if limit("rule", len(f.Rules), MaxRules) {
+		f.Rules = f.Rules[:MaxRules]
+	}
+	if limit("topic", len(f.Topics), MaxTopicOptions) {
+		f.Topics = f.Topics[:MaxTopicOptions]
+	}
+	if limit("source.shm", len(f.Sources.SHM), MaxSources) {
+		f.Sources.SHM = f.Sources.SHM[:MaxSources]
+	}
+	if limit("source.udp", len(f.Sources.UDP), MaxSources) {
+		f.Sources.UDP = f.Sources.UDP[:MaxSources]
+	}
+	if limit("source.raw", len(f.Sources.Raw), MaxSources) {
+		f.Sources.Raw = f.Sources.Raw[:MaxSources]
+	}
+	return ps
 }
 
 // defaults is the configuration a file is decoded over: every value from
@@ -469,6 +531,7 @@ func defaultFile() *File {
 		Control: Control{Socket: defaults.ControlSocket},
 		Hooks:   Hooks{Timeout: Duration(defaults.HookTimeout)},
 		Upload:  uploadDefaults(),
+		Live:    liveDefaults(),
 	}
 }
 
@@ -478,7 +541,7 @@ func oneOf(v string, allowed ...string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%q: want one of %s", v, strings.Join(allowed, ", "))
+	return fmt.Errorf("%q: want one of %s%s", v, strings.Join(allowed, ", "), suggest.DidYouMean(v, allowed))
 }
 
 // check finds every problem the file shows on its own.
@@ -584,6 +647,16 @@ func (f *File) check() Errors {
 		if s.Dir == "" {
 			add(fmt.Sprintf("source.shm[%d].dir", i), "is empty")
 		}
+		for _, u := range s.AllowUIDs {
+			if u < 0 || int64(u) > math.MaxUint32-1 {
+				add(fmt.Sprintf("source.shm[%d].allow_uids", i), "%d is not a uid (0 to %d)", u, uint32(math.MaxUint32-1))
+				break
+			}
+		}
+		if d := s.ReadInterval; d != nil && (*d < 0 || d.D() > MaxShmReadInterval) {
+			add(fmt.Sprintf("source.shm[%d].read_interval", i), "%s: want 0 to %s (omit it for the default %s)",
+				units.FormatDuration(d.D()), units.FormatDuration(MaxShmReadInterval), units.FormatDuration(defaults.ShmReadInterval))
+		}
 	}
 	for i, s := range f.Sources.UDP {
 		k := func(name string) string { return fmt.Sprintf("source.udp[%d].%s", i, name) }
@@ -604,6 +677,16 @@ func (f *File) check() Errors {
 		if s.Payload != "" {
 			if err := oneOf(s.Payload, "frame", "udp"); err != nil {
 				add(fmt.Sprintf("source.raw[%d].payload", i), "%v", err)
+			}
+		}
+		// the filter's fields are 16 and 8 bits on the wire: a larger
+		// value would be cut, not refused
+		for _, r := range []struct {
+			key    string
+			v, max int
+		}{{"ethertype", s.Filter.EtherType, 0xffff}, {"vlan", s.Filter.VLAN, 4094}, {"ip_proto", s.Filter.IPProto, 255}} {
+			if r.v < 0 || r.v > r.max {
+				add(fmt.Sprintf("source.raw[%d].filter.%s", i, r.key), "%d: want 0 to %d (0 = any)", r.v, r.max)
 			}
 		}
 	}

@@ -90,14 +90,34 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 	f("[recorder]\ncache_size = \"lots\"\n", `"lots"`)
 	f("[recorder]\npre = \"15\"\n", "bad.toml:2")
 	f("[recorder]\npre = 15\n", "no unit")
-	f("[recorder]\n\ncahce_size = \"1MiB\"\n", `bad.toml:3: unknown key "recorder.cahce_size"`)
+	f("[recorder]\n\ncahce_size = \"1MiB\"\n", `bad.toml:3: recorder.cahce_size: unknown key (did you mean "cache_size"?)`)
 	f("[recorder]\nformat = \"bag\"\n", "recorder.format")
 	f("[[topic]]\nmatch = \"a\"\nonly_front = true\nonly_back = true\n", "exclusive")
-	f("[[topic]]\nmatch = \"a\"\nfoo = 1\n", `bad.toml:3: unknown key "topic.foo"`)
+	f("[[topic]]\nmatch = \"a\"\nfoo = 1\n", `bad.toml:3: topic[0].foo: unknown key ([[topic]] takes: encoding,`)
 	f("[recorder\n", "bad.toml:")
 	f("[[rule]]\nfile = \"a.lua\"\nbuiltin = \"b\"\n", "exactly one")
 	f("[recorder]\ncache_size = \"10KiB\"\n", "at least 1MiB")
 	f("[[source.udp]]\nlisten = \":1\"\ninterface = \"eth0\"\n", "bad.toml:3: source.udp[0].interface: \"eth0\": only used to join a multicast group")
+	f("[[source.shm]]\ndir = \"/x\"\nread_interval = \"1s\"\n", "bad.toml:3: source.shm[0].read_interval: 1s: want 0 to 100ms (omit it for the default 1ms)")
+	f("[[source.shm]]\ndir = \"/x\"\nread_interval = \"-1ms\"\n", "bad.toml:3: source.shm[0].read_interval: duration \"-1ms\" is negative")
+}
+
+// TestShmReadInterval: unset is the default, 0 is 0 (a wake-up per
+// message), a value is that value.
+func TestShmReadInterval(t *testing.T) {
+	f := func(src string, want time.Duration) {
+		t.Helper()
+		c, err := Parse("a.toml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Sources.SHM[0].Read(); got != want {
+			t.Errorf("%q: read interval %v, want %v", src, got, want)
+		}
+	}
+	f("[[source.shm]]\ndir = \"/x\"\n", defaults.ShmReadInterval)
+	f("[[source.shm]]\ndir = \"/x\"\nread_interval = \"0\"\n", 0)
+	f("[[source.shm]]\ndir = \"/x\"\nread_interval = \"5ms\"\n", 5*time.Millisecond)
 }
 
 // TestSizesFitInt: a size the recorder takes as an int is refused on a

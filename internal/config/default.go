@@ -2,9 +2,12 @@ package config
 
 import (
 	_ "embed"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
-	"text/template"
 	"time"
 
 	"github.com/edr-lite/edr-lite/internal/defaults"
@@ -27,6 +30,13 @@ var defaultValues = struct {
 	EventOrderWindow                                                              time.Duration
 	EventOrderMaxMessages                                                         int
 	EventOrderMaxBytes                                                            int64
+	Live                                                                          Live
+	LiveAddr                                                                      string
+	LiveMaxClientMessage, LiveQueue                                               int64
+	LiveStallTimeout, LiveHistory                                                 time.Duration
+	ShmReadInterval                                                               time.Duration
+	CANTopicPrefix, CANProtocol                                                   string
+	CANMaxIDTopics, CANMaxBuses                                                   int
 }{
 	DumpDir: defaults.DumpDir, Format: defaults.Format, Compression: defaults.Compression, Coalesce: defaults.Coalesce,
 	UDPTopic: defaults.UDPTopic, ControlSocket: defaults.ControlSocket,
@@ -41,29 +51,53 @@ var defaultValues = struct {
 	UploadStall:      uploadDefaults().StallTimeout.D(),
 	EventOrderWindow: defaults.EventOrderWindow, EventOrderMaxMessages: defaults.EventOrderMaxMessages,
 	EventOrderMaxBytes: defaults.EventOrderMaxBytes,
+	Live:               liveDefaults(), LiveAddr: defaults.LiveAddr,
+	LiveMaxClientMessage: defaults.LiveMaxClientMessage, LiveQueue: defaults.LiveQueue,
+	LiveStallTimeout: defaults.LiveStallTimeout, LiveHistory: defaults.LiveHistory,
+	ShmReadInterval: defaults.ShmReadInterval,
+	CANTopicPrefix:  defaults.CANTopicPrefix, CANProtocol: defaults.CANProtocol,
+	CANMaxIDTopics: defaults.CANMaxIDTopics, CANMaxBuses: defaults.CANMaxBuses,
 }
 
 // defaultText renders the default configuration on first use (every verb
-// of the binary would pay for the template at start otherwise).
+// of the binary would pay for it at start otherwise). The template's
+// placeholders are {{.Field}}, {{size .Field}}, {{dur .Field}} and {{list
+// .Field}} (a TOML array of strings), a Field a path of defaultValues'
+// fields ("Live.Origins"). Not text/template: its method lookups make the
+// linker keep every exported method of every type in the binary (2.2 MB of
+// the ECU build, docs/ecu.md).
 var defaultText = sync.OnceValue(func() string {
-	t := template.Must(template.New("default.toml").Funcs(template.FuncMap{
-		"size": func(n any) string {
-			switch v := n.(type) {
-			case int64:
-				return units.FormatSize(v)
-			case int:
-				return units.FormatSize(int64(v))
+	root := reflect.ValueOf(defaultValues)
+	out := placeholder.ReplaceAllStringFunc(defaultTmpl, func(m string) string {
+		sub := placeholder.FindStringSubmatch(m)
+		v := root
+		for _, name := range strings.Split(sub[2], ".") {
+			if v = v.FieldByName(name); !v.IsValid() {
+				panic("BUG: config: default.toml.tmpl: no value " + sub[2])
 			}
-			panic("BUG: config: size of a non-integer")
-		},
-		"dur": units.FormatDuration,
-	}).Parse(defaultTmpl))
-	var b strings.Builder
-	if err := t.Execute(&b, defaultValues); err != nil {
-		panic("BUG: config: default.toml.tmpl: " + err.Error())
+		}
+		switch sub[1] {
+		case "size":
+			return units.FormatSize(v.Int())
+		case "dur":
+			return units.FormatDuration(time.Duration(v.Int()))
+		case "list":
+			q := make([]string, v.Len())
+			for k := range q {
+				q[k] = strconv.Quote(v.Index(k).String())
+			}
+			return strings.Join(q, ", ")
+		}
+		return fmt.Sprint(v.Interface())
+	})
+	if strings.Contains(out, "{{") {
+		panic("BUG: config: default.toml.tmpl: a placeholder not understood near " + out[strings.Index(out, "{{"):][:40])
 	}
-	return b.String()
+	return out
 })
+
+// placeholder is a placeholder of default.toml.tmpl (see defaultText).
+var placeholder = regexp.MustCompile(`\{\{(?:(size|dur|list) )?\.([A-Za-z.]+)\}\}`)
 
 // Default returns the fully commented default configuration, rendered
 // from the one table of defaults.

@@ -12,7 +12,8 @@ import (
 // inside an inline table), and each table header ("rule[2]",
 // "source.raw[0].filter").
 type lineIndex struct {
-	at map[string]int
+	at     map[string]int
+	byLine map[int]string // the first key set or table opened on each line
 }
 
 var (
@@ -20,18 +21,23 @@ var (
 	reTableHeader = regexp.MustCompile(`^\s*\[\s*([^\]]+?)\s*\]`)
 	reKey         = regexp.MustCompile(`^\s*("[^"]*"|[A-Za-z0-9_.-]+)\s*=\s*(.*)$`)
 	reInlineKey   = regexp.MustCompile(`(?:^|[{,])\s*("[^"]*"|[A-Za-z0-9_-]+)\s*=`)
+	// reBrokenHeader is a table header that does not close ("[recorder").
+	reBrokenHeader = regexp.MustCompile(`^\s*\[+\s*([A-Za-z0-9_.-]+)`)
 )
 
 // indexLines scans data line by line. It is a locator for messages, not a
 // parser: the file has already been decoded when it runs, and a key it
 // cannot place gets its table's line or none.
 func indexLines(data []byte) lineIndex {
-	ix := lineIndex{at: map[string]int{}}
+	ix := lineIndex{at: map[string]int{}, byLine: map[int]string{}}
 	counts := map[string]int{} // array table path (plain) -> elements so far
 	cur := ""
 	set := func(k string, line int) {
 		if _, ok := ix.at[k]; !ok {
 			ix.at[k] = line
+		}
+		if _, ok := ix.byLine[line]; !ok {
+			ix.byLine[line] = k
 		}
 	}
 	// indexed turns a plain dotted path into the indexed one: every prefix
@@ -63,6 +69,9 @@ func indexLines(data []byte) lineIndex {
 		}
 		m := reKey.FindStringSubmatch(line)
 		if m == nil {
+			if h := reBrokenHeader.FindStringSubmatch(line); h != nil {
+				ix.byLine[n] = h[1]
+			}
 			continue
 		}
 		k := unquote(m[1])
@@ -96,3 +105,6 @@ func (ix lineIndex) find(key string) int {
 	}
 	return 0
 }
+
+// keyAt returns the key set (or the table opened) on line n, "" when none.
+func (ix lineIndex) keyAt(n int) string { return ix.byLine[n] }

@@ -9,14 +9,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/edr-lite/edr-lite/capture"
+	"github.com/edr-lite/edr-lite/dump"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/defaults"
+	"github.com/edr-lite/edr-lite/internal/suggest"
 	"github.com/edr-lite/edr-lite/scripts"
 	"golang.org/x/sys/unix"
 )
@@ -33,22 +36,25 @@ func Load(path string) (*config.File, error) {
 	}
 	ps = append(ps, check(f, len(ps) > 0)...)
 	if len(ps) > 0 {
-		return nil, ps.Sorted()
+		return nil, ps.Sorted().Capped(config.MaxProblems)
 	}
 	return f, nil
 }
 
-// Check builds, without side effects, everything of f that can fail when
-// the recorder starts: the recorder's and the dump pipeline's
+// Check builds, without side effects (a probe file or directory made and
+// removed again, sockets opened and closed), everything of f that can fail
+// when the recorder starts: the recorder's and the dump pipeline's
 // configurations, the dump directory and the source directories (existing
 // or creatable), every UDP and raw source's options, addresses and
-// interfaces, topics two sources would both feed, every rule (built-in
+// interfaces (each source's socket is opened and closed again, reading
+// nothing: an address not on this host, a group that cannot be joined, a
+// raw capture without CAP_NET_RAW), topics two sources would both feed, every rule (built-in
 // name, file, params, declaration: loaded and closed again), the control
 // socket's directory and HTTP address, and the hook command. It returns
 // config.Errors naming every problem with its key and line, or nil. New
 // calls it first, so what Check passes New does not reject for the same
-// reason (only what cannot be known beforehand remains: a port in use, a
-// full disk).
+// reason (only what cannot be known beforehand remains: a port in use,
+// which Warnings names, a full disk).
 func Check(f *config.File) error {
 	if ps := check(f, false); len(ps) > 0 {
 		return ps.Sorted()
@@ -64,16 +70,19 @@ func check(f *config.File, parseFailed bool) config.Errors {
 	add := func(key, format string, args ...any) { ps = append(ps, f.Problem(key, format, args...)) }
 
 	ec, dc, err := RecorderConfig(f)
+	var ke *keyedError
 	switch {
 	case parseFailed:
+	case errors.As(err, &ke):
+		add(ke.key, "%v", ke.err)
 	case err != nil:
 		add("recorder", "%v", err)
 	default:
 		if err := ec.Validate(); err != nil {
-			add(engineKey(err), "%v", err)
+			add(engineKey(err), "%s", configReason(err))
 		}
 		if err := dc.Validate(); err != nil {
-			add("recorder", "%v", err)
+			add(dumpKey(err), "%s", configReason(err))
 		}
 	}
 	if f.Recorder.DumpDir != "" {
@@ -89,17 +98,15 @@ func check(f *config.File, parseFailed bool) config.Errors {
 		}
 	}
 	checkSources(f, add)
+	checkCAN(f, add)
 	checkRules(f, add)
 	if p := f.Control.Socket; p != "" {
-		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-			add("control.socket", "%s: its directory %s does not exist", p, filepath.Dir(p))
+		if msg := checkSocket(p); msg != "" {
+			add("control.socket", "%s", msg)
 		}
 	}
-	if a := f.Control.HTTP; a != "" {
-		if _, err := hostPort(a); err != nil {
-			add("control.http", "%q: %v", a, err)
-		}
-	}
+	checkHTTP(f, add)
+	checkLive(f, add)
 	if len(f.Hooks.Exec) > 0 {
 		if _, err := exec.LookPath(f.Hooks.Exec[0]); err != nil {
 			add("hooks.exec", "%v", err)
@@ -126,6 +133,8 @@ func engineKey(err error) string {
 		return "recorder.guard"
 	case f == "Pre/Post":
 		return "recorder.pre"
+	case f == "MaxTopics":
+		return "recorder.max_topics"
 	case strings.HasPrefix(f, "Include"):
 		return "recorder.include"
 	case strings.HasPrefix(f, "Exclude"):
@@ -137,8 +146,66 @@ func engineKey(err error) string {
 	return "recorder"
 }
 
-// creatableDir reports whether dir is a directory, or can be created: its
-// nearest existing ancestor is a writable directory.
+// configReason is the reason of an engine or dump ConfigError (its Go
+// field name is the key's business), else the error's text.
+func configReason(err error) string {
+	var ee *engine.ConfigError
+	var de *dump.ConfigError
+	switch {
+	case errors.As(err, &ee):
+		return ee.Reason
+	case errors.As(err, &de):
+		return de.Reason
+	}
+	return err.Error()
+}
+
+// dumpKey maps a dump.ConfigError's field to the configuration key.
+func dumpKey(err error) string {
+	var ce *dump.ConfigError
+	if !errors.As(err, &ce) {
+		return "recorder"
+	}
+	if k, ok := map[string]string{"Dir": "recorder.dump_dir", "MaxFiles": "rotation.max_files", "FileMode": "recorder.dump_mode",
+		"Group": "recorder.dump_group", "MaxTotalBytes": "rotation.max_total_bytes", "MinFreeDisk": "rotation.min_free_disk",
+		"Compression": "recorder.compression", "Policy": "recorder.coalesce", "FrameSize": "recorder.frame_target_size",
+		"MaxPerMinute": "recorder.max_dumps_per_minute", "MaxManualPerMinute": "recorder.max_manual_dumps_per_minute",
+		"StopTimeout": "recorder.stop_deadline", "ReorderWindow": "recorder.reorder_window"}[ce.Field]; ok {
+		return k
+	}
+	return "recorder"
+}
+
+// maxSocketPath is the longest path a Unix socket can be bound to
+// (sun_path holds 108 bytes with the terminating NUL).
+const maxSocketPath = 107
+
+// checkSocket says why the control socket cannot be created at p ("" when
+// it can): a path too long, a directory that does not exist or is not
+// writable, a file there that is not a socket (one another recorder
+// listens on is Warnings').
+func checkSocket(p string) string {
+	dir := filepath.Dir(p)
+	if len(p) > maxSocketPath {
+		return fmt.Sprintf("%s: %d bytes, longer than a Unix socket path may be (%d)", p, len(p), maxSocketPath)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Sprintf("%s: its directory %s does not exist", p, dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Sprintf("%s: its directory %s is not writable: %v", p, dir, err)
+	}
+	if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSocket == 0 {
+		return fmt.Sprintf("%s exists and is not a socket (run replaces a stale socket, nothing else)", p)
+	}
+	return ""
+}
+
+// creatableDir reports whether dir is a directory run can write in, or
+// can be created: it or its nearest existing ancestor is a directory where
+// a file (a directory) can be made. That is proven as run proves it, by
+// making one and removing it again (a mode bit or root's access(2) says
+// nothing about /proc or a read-only mount).
 func creatableDir(dir string) error {
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
@@ -149,6 +216,18 @@ func creatableDir(dir string) error {
 			if err := unix.Access(d, unix.W_OK); err != nil {
 				return fmt.Errorf("%s: %s is not writable: %v", dir, d, err)
 			}
+			var probe string
+			if d == filepath.Clean(dir) {
+				f, err := os.CreateTemp(d, ".edr-lite-check-*")
+				if err != nil {
+					return fmt.Errorf("%s: cannot write in it: %v", dir, unwrapPath(err))
+				}
+				f.Close()
+				probe = f.Name()
+			} else if probe, err = os.MkdirTemp(d, ".edr-lite-check-*"); err != nil {
+				return fmt.Errorf("%s: cannot be created in %s: %v", dir, d, unwrapPath(err))
+			}
+			os.Remove(probe)
 			return nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -158,6 +237,16 @@ func creatableDir(dir string) error {
 			return fmt.Errorf("%s: no existing parent directory", dir)
 		}
 	}
+}
+
+// unwrapPath is the cause of a *fs.PathError (whose path is a probe's
+// temporary name, not the user's).
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // hostPort parses "host:port" with a numeric port.
@@ -207,6 +296,15 @@ func checkSources(f *config.File, add func(key, format string, args ...any)) {
 			add(key, "%v", err)
 			continue
 		}
+		// what binding would meet; a port in use now is Warnings' (it
+		// may be this recorder's own, running)
+		if err := capture.ProbeUDP(o); err != nil && !errors.Is(err, unix.EADDRINUSE) {
+			k := key + ".listen"
+			if strings.Contains(err.Error(), "capture: join") {
+				k = key + ".group"
+			}
+			add(k, "%s: %v (run would fail)", addr, err)
+		}
 		tmpl := s.Topic
 		if tmpl == "" {
 			tmpl = defaults.UDPTopic
@@ -241,8 +339,17 @@ func checkSources(f *config.File, add func(key, format string, args ...any)) {
 				names = append(names, fixed{key, n})
 			}
 		}
-		if _, err := rawFilter(s.Filter); err != nil {
+		filter, err := rawFilter(s.Filter)
+		if err != nil {
 			add(key+".filter", "%v", err)
+		} else if filter != nil && !capture.KernelFilterBuilt {
+			add(key+".filter", "%s", capture.NotBuiltFilter)
+		} else if s.Interface != "" {
+			if _, err := net.InterfaceByName(s.Interface); err == nil {
+				if err := capture.ProbeRaw(capture.RawOptions{Interface: s.Interface, Filter: filter}); err != nil {
+					add(key, "%v%s (run would fail)", err, rawPrivilegeHint(err))
+				}
+			}
 		}
 	}
 	seen := map[string]string{}
@@ -255,6 +362,15 @@ func checkSources(f *config.File, add func(key, format string, args ...any)) {
 	}
 }
 
+// rawPrivilegeHint explains a raw capture's probe refused for want of a
+// capability; "" for other errors.
+func rawPrivilegeHint(err error) string {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return ": a raw capture needs CAP_NET_RAW (and CAP_BPF for the filter), which this process lacks; check as the user the recorder runs as"
+	}
+	return ""
+}
+
 // checkRules loads every rule as New does (built-in name or file, params,
 // time, declaration) and closes it again; names must be unique.
 func checkRules(f *config.File, add func(key, format string, args ...any)) {
@@ -264,14 +380,30 @@ func checkRules(f *config.File, add func(key, format string, args ...any)) {
 		if (rc.File == "") == (rc.Name == "") || (rc.Time != "" && rc.Time != scripts.TimeProducer && rc.Time != scripts.TimeCapture && rc.Time != scripts.TimeEvent) {
 			continue // config.Parse said so
 		}
+		if pn, ok := rc.Params["name"]; ok && rc.InstanceName != "" && pn != rc.InstanceName {
+			add(key+".name", "%q and params.name %q: give the rule's name once", rc.InstanceName, pn)
+			continue
+		}
 		r, err := loadRule(rc, scripts.Options{})
 		if err != nil {
 			var up *scripts.UnknownParamsError
 			switch {
 			case errors.As(err, &up):
 				for _, n := range up.Names {
-					add(key+".params."+n, "unknown param %q (the rule declares: %s)", n, strings.Join(up.Declared, ", "))
+					hint := suggest.DidYouMean(n, up.Declared)
+					if hint == "" {
+						hint = " (the rule declares: " + strings.Join(up.Declared, ", ") + ")"
+					}
+					add(key+".params."+n, "unknown param%s", hint)
 				}
+			case rc.Name != "" && errors.Is(err, scripts.ErrNoRule):
+				hint := suggest.DidYouMean(rc.Name, scripts.ShippedNames())
+				if hint == "" {
+					hint = " (shipped: " + strings.Join(scripts.ShippedNames(), ", ") + "; \"edr-lite rules list\" describes them)"
+				}
+				add(key+".builtin", "no shipped rule %q%s", rc.Name, hint)
+			case paramKey(err) != "":
+				add(key+".params."+paramKey(err), "%v", err)
 			case rc.Name != "":
 				add(key+".builtin", "%v", err)
 			default:
@@ -282,11 +414,27 @@ func checkRules(f *config.File, add func(key, format string, args ...any)) {
 		name := r.Name()
 		r.Close()
 		if j, ok := names[name]; ok {
-			add(key, "rule %q is already loaded by rule[%d]", name, j)
+			how := "name = \"" + name + "_2\" in this [[rule]]"
+			if rc.Name != "" {
+				how += " (or params.name)"
+			}
+			add(key+".name", "a second rule named %q (rule[%d] is the first): give this one a name of its own, e.g. %s", name, j, how)
 			continue
 		}
 		names[name] = i
 	}
+}
+
+// reParam finds the param a rule refused ("param decel: \"fast\" is not a
+// number", "param \"topic\" is required").
+var reParam = regexp.MustCompile(`param "?([A-Za-z0-9_]+)"?[: ]`)
+
+// paramKey is the param a rule's load error is about, "" when none.
+func paramKey(err error) string {
+	if m := reParam.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // RuleWindow is the window a rule's dumps use and where it comes from.

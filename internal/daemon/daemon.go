@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -57,26 +56,28 @@ type Daemon struct {
 	shms    []*shm.Consumer
 	udps    []*capture.UDPSource
 	raws    []*capture.RawSource
+	cans    []*canSource // [[source.can]] (can.go)
 	rules   []*scripts.Rule
 	live    *scripts.Live
 	ctl     *control.Server
-	httpSrv *http.Server
-	httpLn  net.Listener
-	// httpExposed: the HTTP listener is not on loopback
-	httpExposed bool
-	started     time.Time
+	started time.Time
 	// uploader is the upload queue, nil when [upload] is off (upload.go).
 	uploader *upload.Uploader
+	// the HTTP listener and the live server (http.go; none in the ECU
+	// build: nohttp.go)
+	httpParts
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	stopped  bool
-	liveMu   sync.Mutex // guards live for the hook goroutine
-	ruleErrs []string
-	owners   *owners // which network source feeds each topic
+	mu      sync.Mutex
+	stopped bool
+	liveMu  sync.Mutex // guards live for the hook goroutine
+	owners  *owners    // which network source feeds each topic
+
+	srcMu      sync.Mutex
+	srcStopped map[string]error // network sources whose loop ended, by key (sources.go)
 }
 
 // New builds the recorder and every source, rule and listener named by the
@@ -94,7 +95,11 @@ func New(opts Options) (d *Daemon, err error) {
 	if err := Check(opts.Config); err != nil {
 		return nil, err
 	}
-	d = &Daemon{cfg: opts.Config, log: opts.Logger, opts: opts, owners: newOwners()}
+	// before anything is built: a shm directory run creates was missing
+	for _, w := range Warnings(opts.Config) {
+		opts.Logger.Warn("configuration: " + w.Error())
+	}
+	d = &Daemon{cfg: opts.Config, log: opts.Logger, opts: opts, owners: newOwners(), srcStopped: map[string]error{}}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	built := d // "return nil, err" clears d before this runs
 	defer func() {
@@ -118,6 +123,9 @@ func New(opts Options) (d *Daemon, err error) {
 	}
 	dc.WriterName = opts.Version
 	dc.Hooks = []dump.Hook{dump.HookFunc(d.dumpFinished)}
+	if t := d.canTransform(); t != nil { // CAN frames by DBC in the dump's accounting
+		dc.Transforms = append(dc.Transforms, t)
+	}
 	if err := d.newUploader(&dc); err != nil {
 		return nil, err
 	}
@@ -137,7 +145,7 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 		dir := s.Dir
 		c, err := shm.NewConsumer(s.Dir, d.rec, shm.ConsumerOptions{AllowUIDs: uids,
-			HeartbeatTimeout: s.Heartbeat.D(), MaxSegments: maxTopics(ec),
+			HeartbeatTimeout: s.Heartbeat.D(), MaxSegments: maxTopics(ec), Sweep: s.Read(),
 			OnError: func(err error) {
 				var te *shm.TypeError
 				if errors.As(err, &te) {
@@ -198,6 +206,9 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 		d.raws = append(d.raws, r)
 	}
+	if err := d.openCAN(); err != nil {
+		return nil, err
+	}
 	for i, rc := range opts.Config.Rules {
 		r, err := d.loadRule(rc)
 		if err != nil {
@@ -210,18 +221,11 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("control.socket: %w", err)
 		}
 	}
-	if a := opts.Config.Control.HTTP; a != "" {
-		addr, exposed, err := httpListenAddr(a)
-		if err != nil {
-			return nil, err
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("control.http: %w", err)
-		}
-		d.httpExposed = exposed
-		d.httpLn = newLimitListener(ln, HTTPMaxConns)
-		d.httpSrv = d.newHTTPServer()
+	if err := d.newHTTP(); err != nil {
+		return nil, err
+	}
+	if err := d.newLive(); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -313,6 +317,9 @@ func recorderConfig(f *config.File, log *slog.Logger) (engine.Config, dump.Confi
 	default:
 		return ec, dc, fmt.Errorf("recorder.format = %q: want pack or mcap", r.Format)
 	}
+	if err := evidenceConfig(f, &dc); err != nil { // after the format: encryption wraps its writer
+		return ec, dc, err
+	}
 	return ec, dc, nil
 }
 
@@ -398,7 +405,7 @@ func (d *Daemon) loadRule(rc config.Rule) (*scripts.Rule, error) {
 
 // loadRule loads the rule rc names with opts plus rc's params and time.
 func loadRule(rc config.Rule, opts scripts.Options) (*scripts.Rule, error) {
-	opts.Params, opts.Time = rc.Params, rc.Time
+	opts.Params, opts.Time, opts.Name = rc.Params, rc.Time, rc.InstanceName
 	opts.Budget.Instructions = rc.Instructions
 	if rc.Name != "" {
 		return scripts.LoadShipped(rc.Name, opts)
@@ -425,12 +432,16 @@ func (d *Daemon) Start() error {
 			return err
 		}
 	}
-	for _, u := range d.udps {
-		d.run(u.Run)
+	for i, u := range d.udps {
+		d.runSource(fmt.Sprintf("source.udp[%d]", i), u.Run)
 	}
-	for _, r := range d.raws {
-		d.run(r.Run)
+	for i, r := range d.raws {
+		d.runSource(fmt.Sprintf("source.raw[%d]", i), r.Run)
 	}
+	for i, c := range d.cans {
+		d.runSource(fmt.Sprintf("source.can[%d]", i), c.run)
+	}
+	d.watchSources()
 	if len(d.rules) > 0 {
 		live, err := scripts.StartLive(d.rec, d.rules, scripts.LiveOptions{})
 		if err != nil {
@@ -440,43 +451,24 @@ func (d *Daemon) Start() error {
 		d.live = live
 		d.liveMu.Unlock()
 	}
-	if d.httpSrv != nil {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			if err := d.httpSrv.Serve(d.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				d.log.Error("http server stopped", "err", err)
-			}
-		}()
-	}
-	if d.httpExposed && d.cfg.Control.HTTPToken == "" {
-		d.log.Warn("control.http listens beyond loopback without control.http_token: any host that reaches it can read /status and /metrics",
-			"addr", d.HTTPAddr())
+	d.startHTTP()
+	d.startLive()
+	for _, t := range d.dumper.Status().LeftoverRemoved {
+		d.log.Warn("empty leftover of a dump an earlier run left interrupted (nothing to salvage); removed", "file", t)
 	}
 	for _, t := range d.dumper.Status().LeftoverTmp {
-		d.log.Warn("leftover incomplete dump from an earlier run; salvage with edr-lite recover", "file", t)
+		d.log.Warn("leftover incomplete dump from an earlier run, kept as "+dump.InterruptedExt+"; salvage with edr-lite recover", "file", t,
+			"salvage", "edr-lite recover "+t+" -o "+dump.LeftoverName(t))
+	}
+	if ds := d.dumper.Status(); ds.SigningKey != "" {
+		d.log.Info("dumps are signed and chained", "key_id", ds.SigningKey, "chain", ds.Chain, "last", ds.ChainHead)
+		for _, n := range ds.ChainNotes {
+			d.log.Warn("chain: " + n)
+		}
 	}
 	d.log.Info("recording", "dump_dir", d.cfg.Recorder.DumpDir, "cache", d.cfg.Recorder.CacheSize,
 		"shm_sources", len(d.shms), "udp_sources", len(d.udps), "raw_sources", len(d.raws), "rules", len(d.rules))
 	return nil
-}
-
-func (d *Daemon) run(f func(context.Context) error) {
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		if err := f(d.ctx); err != nil && d.ctx.Err() == nil {
-			d.log.Error("source stopped", "err", err)
-		}
-	}()
-}
-
-// HTTPAddr returns the HTTP listener's address, or "" when off.
-func (d *Daemon) HTTPAddr() string {
-	if d.httpLn == nil {
-		return ""
-	}
-	return d.httpLn.Addr().String()
 }
 
 // ruleTriggered hands a rule's trigger to the recorder (on the rule's
@@ -580,7 +572,10 @@ func (d *Daemon) Reload() error {
 	var errs []error
 	for _, r := range d.rules {
 		if err := live.Reload(r.Name()); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r.Name(), err))
+			if !strings.Contains(err.Error(), "reload "+r.Name()+":") { // else it names the rule already
+				err = fmt.Errorf("reload %s: %w", r.Name(), err)
+			}
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -631,6 +626,9 @@ func (d *Daemon) closeSources() {
 	for _, r := range d.raws {
 		r.Close()
 	}
+	for _, c := range d.cans {
+		c.close()
+	}
 }
 
 // release closes listeners and the recorder (also used to roll back New).
@@ -639,18 +637,13 @@ func (d *Daemon) release() {
 	if d.ctl != nil {
 		d.ctl.Close()
 	}
-	if d.httpSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		d.httpSrv.Shutdown(ctx)
-		cancel()
-	} else if d.httpLn != nil {
-		d.httpLn.Close()
-	}
+	d.stopHTTP()
 	if d.live == nil {
 		for _, r := range d.rules {
 			r.Close()
 		}
 	}
+	d.stopLive() // its clients may publish: a source
 	d.closeSources()
 	if d.dumper != nil {
 		d.dumper.Stop()

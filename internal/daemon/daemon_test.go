@@ -14,16 +14,17 @@ import (
 	"time"
 
 	"github.com/edr-lite/edr-lite/dump"
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/config"
 	"github.com/edr-lite/edr-lite/internal/control"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/shm"
 )
 
 // testConfig is a small recorder: one shm source, a rule file, a control
-// socket, HTTP on a free loopback port and an exec hook.
+// socket, HTTP on a free loopback port (where the build has it) and an
+// exec hook.
 func testConfig(t *testing.T, dir string) *config.File {
 	t.Helper()
 	f, err := config.Parse("test", []byte(config.Default()))
@@ -39,8 +40,10 @@ func testConfig(t *testing.T, dir string) *config.File {
 	f.Rotation.MinFreeDisk = 0
 	f.Sources.SHM = []config.SHMSource{{Dir: filepath.Join(dir, "shm")}}
 	f.Control.Socket = filepath.Join(dir, "edr.sock")
-	f.Control.HTTP = "127.0.0.1:0"
-	f.Control.PProf = true
+	if HTTPBuilt {
+		f.Control.HTTP = "127.0.0.1:0"
+		f.Control.PProf = true
+	}
 	rule := filepath.Join(dir, "button.lua")
 	writeFile(t, rule, `
 rule { name = "button", topics = { "driver/button" }, pre = "1s", post = "100ms", cooldown = "1h" }
@@ -124,31 +127,33 @@ func TestDaemonRuleTriggerHookHTTPReload(t *testing.T) {
 		t.Errorf("status = %+v", st)
 	}
 
-	// HTTP: Prometheus metrics and the status document
-	get := func(path string) string {
-		resp, err := http.Get("http://" + d.HTTPAddr() + path)
-		if err != nil {
-			t.Fatal(err)
+	// HTTP: Prometheus metrics and the status document (not in the ECU build)
+	if HTTPBuilt {
+		get := func(path string) string {
+			resp, err := http.Get("http://" + d.HTTPAddr() + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET %s: %s", path, resp.Status)
+			}
+			return string(body)
 		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %s", path, resp.Status)
+		m := get("/metrics")
+		for _, want := range []string{`edr_topic_messages_total{topic="driver/button"} `, `edr_topic_held_seconds{topic="driver/button"}`, `edr_dumps_total{outcome="written"} 1`, `edr_rule_triggers_total{rule="button"} 1`} {
+			if !strings.Contains(m, want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
 		}
-		return string(body)
-	}
-	m := get("/metrics")
-	for _, want := range []string{`edr_topic_messages_total{topic="driver/button"} `, `edr_topic_held_seconds{topic="driver/button"}`, `edr_dumps_total{outcome="written"} 1`, `edr_rule_triggers_total{rule="button"} 1`} {
-		if !strings.Contains(m, want) {
-			t.Errorf("/metrics lacks %q", want)
+		var doc Status
+		if err := json.Unmarshal([]byte(get("/status")), &doc); err != nil || len(doc.Topics) != 1 {
+			t.Errorf("/status: %v %+v", err, doc)
 		}
-	}
-	var doc Status
-	if err := json.Unmarshal([]byte(get("/status")), &doc); err != nil || len(doc.Topics) != 1 {
-		t.Errorf("/status: %v %+v", err, doc)
-	}
-	if !strings.Contains(get("/debug/pprof/"), "goroutine") {
-		t.Error("/debug/pprof/ missing")
+		if !strings.Contains(get("/debug/pprof/"), "goroutine") {
+			t.Error("/debug/pprof/ missing")
+		}
 	}
 
 	// control socket: operator trigger waits for the finalized file
@@ -326,12 +331,7 @@ func TestUDPSourceFromConfig(t *testing.T) {
 	cfg.Rules = nil
 	cfg.Hooks.Exec = nil
 	cfg.Control = config.Control{}
-	l, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.LocalAddr().String()
-	l.Close() // a free port for the recorder
+	addr := freeUDP(t)
 	cfg.Sources.UDP = []config.UDPSource{{Listen: addr, Topic: "radar/{dport}", MaxPacket: 16,
 		TypeKeys: config.TypeKeys{Type: ingest.Packed("radar.Frame", "char s[11]")}}}
 	d := startDaemon(t, cfg)

@@ -1,3 +1,5 @@
+//go:build !ecu
+
 package daemon
 
 import (
@@ -32,7 +34,23 @@ type DemoOptions struct {
 	Logger *slog.Logger
 	// Config, when not nil, adjusts the demo configuration before use.
 	Config func(*config.File)
+	// Live, when not "", serves the topics live on this address (the
+	// live server, docs/live.md: DemoLiveHistory of history, clients may
+	// publish on operator/*, and operator/mark triggers a dump); OnLive
+	// is then called with the URL to open in Foxglove once it listens.
+	Live   string
+	OnLive func(url string)
+	// CAN adds the vehicle's CAN bus and a rule on its DBC signal
+	// (demo_can.go).
+	CAN bool
 }
+
+// DemoLiveHistory is the history each subscription of "demo --live" gets,
+// and DemoMarkTopic the topic whose messages trigger a dump there.
+const (
+	DemoLiveHistory = 10 * time.Second
+	DemoMarkTopic   = "operator/mark"
+)
 
 // DemoResult is what a demo run produced.
 type DemoResult struct {
@@ -89,6 +107,20 @@ func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 		o.SHMDir = d
 		defer os.RemoveAll(d)
 	}
+	var fifo, dbc string
+	if o.CAN {
+		var err error
+		if fifo, dbc, err = demoCANFiles(o.SHMDir); err != nil {
+			return nil, err
+		}
+		prev := o.Config
+		o.Config = func(f *config.File) {
+			addDemoCAN(f, fifo, dbc)
+			if prev != nil {
+				prev(f)
+			}
+		}
+	}
 	d, dumps, err := startDemoRecorder(&o)
 	if err != nil {
 		return nil, err
@@ -97,6 +129,16 @@ func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 	if err != nil {
 		d.Stop()
 		return nil, err
+	}
+	if o.CAN {
+		fh, p, err := openDemoCAN(fifo)
+		if err != nil {
+			closeProducers(prods)
+			d.Stop()
+			return nil, err
+		}
+		defer fh.Close()
+		pubs[demo.TopicCAN] = p
 	}
 	dr := startDriving(ctx, o.Vehicle, o.Duration, prods, pubs)
 	res := &DemoResult{}
@@ -151,6 +193,10 @@ func makeDemoSHMDir() (string, error) {
 // channel is full).
 func startDemoRecorder(o *DemoOptions) (*Daemon, <-chan dump.Result, error) {
 	cfg := DemoConfig(o.Dir, o.SHMDir)
+	if o.Live != "" {
+		cfg.Live.Listen, cfg.Live.History = o.Live, config.Duration(DemoLiveHistory)
+		cfg.Live.ClientPublish, cfg.Live.TriggerTopics = true, []string{DemoMarkTopic}
+	}
 	if o.Config != nil {
 		o.Config(cfg)
 	}
@@ -168,6 +214,9 @@ func startDemoRecorder(o *DemoOptions) (*Daemon, <-chan dump.Result, error) {
 	if err := d.Start(); err != nil {
 		d.Stop()
 		return nil, nil, err
+	}
+	if a := d.LiveAddr(); a != "" && o.OnLive != nil {
+		o.OnLive("ws://" + a + "/")
 	}
 	return d, dumps, nil
 }

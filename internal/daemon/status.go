@@ -1,11 +1,7 @@
 package daemon
 
 import (
-	"net/http"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/scripts"
@@ -23,6 +19,13 @@ type Status struct {
 	Control ControlStatus `json:"control"`
 	// Upload is the upload queue's state; absent when [upload] is off.
 	Upload *upload.Status `json:"upload,omitempty"`
+	// Live is the live server's state; absent when [live] is off (and
+	// in the ECU build, which has no live server: nohttp.go).
+	Live *LiveStatus `json:"live,omitempty"`
+	// CAN is every [[source.can]] bus's accounting, CANCapture the CAN
+	// over Ethernet sources' own counters (can.go); absent without any.
+	CAN        []CANBusStatus     `json:"can,omitempty"`
+	CANCapture []CANCaptureStatus `json:"can_capture,omitempty"`
 }
 
 // ControlStatus counts what the control socket survived.
@@ -67,6 +70,21 @@ type DumpStatus struct {
 	Dumping     bool     `json:"dumping"`
 	LastError   string   `json:"last_error,omitempty"`
 	LeftoverTmp []string `json:"leftover_tmp,omitempty"`
+
+	// RotatedFor counts the rotated dumps by the bound each deletion
+	// served (max_files, max_total_bytes, min_free_disk); only those not 0.
+	RotatedFor map[string]uint64 `json:"rotated_for,omitempty"`
+	// LeftoverRemoved are the empty leftovers of interrupted dumps removed
+	// at start (LeftoverTmp the others, kept as NAME.interrupted).
+	LeftoverRemoved []string `json:"leftover_removed,omitempty"`
+	// Signing (docs/evidence.md): the key dumps are signed with ("" off),
+	// the dump directory's chain and its last counter, dumps or rotations
+	// the chain could not record, what opening it found.
+	SigningKey  string   `json:"signing_key,omitempty"`
+	Chain       string   `json:"chain,omitempty"`
+	ChainHead   uint64   `json:"chain_head,omitempty"`
+	ChainErrors uint64   `json:"chain_errors,omitempty"`
+	ChainNotes  []string `json:"chain_notes,omitempty"`
 }
 
 // TopicStatus is one topic's figures: rate, window held, drops by cause.
@@ -111,13 +129,21 @@ type RuleStatus struct {
 
 // SourceStat is one source's figures.
 type SourceStat struct {
-	Kind     string `json:"kind"` // shm, udp, raw
-	Name     string `json:"name"`
-	Messages uint64 `json:"messages"`
-	Bytes    uint64 `json:"bytes"`
-	Lost     uint64 `json:"lost"`
-	Rejected uint64 `json:"rejected"`
-	Errors   uint64 `json:"errors"`
+	Kind string `json:"kind"` // shm, udp, raw, can
+	Key  string `json:"key"`  // in the configuration: "source.udp[1]"
+	Name string `json:"name"`
+	// Receiving is false while the source records nothing: Cause (one of
+	// the Cause constants) and Why say why ("no producer's segment in
+	// /dev/shm/edr", "stopped: ...", "nothing received on ... since the
+	// recorder started").
+	Receiving bool   `json:"receiving"`
+	Cause     string `json:"cause,omitempty"`
+	Why       string `json:"why,omitempty"`
+	Messages  uint64 `json:"messages"`
+	Bytes     uint64 `json:"bytes"`
+	Lost      uint64 `json:"lost"`
+	Rejected  uint64 `json:"rejected"`
+	Errors    uint64 `json:"errors"`
 	// shm: segments found finished (their producer closed them or died
 	// before the recorder found them), read and counted, not recorded;
 	// and segments not followed for max_topics.
@@ -140,6 +166,17 @@ func (d *Daemon) Status() Status {
 		Rules:   []RuleStatus{},
 		Sources: []SourceStat{},
 	}
+	out.Dumps.LeftoverRemoved = ds.LeftoverRemoved
+	out.Dumps.SigningKey, out.Dumps.Chain, out.Dumps.ChainHead = ds.SigningKey, ds.Chain, ds.ChainHead
+	out.Dumps.ChainErrors, out.Dumps.ChainNotes = ds.ChainErrors, ds.ChainNotes
+	for r, n := range ds.RotatedFor {
+		if n > 0 {
+			if out.Dumps.RotatedFor == nil {
+				out.Dumps.RotatedFor = map[string]uint64{}
+			}
+			out.Dumps.RotatedFor[r] = n
+		}
+	}
 	if !d.started.IsZero() {
 		out.UptimeS = time.Since(d.started).Seconds()
 	}
@@ -150,6 +187,7 @@ func (d *Daemon) Status() Status {
 	if d.ctl != nil {
 		out.Control.AcceptErrors = d.ctl.AcceptErrors()
 	}
+	out.Live = d.liveStatus()
 	// A segment's type the shm consumer could not use (a schema too large
 	// to read) is the topic's type error too.
 	shmTypeErrs := map[[2]string]string{}
@@ -189,124 +227,7 @@ func (d *Daemon) Status() Status {
 				PreFrom: w.PreFrom, PostFrom: w.PostFrom})
 		}
 	}
-	for i, c := range d.shms {
-		s := c.Stats()
-		out.Sources = append(out.Sources, SourceStat{Kind: "shm", Name: d.cfg.Sources.SHM[i].Dir, Messages: s.Messages,
-			Bytes: s.Bytes, Lost: s.Lost, Rejected: s.Rejected, Errors: uint64(len(s.Errors)),
-			LeftoverSegments: uint64(s.Leftovers), LeftoverMessages: s.LeftoverMessages, RefusedSegments: uint64(s.Refused)})
-	}
-	for i, u := range d.udps {
-		s := u.Stats()
-		out.Sources = append(out.Sources, SourceStat{Kind: "udp", Name: d.cfg.Sources.UDP[i].Listen, Messages: s.Ingested,
-			Bytes: s.Bytes, Lost: s.Lost, Rejected: s.Rejected, Errors: s.Malformed + s.Truncated + s.Unmapped})
-	}
-	for i, r := range d.raws {
-		s := r.Stats()
-		out.Sources = append(out.Sources, SourceStat{Kind: "raw", Name: d.cfg.Sources.Raw[i].Interface, Messages: s.Ingested,
-			Bytes: s.Bytes, Lost: s.Lost, Rejected: s.Rejected, Errors: s.Malformed + s.Truncated + s.Unmapped})
-	}
+	out.Sources = d.sourceStats()
+	out.CAN, out.CANCapture = d.canStatus()
 	return out
-}
-
-// metricsHandler serves the status as Prometheus metrics, computed at scrape
-// time from one snapshot.
-func (d *Daemon) metricsHandler() http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&collector{d: d})
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-}
-
-type collector struct{ d *Daemon }
-
-var (
-	descTopicWritten = prometheus.NewDesc("edr_topic_messages_total", "Messages stored in the topic's ring.", []string{"topic"}, nil)
-	descTopicBytes   = prometheus.NewDesc("edr_topic_held_bytes", "Bytes of history the topic's ring holds now.", []string{"topic"}, nil)
-	descTopicHeld    = prometheus.NewDesc("edr_topic_held_seconds", "Seconds of history the topic's ring holds now.", []string{"topic"}, nil)
-	descTopicRate    = prometheus.NewDesc("edr_topic_rate_hz", "Message rate over the history held.", []string{"topic"}, nil)
-	descTopicDropped = prometheus.NewDesc("edr_topic_dropped_total", "Messages lost before a dump could hold them, by cause.", []string{"topic", "cause"}, nil)
-	descTopicEvicted = prometheus.NewDesc("edr_topic_evicted_total",
-		"Messages the ring let go: age (older than the retention, the normal end of every message) or size (pushed out by the ring's byte cap before reaching the retention: the ring holds less than its window).",
-		[]string{"topic", "cause"}, nil)
-	descArena        = prometheus.NewDesc("edr_cache_bytes", "Cache (arena) bytes by state.", []string{"state"}, nil)
-	descDumps        = prometheus.NewDesc("edr_dumps_total", "Dumps by outcome.", []string{"outcome"}, nil)
-	descTriggers     = prometheus.NewDesc("edr_triggers_total", "Triggers not turned into their own dump, by cause.", []string{"cause"}, nil)
-	descRuleTriggers = prometheus.NewDesc("edr_rule_triggers_total", "Triggers fired by a rule.", []string{"rule"}, nil)
-	descRuleDisabled = prometheus.NewDesc("edr_rule_disabled", "1 when the rule was disabled by an error or a blown budget.", []string{"rule"}, nil)
-	descRuleCall     = prometheus.NewDesc("edr_rule_call_seconds", "Seconds the rule has been inside its current callback (0 when idle).", []string{"rule"}, nil)
-	descRuleStuck    = prometheus.NewDesc("edr_rule_stuck", "1 when the rule has been inside one callback for over a second.", []string{"rule"}, nil)
-	descDumpLate     = prometheus.NewDesc("edr_dump_late_messages_total",
-		"Messages dumps wrote out of event-time order: later than the event-time reorder stage's bound.", nil, nil)
-	descDumpRewritten = prometheus.NewDesc("edr_dump_rewritten_total",
-		"Frames or chunks dumps wrote a second time, without the payloads producers overwrote while the writer held them in their rings (those messages are counted lost to readers).", nil, nil)
-	descSourceLost   = prometheus.NewDesc("edr_source_lost_total", "Messages a source lost before the recorder could read them.", []string{"kind", "source"}, nil)
-	descLeftoverSegs = prometheus.NewDesc("edr_source_leftover_segments_total", "Shared-memory segments found finished (producer closed or dead before the recorder found them): read, counted, not recorded.", []string{"kind", "source"}, nil)
-	descLeftoverMsgs = prometheus.NewDesc("edr_source_leftover_messages_total", "Messages in leftover segments, not recorded.", []string{"kind", "source"}, nil)
-	descRefusedSegs  = prometheus.NewDesc("edr_source_refused_segments", "Shared-memory segments not followed now: max_topics reached.", []string{"kind", "source"}, nil)
-)
-
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTopicWritten, descTopicBytes, descTopicHeld, descTopicRate, descTopicDropped, descTopicEvicted,
-		descArena, descDumps, descTriggers, descRuleTriggers, descRuleDisabled, descRuleCall, descRuleStuck, descSourceLost,
-		descLeftoverSegs, descLeftoverMsgs, descRefusedSegs, descDumpLate, descDumpRewritten} {
-		ch <- d
-	}
-	for _, d := range uploadDescs() {
-		ch <- d
-	}
-}
-
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.d.Status()
-	for _, t := range st.Topics {
-		name := t.Name
-		if t.Channel != "" {
-			name += "#" + t.Channel
-		}
-		ch <- prometheus.MustNewConstMetric(descTopicWritten, prometheus.CounterValue, float64(t.Written), name)
-		ch <- prometheus.MustNewConstMetric(descTopicBytes, prometheus.GaugeValue, float64(t.HeldBytes), name)
-		ch <- prometheus.MustNewConstMetric(descTopicHeld, prometheus.GaugeValue, t.HeldSeconds, name)
-		ch <- prometheus.MustNewConstMetric(descTopicRate, prometheus.GaugeValue, t.RateHz, name)
-		for cause, v := range map[string]uint64{"oversize": t.RejectedOversize, "lost_to_readers": t.LostToReaders,
-			"offline": t.RejectedOffline, "skipped_busy": t.SkippedBusy, "lost_at_source": t.LostAtSource} {
-			ch <- prometheus.MustNewConstMetric(descTopicDropped, prometheus.CounterValue, float64(v), name, cause)
-		}
-		ch <- prometheus.MustNewConstMetric(descTopicEvicted, prometheus.CounterValue, float64(t.EvictedAge), name, "age")
-		ch <- prometheus.MustNewConstMetric(descTopicEvicted, prometheus.CounterValue, float64(t.EvictedSize), name, "size")
-	}
-	ch <- prometheus.MustNewConstMetric(descArena, prometheus.GaugeValue, float64(st.Arena.Used), "used")
-	ch <- prometheus.MustNewConstMetric(descArena, prometheus.GaugeValue, float64(st.Arena.Total-st.Arena.Used), "free")
-	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Written), "written")
-	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Failed), "failed")
-	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.RefusedDisk), "refused_low_disk")
-	ch <- prometheus.MustNewConstMetric(descDumps, prometheus.CounterValue, float64(st.Dumps.Rotated), "rotated")
-	ch <- prometheus.MustNewConstMetric(descDumpLate, prometheus.CounterValue, float64(st.Dumps.Late))
-	ch <- prometheus.MustNewConstMetric(descDumpRewritten, prometheus.CounterValue, float64(st.Dumps.Rewritten))
-	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.Coalesced), "coalesced")
-	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.RateLimited), "rate_limited")
-	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.ManualRateLimited), "manual_rate_limited")
-	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.ManualRefused), "manual_refused")
-	ch <- prometheus.MustNewConstMetric(descTriggers, prometheus.CounterValue, float64(st.Dumps.RuleRefused), "rule_refused")
-	for _, r := range st.Rules {
-		ch <- prometheus.MustNewConstMetric(descRuleTriggers, prometheus.CounterValue, float64(r.TriggersFired), r.Name)
-		dis := 0.0
-		if r.Disabled {
-			dis = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descRuleDisabled, prometheus.GaugeValue, dis, r.Name)
-		stuck := 0.0
-		if r.Stuck {
-			stuck = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descRuleCall, prometheus.GaugeValue, float64(r.CallNs)/1e9, r.Name)
-		ch <- prometheus.MustNewConstMetric(descRuleStuck, prometheus.GaugeValue, stuck, r.Name)
-	}
-	for _, s := range st.Sources {
-		ch <- prometheus.MustNewConstMetric(descSourceLost, prometheus.CounterValue, float64(s.Lost), s.Kind, s.Name)
-		if s.Kind == "shm" {
-			ch <- prometheus.MustNewConstMetric(descLeftoverSegs, prometheus.CounterValue, float64(s.LeftoverSegments), s.Kind, s.Name)
-			ch <- prometheus.MustNewConstMetric(descLeftoverMsgs, prometheus.CounterValue, float64(s.LeftoverMessages), s.Kind, s.Name)
-			ch <- prometheus.MustNewConstMetric(descRefusedSegs, prometheus.GaugeValue, float64(s.RefusedSegments), s.Kind, s.Name)
-		}
-	}
-	collectUpload(ch, st.Upload)
 }

@@ -30,8 +30,13 @@ const (
 const (
 	Format      = "pack"
 	Compression = "none"
-	// FrameSize is the data size at which a dump's frame is closed.
+	// FrameSize is the data size at which a dump's frame is closed, and
+	// FrameSpan the time it may span: a message captured FrameSpan or more
+	// after a frame's first starts the next. A frame is what one damaged
+	// byte or a cut costs; docs/pack.md has the measurements these bounds
+	// were chosen from.
 	FrameSize = 1 << 20
+	FrameSpan = 250 * time.Millisecond
 	// Coalesce is what happens to a trigger overlapping a waiting dump.
 	Coalesce = "merge"
 	// DumpsPerMinute caps the dumps rules start per minute.
@@ -70,12 +75,18 @@ const (
 	UDPMaxPacket = 9216
 	// UDPTopic is a UDP source's topic template.
 	UDPTopic = "udp/{dport}"
+	// ShmReadInterval is how often an shm source reads its busy segments,
+	// all together (shm.ConsumerOptions.Sweep): one wake-up of the
+	// recorder per interval whatever the number of busy topics and
+	// messages, instead of one per message (docs/performance.md, "The
+	// whole-recorder budget").
+	ShmReadInterval = time.Millisecond
 	// ControlSocket is the control socket "edr-lite trigger" and "status"
 	// talk to.
 	ControlSocket = "/run/edr-lite.sock"
 )
 
-// Camera files read by the offline verbs (internal/dumpfile's jpeg-dir and
+// Camera files read by the offline verbs (dumpfile's jpeg-dir and
 // mp4 formats; docs/media.md).
 const (
 	// MediaTopicPrefix: a JPEG folder or an MP4 file read without a topic
@@ -86,4 +97,57 @@ const (
 	// JPEGTimeSources are the time sources of a JPEG folder's frames, in
 	// the order they are tried.
 	JPEGTimeSources = "name,exif"
+)
+
+// The live server ([live]; package live, docs/live.md): Foxglove's
+// WebSocket protocol served from the rings. Off while live.listen is "".
+const (
+	// LiveAddr is the address "demo --live" listens on and "config init"
+	// suggests: loopback, Foxglove's usual port.
+	LiveAddr = "127.0.0.1:8765"
+	// LiveMaxClients bounds the clients connected at once.
+	LiveMaxClients = 8
+	// LiveMaxSubscriptions bounds one client's subscriptions.
+	LiveMaxSubscriptions = 1024
+	// LiveMaxClientMessage bounds one message a client sends (a request or
+	// a published message); a larger one closes the connection.
+	LiveMaxClientMessage = 1 << 20
+	// LiveQueue bounds the bytes of messages waiting to be sent to one
+	// client; what does not fit is dropped and counted.
+	LiveQueue = 16 << 20
+	// LiveStallTimeout is how long a client's queue may stay full (it
+	// takes nothing) before the client is disconnected.
+	LiveStallTimeout = 10 * time.Second
+	// LiveHistory is the history a subscription gets when the client does
+	// not ask (0: live messages only).
+	LiveHistory = 0 * time.Second
+	// LivePublishTopics is the glob clients may publish on when
+	// live.client_publish is on.
+	LivePublishTopics = "operator/*"
+)
+
+// LiveOrigins are the web origins whose pages may open the live server
+// beside its own host: Foxglove's web app.
+var LiveOrigins = []string{"app.foxglove.dev"}
+
+// CAN buses (package can; docs/can.md).
+const (
+	// CANTopicPrefix: a bus's frames are the topic CANTopicPrefix + its
+	// name ("can/can0") unless it names one; its error frames are that
+	// topic + CANErrorSuffix, its DBC messages that topic + "/" + the
+	// message's name.
+	CANTopicPrefix = "can/"
+	CANErrorSuffix = "/errors"
+	// CANMaxUndecodableIDs is how many distinct identifiers a bus names
+	// among the frames its DBC could not decode (status, dump accounting).
+	CANMaxUndecodableIDs = 8
+	// CANMaxDBCBytes bounds a DBC file (real ones are a few MiB at most).
+	CANMaxDBCBytes = 32 << 20
+	// CANMaxIDTopics bounds the per-ID topics of a bus (per_id).
+	CANMaxIDTopics = 2048
+	// CANMaxBuses bounds the buses one CAN-over-Ethernet source creates
+	// (hostile or misconfigured modules).
+	CANMaxBuses = 64
+	// CANProtocol is the protocol of a CAN-over-Ethernet source: ASAM CMP.
+	CANProtocol = "cmp"
 )

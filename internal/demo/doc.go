@@ -3,7 +3,9 @@
 // their layouts in Topics), a camera (foxglove.CompressedImage with JPEG
 // frames of a synthetic road, drawn and encoded per frame) and a latched
 // calibration topic (JSON with a JSON Schema), with a hard brake a few
-// seconds in. Each Topic carries the type its producer declares.
+// seconds in. Each Topic carries the type its producer declares. With
+// --can, a CAN bus too (can.go): CANTopic's payloads are candump lines of
+// the frames of the shipped DBC (VehicleDBC).
 //
 // It is not for: realistic vehicle dynamics. The signals are just plausible
 // enough for the shipped hard_brake rule to fire exactly once.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/edr-lite/edr-lite/can"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/media"
 )
@@ -128,6 +129,10 @@ func (v Vehicle) PayloadAt(buf []byte, topic Topic, startNs int64, t time.Durati
 	if topic.Name == TopicCamera {
 		return v.cameraFrame(buf[:0], startNs+int64(t), t)
 	}
+	if topic.Name == TopicCAN { // a candump log line
+		f := v.CANFrame(t, n)
+		return can.AppendCandump(buf[:0], startNs+int64(t), CANBus, &f)
+	}
 	if cap(buf) < topic.Size {
 		buf = make([]byte, topic.Size)
 	}
@@ -162,7 +167,8 @@ func (v Vehicle) PayloadAt(buf []byte, topic Topic, startNs int64, t time.Durati
 
 // Run publishes every topic in real time for duration, starting now (each
 // message due before duration, however late the loop runs), using
-// the publisher for each topic name (topics without one are skipped). The
+// the publisher for each topic name (topics without one are skipped;
+// CANTopic too, which is not in Topics). The
 // latched calibration is published once at the start. genNs is the
 // simulation's own clock (wall time at publish).
 func (v Vehicle) Run(ctx context.Context, duration time.Duration, pubs map[string]Publisher) error {
@@ -175,7 +181,7 @@ func (v Vehicle) Run(ctx context.Context, duration time.Duration, pubs map[strin
 		buf   []byte
 	}
 	var ss []*sched
-	for _, tp := range Topics {
+	for _, tp := range append(Topics[:len(Topics):len(Topics)], CANTopic) {
 		p, ok := pubs[tp.Name]
 		if !ok {
 			continue

@@ -182,8 +182,10 @@ func Frame(i int) ([]byte, error) {
 // source).
 func Info(ms []message) dumpinfo.Info {
 	d := dumpinfo.Info{
+		// as the recorder records the demo's trigger: the topics' own
+		// windows (no override), the window it selected
 		Triggers: []dumpinfo.Trigger{{ID: 1, Reason: "hard-brake", Source: dumpinfo.SourceLua, Rule: "hard_brake",
-			Tag: "9.0 m/s^2 from 20.0 to 19.9 m/s", Severity: 2, TimeNs: TriggerAt, PreNs: int64(Pre), PostNs: int64(Post),
+			Tag: "9.0 m/s^2 from 20.0 to 19.9 m/s", Severity: 2, TimeNs: TriggerAt, FromNs: TriggerAt - int64(Pre), ToNs: TriggerAt + int64(Post),
 			Params: map[string]string{"decel": "6", "topic": Speed}}},
 		Writer: "edr-lite demodump", StartNs: TriggerAt - int64(Pre), EndNs: TriggerAt + int64(Post), CreatedNs: T0 + 6e9,
 	}
@@ -212,12 +214,35 @@ func Info(ms []message) dumpinfo.Info {
 }
 
 // WritePack writes the demo dump as a pack file.
-func WritePack(path string) error {
+func WritePack(path string) error { return WritePackShifted(path, 0) }
+
+// WritePackShifted writes the demo dump as a pack file with every time
+// (messages, trigger, windows) shift later: demo dumps of incidents at
+// other times, to be merged with gaps between them.
+func WritePackShifted(path string, shift time.Duration) error {
 	ms, err := messages()
 	if err != nil {
 		return err
 	}
-	w, err := pack.Create(path, pack.WriterOptions{Writer: "edr-lite demodump", CreatedNs: T0 + 6e9, TargetFrameSize: 256 << 10})
+	d := Info(ms)
+	if sh := int64(shift); sh != 0 {
+		for i := range ms {
+			ms[i].cap += sh
+			ms[i].gen += sh
+		}
+		d = Info(ms)
+		for i := range d.Triggers {
+			t := &d.Triggers[i]
+			t.TimeNs, t.FromNs, t.ToNs = t.TimeNs+sh, t.FromNs+sh, t.ToNs+sh
+		}
+		d.StartNs, d.EndNs, d.CreatedNs = d.StartNs+sh, d.EndNs+sh, d.CreatedNs+sh
+		for i := range d.Topics {
+			if a := &d.Topics[i]; a.WindowToNs != 0 {
+				a.WindowFromNs, a.WindowToNs = a.WindowFromNs+sh, a.WindowToNs+sh
+			}
+		}
+	}
+	w, err := pack.Create(path, pack.WriterOptions{Writer: "edr-lite demodump", CreatedNs: T0 + 6e9, TargetFrameSize: 256 << 10, TargetFrameSpan: -1}) // frames by size only: the golden files know them
 	if err != nil {
 		return err
 	}
@@ -227,7 +252,7 @@ func WritePack(path string) error {
 			return err
 		}
 	}
-	if err := w.SetDumpInfo(Info(ms)); err != nil {
+	if err := w.SetDumpInfo(d); err != nil {
 		w.Close()
 		return err
 	}

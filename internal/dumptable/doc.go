@@ -1,4 +1,4 @@
-// Package dumptable is internal/dumpfile's parquet format: it reads a
+// Package dumptable is dumpfile's parquet format: it reads a
 // dumpfile.Source (pack or MCAP) as a table.Dump, with the types its topics
 // record (Types) or that Options.Schemas give, writes the Parquet tables of
 // package table (Export, Files), and registers itself in dumpfile's format
@@ -8,7 +8,7 @@
 // package schema's decoders.
 //
 // It is not for: the tables' layout (package table) or choosing a format
-// (internal/dumpfile).
+// (dumpfile).
 //
 // # Caveats
 //

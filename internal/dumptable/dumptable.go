@@ -2,12 +2,13 @@ package dumptable
 
 import (
 	"fmt"
+	"github.com/edr-lite/edr-lite/evidence"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/schema"
 	"github.com/edr-lite/edr-lite/table"
 )
@@ -28,6 +29,12 @@ type Options struct {
 	// NoSync: the files are not fsynced (the upload queue's, thrown away
 	// after their upload).
 	NoSync bool
+	// FileMode of the files (table.Options.FileMode).
+	FileMode os.FileMode
+	// Keys check the dump's signature for the dumps table's signature
+	// columns (none: a seal's digest is checked, its signature "not
+	// checked").
+	Keys *evidence.Keyring
 }
 
 // Export writes src as Parquet tables under dir (table.Write), its topics
@@ -39,6 +46,9 @@ func Export(src *dumpfile.Source, dir string, opts Options) (*dumpfile.ConvertRe
 		d.Size = st.Size()
 	}
 	d.Info, _ = src.DumpInfo()
+	if v, err := dumpfile.CheckSeal(src.Path, opts.Keys); err == nil {
+		d.Seal = TableSeal(v)
+	}
 	for _, t := range src.Topics() {
 		d.Topics = append(d.Topics, table.Topic{Name: t.Name, Channel: t.Channel, Type: t.Type.Schema.Name, Messages: t.Messages})
 	}
@@ -49,10 +59,11 @@ func Export(src *dumpfile.Source, dir string, opts Options) (*dumpfile.ConvertRe
 			return fn(&tm)
 		})
 	}
-	rep, err := table.Write(d, dir, table.Options{Vehicle: opts.Vehicle, Types: Types(src), Schemas: opts.Schemas, NoSync: opts.NoSync})
+	rep, err := table.Write(d, dir, table.Options{Vehicle: opts.Vehicle, Types: Types(src), Schemas: opts.Schemas, NoSync: opts.NoSync, FileMode: opts.FileMode})
 	out := &dumpfile.ConvertReport{Topics: len(d.Topics), Written: 0}
 	if rep != nil {
-		out.Messages, out.Bytes, out.Notes = rep.Messages, rep.Bytes, rep.Skipped
+		out.Messages, out.Bytes = rep.Messages, rep.Bytes
+		out.Notes = append(append(out.Notes, rep.Skipped...), rep.Renamed...)
 		for _, f := range rep.Files {
 			out.Files = append(out.Files, dumpfile.OutFile{Table: f.Table, Path: f.Path, Rows: f.Rows, Size: f.Size})
 			out.Written += f.Size
@@ -97,4 +108,19 @@ func Files(path, dir string, opts Options) ([]dumpfile.OutFile, error) {
 		return nil, err
 	}
 	return rep.Files, nil
+}
+
+// TableSeal is a verdict as the dumps table records it.
+func TableSeal(v evidence.Verdict) *table.Seal {
+	t := &table.Seal{Status: v.Status.String()}
+	if s := v.Seal; s != nil {
+		t.KeyID, t.ID = s.Key.String(), s.ID().String()
+		if !s.Link.Chain.IsZero() {
+			t.Chain, t.Counter = s.Link.Chain.String(), s.Link.Counter
+			if !s.Link.Prev.IsZero() {
+				t.Prev = s.Link.Prev.String()
+			}
+		}
+	}
+	return t
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/ingest"
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/mcap"
 )
 

@@ -69,17 +69,17 @@ func New(f *os.File, path string, o Options) *File {
 	d := &File{f: f, fd: int(f.Fd()), path: path, prealloc: o.Prealloc, maxFlight: o.MaxInFlight}
 	if o.Async {
 		d.reqs, d.answers = make(chan [][]byte), make(chan error)
-		go d.writer()
+		go d.writer(d.reqs)
 	}
 	return d
 }
 
 // writer is the Async writer goroutine: on its own OS thread at a lower
 // I/O priority, it writes what Submit hands it and answers each.
-func (d *File) writer() {
+func (d *File) writer(reqs chan [][]byte) {
 	runtime.LockOSThread() // the thread ends with the goroutine (never unlocked)
 	LowerIOPriority()
-	for p := range d.reqs {
+	for p := range reqs { // not d.reqs: stop sets it to nil
 		d.answers <- d.writev(p)
 	}
 }

@@ -231,3 +231,56 @@ func TestBufferedWritevRewind(t *testing.T) {
 		t.Fatalf("file %q, want %q", got, want)
 	}
 }
+
+// TestBehind: what a producer writes through Behind, reusing its buffer
+// at once (as an age stream does), reaches the file in order, whole,
+// written by the File's writer thread; an error of that thread's write
+// comes back from a later call.
+func TestBehind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "behind")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(f, path, Options{Async: true})
+	b := NewBehind(d)
+	var want []byte
+	p := make([]byte, 300<<10)
+	for i := range 40 {
+		q := p[:(i*37<<10)%len(p)+1]
+		for j := range q {
+			q[j] = byte(i*7 + j)
+		}
+		want = append(want, q...)
+		if n, err := b.Write(q); err != nil || n != len(q) {
+			t.Fatal(n, err)
+		}
+		clear(q) // the producer reuses it
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("file %d bytes, want %d (%v)", len(got), len(want), err)
+	}
+
+	// the writer thread's write fails (a full device)
+	f2, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	d2 := New(f2, "/dev/full", Options{Async: true})
+	b2 := NewBehind(d2)
+	_, err = b2.Write(make([]byte, 3*BufferSize))
+	if err == nil {
+		err = b2.Flush()
+	}
+	if err == nil {
+		t.Fatal("a failed write was lost")
+	}
+	d2.Abort()
+}

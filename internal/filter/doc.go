@@ -12,7 +12,7 @@
 // selected when it matches an --topics glob (or there is none) and no
 // --exclude glob. A time window is inclusive at both ends.
 //
-// It is not for: reading files (internal/dumpfile does; Held describes
+// It is not for: reading files (dumpfile does; Held describes
 // what an input holds), nor flags themselves (cmd/edr-lite declares them
 // and hands the strings here).
 //

@@ -104,6 +104,14 @@ func Cases() []Case {
 		{"jsonl-deep-nesting.jsonl", "a JSON-lines export whose header nests 1 M arrays", Refused, jsonlDeep},
 		{"jsonl-8MiB-payload.jsonl", "a JSON-lines export with one 8 MiB message: valid", Valid, jsonlBigPayload},
 		{"not-a-dump.bin", "random-looking bytes of no format", Refused, notADump},
+
+		// CAN logs (package can): every verb reads them through a first
+		// pass that checks every line.
+		{"can-bad-line-at-200k.log", "a candump log of 200 k good lines, then one with a bad hex byte", Refused, canBadLine(200_000)},
+		{"can-line-1MiB.log", "a candump log whose second line is 1 MiB long", Refused, canLongLine},
+		{"can-5k-buses.log", "a candump log naming 5 000 buses", Refused, canManyBuses(5000)},
+		{"can-time-goes-back.log", "a candump log whose time goes back", Refused, canTimeBack},
+		{"can-asc-lying-dlc.asc", "an ASC file whose frame's DLC says 8 bytes and gives 2", Refused, ascLyingDLC},
 		{"empty.pack", "an empty file", Refused, func() []byte { return nil }},
 
 		// Many tiny things: every verb must stay linear.
@@ -113,6 +121,9 @@ func Cases() []Case {
 		{"pack-50k-topics.pack", "one message on each of 50 k topics", Valid, packManyTopics(50_000)},
 		{"mcap-400-overlapping-chunks.mcap", "400 lz4 chunks of 256 KiB all spanning the same time range (100 MiB at once in time order): valid", Valid, mcapOverlapping(400)},
 		{"mcap-2k-overlapping-chunks.mcap", "2 k lz4 chunks of 256 KiB all spanning the same time range: 500 MiB at once in time order, over the limit", Heavy, mcapOverlapping(2000)},
+		{"pack-200k-attachments.pack", "200 k attachment sections", Valid, packManyAttachments(200_000)},
+		{"mcap-200k-attachments.mcap", "200 k attachment records", Valid, mcapManyAttachments(200_000)},
+		{"pack-attachment-name-lies.pack", "an attachment section (its CRC right) whose name length runs past it", Damaged, packAttachmentLies},
 	}
 	// Truncations: a valid dump cut inside each of its parts.
 	for _, cut := range []struct {
@@ -543,6 +554,46 @@ func mcapManyMetadata(n int) func() []byte {
 	}
 }
 
+func packManyAttachments(n int) func() []byte {
+	return func() []byte {
+		return writePack(pack.WriterOptions{}, func(w *pack.Writer) {
+			must(w.Add("t", "", nil, t0, t0, []byte("x")))
+			for i := range n {
+				must(w.AddAttachment(pack.Attachment{Name: fmt.Sprintf("a%d", i), Data: []byte("v")}))
+			}
+		})
+	}
+}
+
+func mcapManyAttachments(n int) func() []byte {
+	return func() []byte {
+		b := mcapStart()
+		b = append(b, mcapChannel(1, "t")...)
+		b = append(b, mcapMessage(1, 0, t0, []byte("x"))...)
+		for i := range n {
+			a := le.AppendUint64(nil, t0)
+			a = le.AppendUint64(a, t0)
+			a = mcapString(a, fmt.Sprintf("a%d", i))
+			a = mcapString(a, "")
+			a = le.AppendUint64(a, 1)
+			a = append(a, 'v')
+			a = le.AppendUint32(a, 0) // no CRC
+			b = mcapRecord(b, opAttachment, a)
+		}
+		return mcapEnd(b)
+	}
+}
+
+// packAttachmentLies is a pack file whose attachment section says its name
+// is 1000 bytes long in a payload of 8.
+func packAttachmentLies() []byte {
+	b := packHeader()
+	b = append(b, packSection(pack.SectionAttachment, []byte{2, 2, 0xe8, 0x07, 'n', 'a', 'm', 'e'})...)
+	b = append(b, packFrame{meta: pbBytes(nil, 5, pbMessage("t", t0, 0)), lens: []uint32{1}, stored: []byte("x"), raw: 1,
+		timeNs: t0, endNs: t0}.bytes()...)
+	return b
+}
+
 func packManyFrames(n int) func() []byte {
 	return func() []byte {
 		return writePack(pack.WriterOptions{}, func(w *pack.Writer) {
@@ -598,4 +649,40 @@ func Named(name string) Case {
 		}
 	}
 	panic("hostile: no case " + name)
+}
+
+// canLine is a good candump line at t0 + i µs on bus.
+func canLine(i int, bus string) string {
+	return fmt.Sprintf("(%d.%06d) %s 123#DEADBEEF\n", (t0/1000+int64(i))/1_000_000, (t0/1000+int64(i))%1_000_000, bus)
+}
+
+func canBadLine(n int) func() []byte {
+	return func() []byte {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(canLine(i, "can0"))
+		}
+		b.WriteString(strings.Replace(canLine(n, "can0"), "DEADBEEF", "DEADBEGF", 1))
+		return []byte(b.String())
+	}
+}
+
+func canLongLine() []byte {
+	return []byte(canLine(0, "can0") + "(1." + strings.Repeat("0", 1<<20) + ") can0 123#00\n")
+}
+
+func canManyBuses(n int) func() []byte {
+	return func() []byte {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(canLine(i, fmt.Sprintf("can%d", i)))
+		}
+		return []byte(b.String())
+	}
+}
+
+func canTimeBack() []byte { return []byte(canLine(5, "can0") + canLine(1, "can0")) }
+
+func ascLyingDLC() []byte {
+	return []byte("date Thu Jul  9 06:17:32 2015\nbase hex  timestamps absolute\n   0.100000 1  123             Rx   d 8 01 02\n")
 }

@@ -2,8 +2,10 @@
 // (Apache-2.0, github.com/versity/versitygw) with its POSIX backend over a
 // temporary directory, on 127.0.0.1 with throwaway credentials. Tests stop
 // it (SIGKILL, as a crash or a pulled cable would) and restart it on the
-// same address and directory to play a bad link; they read objects back
-// through the AWS SDK.
+// same address and directory to play a bad link, or pause it (SIGSTOP) to
+// play a stalled one; StartTLS serves HTTPS with a self-signed
+// certificate (a client that does not trust it fails the handshake); they
+// read objects back through the AWS SDK.
 //
 // It is not for: production code, or mocking S3 (nothing here fakes a
 // reply).

@@ -3,10 +3,19 @@ package s3test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,20 +97,38 @@ func isExec(p string) bool {
 // Server is a versitygw S3 gateway with its POSIX backend over a temporary
 // directory, on 127.0.0.1, for one test.
 type Server struct {
-	Endpoint string // http://127.0.0.1:PORT
+	Endpoint string // http://127.0.0.1:PORT (https:// from StartTLS)
 	Dir      string // the backend's root: one directory per bucket
-	addr     string
-	bin      string
-	t        testing.TB
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	logs     *bytes.Buffer
+	// CertPEM is the server's self-signed certificate (StartTLS), nil
+	// over plain HTTP: a client that does not trust it fails the
+	// handshake with "certificate signed by unknown authority".
+	CertPEM []byte
+	tlsArgs []string
+	addr    string
+	bin     string
+	t       testing.TB
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	logs    *bytes.Buffer
 }
 
 // Start starts a server for t, stopped when t ends. It skips t (with the
 // reason) only when versitygw can be neither found nor built.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return start(t, false)
+}
+
+// StartTLS is Start serving HTTPS with a self-signed certificate for
+// 127.0.0.1 (CertPEM), made for the test: Client trusts it, a client with
+// the system's roots does not.
+func StartTLS(t testing.TB) *Server {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, withTLS bool) *Server {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an S3 server (versitygw); skipped in -short mode")
@@ -117,6 +144,15 @@ func Start(t testing.TB) *Server {
 	addr := ln.Addr().String()
 	ln.Close()
 	s := &Server{Endpoint: "http://" + addr, Dir: t.TempDir(), addr: addr, bin: bin, t: t, logs: &bytes.Buffer{}}
+	if withTLS {
+		cert, key := selfSigned(t)
+		dir := t.TempDir()
+		cf, kf := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		if err := errors.Join(os.WriteFile(cf, cert, 0o600), os.WriteFile(kf, key, 0o600)); err != nil {
+			t.Fatal(err)
+		}
+		s.Endpoint, s.CertPEM, s.tlsArgs = "https://"+addr, cert, []string{"--cert", cf, "--key", kf}
+	}
 	s.Restart()
 	t.Cleanup(s.Stop)
 	return s
@@ -131,8 +167,8 @@ func (s *Server) Restart() {
 	if s.cmd != nil {
 		s.t.Fatal("s3test: Restart of a running server")
 	}
-	cmd := exec.Command(s.bin, "--port", s.addr, "--access", AccessKey, "--secret", SecretKey, "--region", Region,
-		"--quiet", "posix", s.Dir)
+	args := append([]string{"--port", s.addr, "--access", AccessKey, "--secret", SecretKey, "--region", Region, "--quiet"}, s.tlsArgs...)
+	cmd := exec.Command(s.bin, append(args, "posix", s.Dir)...)
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -175,6 +211,21 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
+// Pause stops the server's process (SIGSTOP): connections stay open and
+// nothing answers, as on a link that stalls. Resume continues it.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		s.cmd.Process.Signal(sig)
+	}
+}
+
 // Running reports whether the server is up.
 func (s *Server) Running() bool {
 	s.mu.Lock()
@@ -184,7 +235,13 @@ func (s *Server) Running() bool {
 
 // Client returns an S3 client of the server with the root credentials.
 func (s *Server) Client() *s3.Client {
-	return s3.NewFromConfig(aws.Config{Region: Region,
+	var hc aws.HTTPClient
+	if s.CertPEM != nil {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(s.CertPEM)
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	}
+	return s3.NewFromConfig(aws.Config{Region: Region, HTTPClient: hc,
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: AccessKey, SecretAccessKey: SecretKey}, nil
 		})}, func(o *s3.Options) {
@@ -264,4 +321,27 @@ func (s *Server) Parts(bucket, key, id string) int {
 		return 0
 	}
 	return len(out.Parts)
+}
+
+// selfSigned makes a certificate and key (PEM) for 127.0.0.1, valid for a
+// day.
+func selfSigned(t testing.TB) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "s3test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }

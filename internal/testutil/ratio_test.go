@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -17,14 +18,23 @@ func TestMedian(t *testing.T) {
 	}
 }
 
-// A ref that sleeps ten times longer than the item gives a ratio near 10.
+// TestSameRunRatio: a ref that takes ten times longer than the item gives
+// a ratio of 10, the two alternating first.
 func TestSameRunRatio(t *testing.T) {
-	calls := 0
-	r, ti, tr := SameRunRatio(5, func() { calls++; time.Sleep(time.Millisecond) }, func() { time.Sleep(10 * time.Millisecond) })
-	if calls != 5 {
-		t.Errorf("item ran %d times, want 5", calls)
+	// A clock that only the two functions move: item takes 1 ms, ref 10 ms
+	// (a unit test is never gated on the machine's timing).
+	var now time.Time
+	ratioClock = func() time.Time { return now }
+	t.Cleanup(func() { ratioClock = time.Now })
+	var order []string
+	r, ti, tr := SameRunRatio(5,
+		func() { order = append(order, "item"); now = now.Add(time.Millisecond) },
+		func() { order = append(order, "ref"); now = now.Add(10 * time.Millisecond) })
+	if r != 10 || ti != time.Millisecond || tr != 10*time.Millisecond {
+		t.Errorf("ratio %.2f (item %v, ref %v), want 10 (1ms, 10ms)", r, ti, tr)
 	}
-	if r < 3 || r > 12 || ti >= tr {
-		t.Errorf("ratio %.2f (item %v, ref %v), want about 10", r, ti, tr)
+	want := []string{"item", "ref", "ref", "item", "item", "ref", "ref", "item", "item", "ref"}
+	if !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v (the order flips every round)", order, want)
 	}
 }

@@ -1,10 +1,12 @@
 // Command libedrpack is edr-lite's pack-sdk for C, C++ and Python: built
 // with -buildmode=c-shared (libedrpack.so) or -buildmode=c-archive
 // (libedrpack.a), it exports the C API declared in sdk/include/edr_pack.h
-// over packages pack, mcap and internal/dumpfile: read pack and MCAP dumps
-// frame by frame (from a file, memory, a file descriptor or a callback),
-// build frames and write pack files. docs/sdk.md maps every call to the
-// DataTools pack-sdk function it stands for.
+// over packages pack, mcap, dumpfile, internal/filter and schema:
+// read pack and MCAP dumps frame by frame (from a file, memory, a file
+// descriptor or a callback) with each message's type, through a topic and
+// time filter (topics.go, filter.go), build frames and write pack files with
+// types (writer.go), describe packed layouts (layout.go). docs/sdk.md maps
+// every call to the DataTools pack-sdk function it stands for.
 //
 //	go build -buildmode=c-shared -o libedrpack.so ./sdk/libedrpack
 //
@@ -26,5 +28,13 @@
 //     back (a borrowed view would change under the other thread).
 //   - The C functions are thin wrappers (edr_pack.c) over the Go exports
 //     named edrgo_*: cgo cannot export const parameters, and the wrappers
-//     keep the last error of a call without a handle per thread.
+//     keep the last error of a call without a handle per thread (a pthread
+//     key whose destructor frees it when the thread exits).
+//   - A reader's views point at per-topic names and per-type descriptions in
+//     C memory made once (topics.go), found from a message's interned name
+//     by the addresses of its bytes: a frame's topics cost no copy.
+//   - A filter on a pack file walks the frames' metas once (a second reader
+//     over the same bytes) to skip frames that cannot hold a selected
+//     message; it never moves the reads past damage the walk met, but damage
+//     in the data of a frame it skips goes unread.
 package main

@@ -9,6 +9,8 @@ package main
 import "C"
 
 import (
+	"runtime/debug"
+
 	"errors"
 	"sync"
 	"unsafe"
@@ -28,7 +30,7 @@ type frame struct {
 // view returns f's messages in C memory, rebuilt after a change.
 func (f *frame) view() *mirror {
 	if !f.m.valid {
-		f.m.build(f.pf, f.owner != nil && f.owner.mp != nil)
+		f.m.build(f.pf, 0, f.owner)
 	}
 	return f.m
 }
@@ -119,12 +121,16 @@ func edrgo_frame_destroy(h C.uint64_t) C.int {
 }
 
 // frameCall runs fn on frame h, locked.
-func frameCall(h C.uint64_t, fn func(o *object, f *frame) C.int) C.int {
+func frameCall(h C.uint64_t, fn func(o *object, f *frame) C.int) (code C.int) {
 	o, code := acquire(h, kindFrame)
 	if code != C.EDR_OK {
 		return code
 	}
 	defer o.mu.Unlock()
+	if r := o.f.owner; r != nil {
+		// A reader's frame aliases the file's mapping.
+		defer r.catch(o, &code, debug.SetPanicOnFault(true))
+	}
 	return fn(o, o.f)
 }
 
@@ -198,6 +204,18 @@ func edrgo_frame_set_time(h C.uint64_t, ns C.int64_t) C.int {
 //export edrgo_frame_set_done_time
 func edrgo_frame_set_done_time(h C.uint64_t, ns C.int64_t) C.int {
 	return frameCall(h, func(o *object, f *frame) C.int { f.pf.SetDoneTime(int64(ns)); return C.EDR_OK })
+}
+
+//export edrgo_frame_set_seq
+func edrgo_frame_set_seq(h C.uint64_t, i C.size_t, seq C.uint64_t) C.int {
+	return frameCall(h, func(o *object, f *frame) C.int {
+		if uint64(i) >= uint64(f.pf.Len()) {
+			return o.failf(C.EDR_EINVAL, "edr_frame_set_seq: message %d of a frame of %d", uint64(i), f.pf.Len())
+		}
+		f.pf.SetSeq(int(i), uint64(seq))
+		f.changed()
+		return C.EDR_OK
+	})
 }
 
 // How edrgo_frame_add keeps the bytes.
@@ -318,21 +336,25 @@ func edrgo_frame_blocks(h C.uint64_t, name, channel *C.char, blocks **C.edr_bloc
 			return nullArg(o, "edr_frame_blocks")
 		}
 		nm, ch := C.GoString(name), gostr(channel)
-		k := f.pf.BlockCount(nm, ch)
-		*n = C.size_t(k)
+		// The messages the view lists: a reader's filter's, else all.
+		m := f.view()
+		var idx []int
+		for i := range m.n {
+			if pm := f.pf.Message(int(m.src[i])); pm.Name == nm && pm.Channel == ch {
+				idx = append(idx, i)
+			}
+		}
+		*n = C.size_t(len(idx))
 		if blocks == nil {
 			return C.EDR_OK
 		}
-		p := allocOwned(k * int(unsafe.Sizeof(C.edr_block{})))
-		out := unsafe.Slice((*C.edr_block)(p), max(k, 1))
-		m := f.view()
-		j := 0
-		for i, msg := range unsafe.Slice(m.msgs, max(m.n, 1))[:m.n] {
-			if pm := f.pf.Message(i); pm.Name == nm && pm.Channel == ch {
-				out[j] = C.edr_block{gen_ts: msg.gen_ts, done_ts: msg.done_ts, meta: msg.meta, meta_len: msg.meta_len,
-					data: msg.data, data_len: msg.data_len}
-				j++
-			}
+		p := allocOwned(len(idx) * int(unsafe.Sizeof(C.edr_block{})))
+		out := unsafe.Slice((*C.edr_block)(p), max(len(idx), 1))
+		msgs := unsafe.Slice(m.msgs, max(m.n, 1))
+		for j, i := range idx {
+			msg := &msgs[i]
+			out[j] = C.edr_block{gen_ts: msg.gen_ts, done_ts: msg.done_ts, meta: msg.meta, meta_len: msg.meta_len,
+				data: msg.data, data_len: msg.data_len}
 		}
 		*blocks = (*C.edr_block)(p)
 		return C.EDR_OK

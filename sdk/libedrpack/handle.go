@@ -15,7 +15,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
+	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/mcap"
 	"github.com/edr-lite/edr-lite/pack"
 )
@@ -125,6 +125,8 @@ func classify(err error) (C.int, int64) {
 			return C.EDR_EFORMAT, pe.Offset
 		}
 		return C.EDR_EFORMAT, -1
+	case errors.Is(err, pack.ErrShrunk) && errors.As(err, &pe):
+		return C.EDR_EIO, pe.Offset // the file shrank while it was read: not damage
 	case errors.As(err, &pe):
 		return C.EDR_ECORRUPT, pe.Offset
 	case errors.As(err, &me):
@@ -219,4 +221,46 @@ func edrgo_free(p unsafe.Pointer) C.int {
 	}
 	C.free(p)
 	return C.EDR_OK
+}
+
+// cpack lays strings and bytes out one after the other in the tail of a C
+// allocation whose head holds the structs that point into them (one
+// allocation per result: one edr_free, or one free at close).
+type cpack struct {
+	b  []byte
+	at int
+}
+
+// newCPack packs into the size bytes at p, after a head of head bytes.
+func newCPack(p unsafe.Pointer, size, head int) cpack {
+	return cpack{b: unsafe.Slice((*byte)(p), max(size, 1)), at: head}
+}
+
+// packSize is what cpack needs for strs (each with its NUL) and data.
+func packSize(data int, strs ...string) int {
+	n := data
+	for _, s := range strs {
+		n += len(s) + 1
+	}
+	return n
+}
+
+// str copies s, NUL-terminated.
+func (c *cpack) str(s string) *C.char {
+	p := (*C.char)(unsafe.Pointer(&c.b[c.at]))
+	c.at += copy(c.b[c.at:], s)
+	c.b[c.at] = 0
+	c.at++
+	return p
+}
+
+// bytes copies b; nil when b is empty and orNil, else a pointer to its
+// first byte (a valid byte of the allocation even for 0 bytes).
+func (c *cpack) bytes(b []byte, orNil bool) *C.uint8_t {
+	if len(b) == 0 && orNil {
+		return nil
+	}
+	p := (*C.uint8_t)(unsafe.Pointer(&c.b[min(c.at, len(c.b)-1)]))
+	c.at += copy(c.b[c.at:], b)
+	return p
 }

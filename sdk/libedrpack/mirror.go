@@ -11,7 +11,6 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/edr-lite/edr-lite/internal/dumpfile"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -20,11 +19,13 @@ import (
 // handle and reused frame after frame (they grow to the largest frame and
 // never shrink), so a read loop allocates nothing once they are grown.
 //
-// Bytes inside [lo, hi), the file's read-only mapping or the caller's own
-// memory (edr_pack_open_mem), are not Go memory and outlive the view: they
-// are handed out in place. Everything else (names, which are Go strings;
-// decompressed data; anything read from a stream) is copied into the
-// arena, so no Go pointer ever reaches C.
+// Bytes inside [lo, hi), the caller's own memory (edr_pack_open_mem), are
+// not Go memory and outlive the view: they are handed out in place.
+// Everything else (data read from a file's mapping, which may shrink under
+// it; decompressed data; anything read from a stream) is copied into the
+// arena, so no Go pointer ever reaches C. A reader's messages point at
+// their topic's names and type, C memory the reader made once (topics.go);
+// a built frame's names are copied into the arena.
 type mirror struct {
 	msgs     *C.edr_message
 	msgCap   int
@@ -33,6 +34,8 @@ type mirror struct {
 	arenaCap int
 	lo, hi   uintptr
 	valid    bool // msgs[:n] describes the frame as it is
+
+	src []int32 // for each message of the view, its index in the frame
 }
 
 func (m *mirror) free() {
@@ -67,22 +70,26 @@ func (m *mirror) grow(n, arena int) {
 	}
 }
 
-// build describes f in C memory. mcapTime: a message's time is its capture
-// time as recorded (MCAP log_time), else dumpfile.MessageTime.
-func (m *mirror) build(f *pack.Frame, mcapTime bool) {
+// build describes in C memory the messages of f from index from on that
+// the reader r gives (its filter, their topics' names and types); r nil:
+// a frame built by the caller, all its messages, names copied, no types.
+func (m *mirror) build(f *pack.Frame, from int, r *reader) {
 	n := f.Len()
+	// The arena's size: every message's bytes, whether the filter keeps it
+	// or not (the arena grows to the largest frame and is reused).
 	need := 0
-	for i := 0; i < n; i++ {
-		msg := f.Message(i)
-		need += len(msg.Name) + 1 + len(msg.Channel) + 1
-		if !m.inPlace(msg.Meta) {
-			need += len(msg.Meta)
+	for i := from; i < n; i++ {
+		if !m.inPlace(f.Message(i).Meta) {
+			need += len(f.Message(i).Meta)
 		}
 		if d := f.Data(i); !m.inPlace(d) {
 			need += len(d)
 		}
+		if r == nil {
+			need += len(f.Message(i).Name) + 1 + len(f.Message(i).Channel) + 1
+		}
 	}
-	m.grow(n, need+1) // +1: a 0-length block at the very end still points at a byte
+	m.grow(n-from, need+1) // +1: a 0-length block at the very end still points at a byte
 	arena := unsafe.Slice((*byte)(m.arena), m.arenaCap)
 	p := 0
 	str := func(s string) *C.char {
@@ -103,24 +110,35 @@ func (m *mirror) build(f *pack.Frame, mcapTime bool) {
 		p += copy(arena[p:], b)
 		return (*C.uint8_t)(unsafe.Pointer(&arena[at])) // a 0-length block points at a valid byte
 	}
-	out := unsafe.Slice(m.msgs, max(n, 1))
-	for i := 0; i < n; i++ {
-		msg := f.Message(i)
-		data := f.Data(i)
-		t := dumpfile.MessageTime(&msg, f.Time())
-		if mcapTime {
-			t = msg.DoneTs
-		}
-		out[i] = C.edr_message{
-			name: str(msg.Name), name_len: C.size_t(len(msg.Name)),
-			channel: str(msg.Channel), channel_len: C.size_t(len(msg.Channel)),
-			meta: bytes(msg.Meta, len(msg.Meta) > 0), meta_len: C.size_t(len(msg.Meta)),
-			data: bytes(data, data != nil), data_len: C.size_t(len(data)),
-			gen_ts: C.int64_t(msg.GenTs), done_ts: C.int64_t(msg.DoneTs), time_ns: C.int64_t(t),
-			data_index: C.int32_t(msg.DataIndex),
-		}
+	var out []C.edr_message
+	if n > from {
+		out = unsafe.Slice(m.msgs, n-from)
 	}
-	m.n, m.valid = n, true
+	m.src = m.src[:0]
+	for i := from; i < n; i++ {
+		msg := f.Message(i)
+		o := &out[len(m.src)]
+		if r != nil {
+			s, t, ok := r.keep(&msg, f.Time())
+			if !ok {
+				continue
+			}
+			o.name, o.channel, o._type, o.time_ns = s.cname, s.cchan, r.typeOf(s), C.int64_t(t)
+		} else {
+			o.name, o.channel, o._type, o.time_ns = str(msg.Name), str(msg.Channel), nil, C.int64_t(pack.MessageTime(&msg, f.Time()))
+		}
+		data := f.Data(i)
+		o.name_len, o.channel_len = C.size_t(len(msg.Name)), C.size_t(len(msg.Channel))
+		o.meta, o.meta_len = bytes(msg.Meta, len(msg.Meta) > 0), C.size_t(len(msg.Meta))
+		o.data, o.data_len = bytes(data, data != nil), C.size_t(len(data))
+		o.gen_ts, o.done_ts = C.int64_t(msg.GenTs), C.int64_t(msg.DoneTs)
+		o.data_index, o.has_seq, o.seq = C.int32_t(msg.DataIndex), 0, C.uint64_t(msg.Seq)
+		if msg.HasSeq {
+			o.has_seq = 1
+		}
+		m.src = append(m.src, int32(i))
+	}
+	m.n, m.valid = len(m.src), true
 }
 
 // messages returns the built array (NULL when empty).

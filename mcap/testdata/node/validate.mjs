@@ -1,6 +1,9 @@
 // Reads MCAP files with the reference TypeScript reader (@mcap/core) and
 // prints, per file, what it found as JSON on stdout. Used by the Go test
-// TestNodeReader in mcap; run `npm ci` in this directory first.
+// TestNodeReader in mcap; run `npm ci` in this directory first. A file
+// without a summary has "indexed": null and "notIndexed": true (the
+// indexed reader needs a summary); the stream reader reads every file.
+// "error" holds what either reader threw (the other's result is given).
 //
 // usage: node validate.mjs FILE...
 import { createHash } from "node:crypto";
@@ -35,24 +38,43 @@ function jsonMessages() {
   };
 }
 
+// topicStats gathers per topic the messages, bytes and SHA-256 of the
+// payloads in order and, when given, the sequence numbers in order
+// ("seqs": comma-separated).
 function topicStats() {
   const m = new Map();
   return {
-    add(topic, data) {
+    add(topic, data, seq) {
       let s = m.get(topic);
       if (!s) {
-        s = { messages: 0, bytes: 0, hash: createHash("sha256") };
+        s = { messages: 0, bytes: 0, hash: createHash("sha256"), seqs: [] };
         m.set(topic, s);
       }
       s.messages++;
       s.bytes += data.byteLength;
       s.hash.update(data);
+      if (seq !== undefined) s.seqs.push(seq);
     },
     json() {
       const out = {};
-      for (const [k, s] of m) out[k] = { messages: s.messages, bytes: s.bytes, sha256: s.hash.digest("hex") };
+      for (const [k, s] of m) {
+        out[k] = { messages: s.messages, bytes: s.bytes, sha256: s.hash.digest("hex") };
+        if (s.seqs.length > 0) out[k].seqs = s.seqs.join(",");
+      }
       return out;
     },
+  };
+}
+
+// attachment describes an Attachment record (data as its SHA-256).
+function attachment(a) {
+  return {
+    name: a.name,
+    mediaType: a.mediaType,
+    logTime: a.logTime.toString(),
+    createTime: a.createTime.toString(),
+    size: a.data.byteLength,
+    sha256: createHash("sha256").update(a.data).digest("hex"),
   };
 }
 
@@ -73,6 +95,10 @@ async function indexed(buf) {
   for await (const md of reader.readMetadata()) {
     metadata.push({ name: md.name, kv: Object.fromEntries(md.metadata) });
   }
+  const attachments = [];
+  for await (const a of reader.readAttachments({ validateCrcs: true })) {
+    attachments.push(attachment(a));
+  }
   // DataEnd sits just before the summary; its CRC covers every byte before it.
   const dataEndAt = Number(reader.footer.summaryStart) - (1 + 8 + 4);
   const computed = crc32(buf.subarray(0, dataEndAt));
@@ -82,12 +108,14 @@ async function indexed(buf) {
     library: reader.header.library,
     topics: topics.json(),
     metadata,
+    attachments,
     chunks: reader.chunkIndexes.map((c) => c.compression),
     statistics: stats && {
       messageCount: Number(stats.messageCount),
       channelCount: stats.channelCount,
       chunkCount: stats.chunkCount,
       metadataCount: stats.metadataCount,
+      attachmentCount: stats.attachmentCount,
       messageStartTime: stats.messageStartTime.toString(),
       messageEndTime: stats.messageEndTime.toString(),
     },
@@ -123,23 +151,39 @@ function stream(buf) {
   const channels = new Map();
   const topics = topicStats();
   const kinds = {};
+  const metadata = [];
+  const attachments = [];
   let rec;
   while ((rec = reader.nextRecord())) {
     kinds[rec.type] = (kinds[rec.type] ?? 0) + 1;
     if (rec.type === "Channel") channels.set(rec.id, rec.topic);
-    if (rec.type === "Message") topics.add(channels.get(rec.channelId), rec.data);
+    if (rec.type === "Message") topics.add(channels.get(rec.channelId), rec.data, rec.sequence);
+    if (rec.type === "Metadata") metadata.push({ name: rec.name, kv: Object.fromEntries(rec.metadata) });
+    if (rec.type === "Attachment") attachments.push(attachment(rec));
   }
   if (!reader.done()) throw new Error("stream reader did not reach the end of the file");
-  return { topics: topics.json(), records: kinds };
+  return { topics: topics.json(), records: kinds, metadata, attachments };
 }
 
 const results = {};
 for (const file of process.argv.slice(2)) {
   const buf = new Uint8Array(await readFile(file));
+  // An error of either reader is "error"; the other reader's result is
+  // still given.
+  const r = { indexed: null, notIndexed: false, stream: null };
+  const errors = [];
   try {
-    results[file] = { indexed: await indexed(buf), stream: stream(buf) };
+    r.indexed = await indexed(buf);
   } catch (err) {
-    results[file] = { error: String(err?.stack ?? err) };
+    if (String(err).includes("File is not indexed")) r.notIndexed = true;
+    else errors.push(String(err?.stack ?? err));
   }
+  try {
+    r.stream = stream(buf);
+  } catch (err) {
+    errors.push(String(err?.stack ?? err));
+  }
+  if (errors.length > 0) r.error = errors.join("\n");
+  results[file] = r;
 }
 process.stdout.write(JSON.stringify(results, null, 1) + "\n");

@@ -40,8 +40,9 @@ try {
     const el = await page.$(sel);
     return el ? await el.boundingBox() : null;
   };
-  // the plot area: the background rect of the first signal plot
-  result.plot = await box("svg.signal rect.plotbg");
+  // the plot area of the first signal chart: uPlot's, drawn by the page's
+  // script (the SVG plot's when the script did not run)
+  result.plot = (await box(".uchart .u-over")) ?? (await box("svg.signal rect.plotbg"));
   result.timeline = await box("svg.timeline rect.lanebg"); // the first lane's plot area
   await page.screenshot({ path: out, fullPage: true });
 } catch (e) {

@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// opensslKeys makes an Ed25519 key pair with openssl in dir: NAME.pem
+// (private, mode 0600) and NAME.pub.
+func opensslKeys(t *testing.T, dir, name string) (priv, pub string) {
+	t.Helper()
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skipf("needs openssl: %v", err)
+	}
+	priv, pub = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".pub")
+	for _, args := range [][]string{{"genpkey", "-algorithm", "ed25519", "-out", priv}, {"pkey", "-in", priv, "-pubout", "-out", pub}} {
+		if out, err := exec.Command("openssl", args...).CombinedOutput(); err != nil {
+			t.Fatalf("openssl %v: %v\n%s", args, err, out)
+		}
+	}
+	os.Chmod(priv, 0o600)
+	return priv, pub
+}
+
+var (
+	signedDemoOnce sync.Once
+	signedDemo     struct {
+		path, priv, pub, err string
+	}
+)
+
+// signedDemoDump runs "edr-lite demo --sign-key" once per test run with a
+// key openssl made; tests must not change the dump.
+func signedDemoDump(t *testing.T) (path, priv, pub string) {
+	t.Helper()
+	bin := edrBinary(t)
+	signedDemoOnce.Do(func() {
+		dir := filepath.Join(filepath.Dir(bin), "signed-demo")
+		os.MkdirAll(dir, 0o755)
+		priv, pub := opensslKeys(t, dir, "vehicle")
+		code, out, errs := runBin(t, "demo", "--dir", filepath.Join(dir, "dumps"), "--duration", "4s", "--sign-key", priv)
+		dumps, _ := filepath.Glob(filepath.Join(dir, "dumps", "*.pack"))
+		if code != 0 || len(dumps) != 1 || !strings.Contains(out, "signature:  signed by ") {
+			signedDemo.err = fmt.Sprintf("demo --sign-key: exit %d, dumps %v\n%s\n%s", code, dumps, out, errs)
+			return
+		}
+		signedDemo.path, signedDemo.priv, signedDemo.pub = dumps[0], priv, pub
+	})
+	if signedDemo.err != "" {
+		t.Fatal(signedDemo.err)
+	}
+	return signedDemo.path, signedDemo.priv, signedDemo.pub
+}
+
+// TestE2ESignedDemoDump: the signed demo dump verifies with its public key
+// (openssl's); info shows who signed it and whether it holds; every single
+// byte changed in a sample of 1000 offsets, a cut, an appended byte, a
+// key that did not sign it, and the dump signed again by another key each
+// fail with a reason (a seal swapped in from another dump: pack's
+// TestSealDetectsChanges).
+func TestE2ESignedDemoDump(t *testing.T) {
+	path, _, pub := signedDemoDump(t)
+	code, out, errs := runBin(t, "verify", "--key", pub, path)
+	if code != 0 || !strings.Contains(out, "signature: signed by ") || !strings.Contains(out, ", valid") {
+		t.Fatalf("verify --key: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = runBin(t, "info", "--key", pub, path)
+	if code != 0 || !regexpMatch(`signature:  signed by [0-9a-f]{16} \(chain [0-9a-f]{32} #1\), valid`, out) {
+		t.Fatalf("info --key: exit %d\n%s", code, out)
+	}
+	code, out, _ = runBin(t, "info", "--json", path)
+	var js struct {
+		Signature struct {
+			Status string `json:"status"`
+			KeyID  string `json:"key_id"`
+		} `json:"signature"`
+	}
+	if err := json.Unmarshal([]byte(out), &js); code != 0 || err != nil || js.Signature.Status != "not checked" || js.Signature.KeyID == "" {
+		t.Fatalf("info --json without --key: exit %d %v\n%s", code, err, out)
+	}
+
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var cases []string
+	reasons := map[string]string{}
+	add := func(name string, b []byte, reason string) {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, p)
+		reasons[p] = reason
+	}
+	rng := rand.New(rand.NewPCG(37, uint64(len(good))))
+	offs := map[int]bool{}
+	for i := 0; len(offs) < 1000; i++ {
+		var off int
+		switch i % 4 { // the header, the file's end (seal, index, trailer), anywhere
+		case 0:
+			off = rng.IntN(64)
+		case 1:
+			off = len(good) - 1 - rng.IntN(min(len(good), 4096))
+		default:
+			off = rng.IntN(len(good))
+		}
+		offs[off] = true
+	}
+	for off := range offs {
+		b := bytes.Clone(good)
+		b[off] ^= byte(1 + rng.IntN(255))
+		add(fmt.Sprintf("flip-%07d.pack", off), b, "")
+	}
+	add("cut.pack", good[:len(good)-1], "shorter than what was signed")
+	add("cut-early.pack", good[:len(good)/2], "no signature found")
+	add("appended.pack", append(bytes.Clone(good), 0), "1 byte longer")
+
+	sort.Strings(cases)
+	for from := 0; from < len(cases); from += 100 {
+		batch := cases[from:min(from+100, len(cases))]
+		code, out, errs := runBin(t, append([]string{"verify", "--key", pub}, batch...)...)
+		if code != 1 {
+			t.Fatalf("verify of %d changed files: exit %d\n%s", len(batch), code, errs)
+		}
+		// every file gets its signature line, failing with a reason
+		for _, p := range batch {
+			i := strings.Index(out, p+": ")
+			if i < 0 {
+				t.Fatalf("%s: not reported\n%s", p, out)
+			}
+			rest := out[i:]
+			if j := strings.Index(rest[1:], "\n"+dir); j >= 0 {
+				rest = rest[:j+1]
+			}
+			m := regexpFind(`SIGNATURE: (.*)`, rest)
+			if m == "" || strings.HasSuffix(m, ", valid") {
+				t.Fatalf("%s: no failing signature line:\n%s", p, rest)
+			}
+			if want := reasons[p]; want != "" && !strings.Contains(m, want) {
+				t.Fatalf("%s: %q, want %q", p, m, want)
+			}
+		}
+	}
+
+	// A dump signed by another key: unknown to the verifier.
+	priv2, pub2 := opensslKeys(t, dir, "other")
+	code, out, _ = runBin(t, "verify", "--key", pub2, path)
+	if code != 1 || !strings.Contains(out, "which is not among the 1 key(s) given") {
+		t.Fatalf("another key: exit %d\n%s", code, out)
+	}
+	// The dump signed again with another key (its content unchanged): the
+	// vehicle's key does not vouch for it.
+	resigned := filepath.Join(dir, "resigned.pack")
+	if code, _, errs := runBin(t, "compress", path, "-o", resigned, "--sign-key", priv2); code != 0 {
+		t.Fatalf("compress --sign-key: exit %d\n%s", code, errs)
+	}
+	code, out, _ = runBin(t, "verify", "--key", pub, resigned)
+	if code != 1 || !strings.Contains(out, "SIGNATURE: signed by ") || !strings.Contains(out, "which is not among the 1 key(s) given") {
+		t.Fatalf("signed again by another key: exit %d\n%s", code, out)
+	}
+	// Both keys (a keys file): valid.
+	a, _ := os.ReadFile(pub)
+	b, _ := os.ReadFile(pub2)
+	ring := filepath.Join(dir, "fleet.pem")
+	os.WriteFile(ring, append(append([]byte("# vehicle 42\n"), a...), b...), 0o644)
+	if code, out, _ := runBin(t, "verify", "--key", ring, path); code != 0 {
+		t.Fatalf("keys file: exit %d\n%s", code, out)
+	}
+	// A private key given as --key is refused, naming what to give.
+	if code, _, errs := runBin(t, "verify", "--key", signedDemo.priv, path); code != 1 || !strings.Contains(errs, "give its public key") {
+		t.Fatalf("private key as --key: exit %d\n%s", code, errs)
+	}
+}
+
+// TestE2EChainVerify: 20 dumps of a signing recorder (rotation keeping
+// 16) verify as a chain with nothing to report; a deleted, a replaced, a
+// reordered (two swapped) and an injected dump are each reported by verify
+// --chain, alone, the gap named; rotation alone reports nothing.
+func TestE2EChainVerify(t *testing.T) {
+	demoPath, _, demoPub := signedDemoDump(t) // another chain, the same kind of key
+	keyDir := t.TempDir()
+	priv, pub := opensslKeys(t, keyDir, "recorder")
+	cfg := `[recorder]
+dump_dir = "$DIR/dumps"
+pre = "200ms"
+post = "0s"
+guard = "0s"
+max_dumps_per_minute = 0
+max_manual_dumps_per_minute = 0
+[rotation]
+max_files = 16
+[[source.shm]]
+dir = "$DIR/shm"
+[control]
+socket = "$DIR/edr.sock"
+[evidence]
+sign_key = "` + priv + `"
+`
+	d := startDaemon(t, cfg, nil, nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	publishUntil(t, filepath.Join(d.dir, "shm"), "vehicle/speed", stop, &wg)
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	for i := range 20 {
+		if code, out, errs := runBin(t, "trigger", "--socket", d.sock, "--reason", fmt.Sprint("brake-", i)); code != 0 {
+			t.Fatalf("trigger %d: exit %d\n%s%s", i, code, out, errs)
+		}
+	}
+	dumps := filepath.Join(d.dir, "dumps")
+	keys := filepath.Join(keyDir, "keys.pem")
+	a, _ := os.ReadFile(pub)
+	b, _ := os.ReadFile(demoPub)
+	os.WriteFile(keys, append(a, b...), 0o644)
+
+	code, out, errs := runBin(t, "verify", "--key", keys, "--chain", dumps)
+	if code != 0 || !strings.Contains(out, ": ok") || !strings.Contains(out, "16 dumps in place, #5-#20, 4 rotated") {
+		t.Fatalf("rotation alone: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runBin(t, "verify", "--chain", dumps); code != 2 || !strings.Contains(errs, "needs --key") {
+		t.Fatalf("--chain without --key: exit %d %s", code, errs)
+	}
+	names, _ := filepath.Glob(filepath.Join(dumps, "*.pack"))
+	sort.Strings(names) // by trigger time: the chain's order here
+	if len(names) != 16 {
+		t.Fatalf("%d dumps", len(names))
+	}
+	copyDir := func() string {
+		to := filepath.Join(t.TempDir(), "dumps")
+		out, err := exec.Command("cp", "-a", dumps, to).CombinedOutput()
+		if err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+		return to
+	}
+	in := func(dir string, i int) string { return filepath.Join(dir, filepath.Base(names[i])) }
+	cases := []struct {
+		name  string
+		edit  func(dir string)
+		want  []string
+		lines int
+	}{
+		{"deleted", func(dir string) { os.Remove(in(dir, 7)) }, []string{
+			"MISSING: dump #12 " + filepath.Base(names[7]) + " is gone (after #11 " + filepath.Base(names[6]) + ", before #13 " + filepath.Base(names[8]) + ")",
+			"not list it as rotated: deleted"}, 1},
+		{"replaced", func(dir string) { copyFile(t, demoPath, in(dir, 3)) }, []string{
+			"REPLACED: " + filepath.Base(names[3]) + " is not dump #8 of the chain: a dump of another chain"}, 1},
+		{"reordered", func(dir string) {
+			tmp := in(dir, 10) + ".x"
+			os.Rename(in(dir, 10), tmp)
+			os.Rename(in(dir, 11), in(dir, 10))
+			os.Rename(tmp, in(dir, 11))
+		}, []string{"REORDERED: " + filepath.Base(names[10]) + " holds dump #16 (recorded as " + filepath.Base(names[11]) + "), not #15",
+			"REORDERED: " + filepath.Base(names[11]) + " holds dump #15"}, 2},
+		{"injected", func(dir string) {
+			copyFile(t, demoPath, filepath.Join(dir, "20261201T000000.000000000Z_brake_99.pack"))
+		}, []string{
+			"INJECTED: 20261201T000000.000000000Z_brake_99.pack is not in the chain: a dump of another chain"}, 1},
+	}
+	for _, tc := range cases {
+		dir := copyDir()
+		tc.edit(dir)
+		code, out, errs := runBin(t, "verify", "--key", keys, "--chain", dir)
+		if code != 1 {
+			t.Errorf("%s: exit %d\n%s%s", tc.name, code, out, errs)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: no %q in\n%s", tc.name, w, out)
+			}
+		}
+		if n := strings.Count(out, "\n  "); n != tc.lines {
+			t.Errorf("%s: %d lines reported, want %d:\n%s", tc.name, n, tc.lines, out)
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// regexpFind returns the first group of re's first match in s ("" none).
+func regexpFind(re, s string) string {
+	m := regexp.MustCompile(re).FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// TestE2EConfigCheckSigningKey: config check refuses a signing key every
+// local user can read (run warns and signs), refuses a key that is not an
+// Ed25519 private key naming the key, and warns when signing is off.
+func TestE2EConfigCheckSigningKey(t *testing.T) {
+	keyDir := t.TempDir()
+	priv, pub := opensslKeys(t, keyDir, "k")
+	body := func(key string) string {
+		s := "[recorder]\ndump_dir = \"$DIR/dumps\"\n"
+		if key != "" {
+			s += "[evidence]\nsign_key = \"" + key + "\"\n"
+		}
+		return s
+	}
+	path, _ := writeConfig(t, body(""))
+	code, out, errs := runBin(t, "config", "check", path)
+	if code != 0 || !strings.Contains(errs, "recorder.dump_dir: warning: signing is off") || !strings.Contains(out, "1 warning") {
+		t.Fatalf("signing off: exit %d\n%s%s", code, out, errs)
+	}
+	path, _ = writeConfig(t, body(priv))
+	if code, out, errs := runBin(t, "config", "check", path); code != 0 || strings.Contains(errs, "signing is off") {
+		t.Fatalf("0600 key: exit %d\n%s%s", code, out, errs)
+	}
+	os.Chmod(priv, 0o644)
+	code, _, errs = runBin(t, "config", "check", path)
+	if code != 1 || !strings.Contains(errs, "evidence.sign_key: the signing key "+priv+" can be read by every local user (mode 0644)") {
+		t.Fatalf("0644 key: exit %d\n%s", code, errs)
+	}
+	path, _ = writeConfig(t, body(pub))
+	code, _, errs = runBin(t, "config", "check", path)
+	if code != 1 || !strings.Contains(errs, "evidence.sign_key: "+pub+": bad key: a public key, not a private one") {
+		t.Fatalf("public key as sign_key: exit %d\n%s", code, errs)
+	}
+}
+
+// TestE2EDerivedDumpsSayWhatTheyAre: recover, filter, split, merge,
+// compress and export write files the vehicle's key does not sign; each
+// records its sources' SHA-256 and signature (checked with --key), and
+// with --sign-key verifies with the operator's key.
+func TestE2EDerivedDumpsSayWhatTheyAre(t *testing.T) {
+	path, _, vehiclePub := signedDemoDump(t)
+	dir := t.TempDir()
+	opPriv, opPub := opensslKeys(t, dir, "operator")
+	sum, err := exec.Command("sha256sum", path).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcSum := strings.Fields(string(sum))[0]
+	stamp := []string{"--key", vehiclePub, "--sign-key", opPriv}
+	out := func(name string) string { return filepath.Join(dir, name) }
+	verbs := []struct {
+		args []string
+		out  string
+	}{
+		{append([]string{"filter", path, "-o", out("cut.pack"), "--topics", "vehicle/*"}, stamp...), out("cut.pack")},
+		{append([]string{"split", path, "-o", out("part.mcap"), "--duration", "2s"}, stamp...), out("part_0001.mcap")},
+		{append([]string{"merge", path, "-o", out("merged.mcap")}, stamp...), out("merged.mcap")},
+		{append([]string{"compress", path, "-o", out("small.pack")}, stamp...), out("small.pack")},
+		{append([]string{"export", "--format", "mcap", path, "-o", out("export.mcap")}, stamp...), out("export.mcap")},
+		{append([]string{"recover", path, "-o", out("salvaged.pack")}, stamp...), out("salvaged.pack")},
+	}
+	for _, v := range verbs {
+		if code, o, errs := runBin(t, v.args...); code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", v.args, code, o, errs)
+		}
+		if code, o, _ := runBin(t, "verify", "--key", vehiclePub, v.out); code != 1 || !strings.Contains(o, "which is not among the 1 key(s) given") {
+			t.Errorf("%s verified with the vehicle's key: exit %d\n%s", v.out, code, o)
+		}
+		if code, o, _ := runBin(t, "verify", "--key", opPub, v.out); code != 0 || !strings.Contains(o, ", valid") {
+			t.Errorf("%s does not verify with the operator's key: exit %d\n%s", v.out, code, o)
+		}
+		code, o, _ := runBin(t, "info", "--json", v.out)
+		var js struct {
+			Provenance struct {
+				MadeBy   string `json:"made_by"`
+				SignedBy string `json:"signed_by"`
+				Sources  []struct {
+					File, SHA256, Signature string
+					KeyID                   string `json:"key_id"`
+				} `json:"sources"`
+			} `json:"provenance"`
+		}
+		if err := json.Unmarshal([]byte(o), &js); code != 0 || err != nil {
+			t.Fatalf("info --json %s: exit %d %v\n%s", v.out, code, err, o)
+		}
+		p := js.Provenance
+		if p.MadeBy != "edr-lite "+v.args[0] || p.SignedBy == "" || len(p.Sources) != 1 || p.Sources[0].SHA256 != srcSum ||
+			p.Sources[0].Signature != "valid" || p.Sources[0].File != filepath.Base(path) {
+			t.Errorf("%s: provenance %+v (source sha256 %s)", v.out, p, srcSum)
+		}
+	}
+	// Without keys the source's signature is "not checked"; a derived
+	// file never carries its source's seal.
+	code, o, errs := runBin(t, "filter", path, "-o", out("plain.mcap"), "--topics", "vehicle/*")
+	if code != 0 {
+		t.Fatalf("filter: %d %s%s", code, o, errs)
+	}
+	code, o, _ = runBin(t, "info", out("plain.mcap"))
+	if code != 0 || !strings.Contains(o, "signature:  unsigned") || !strings.Contains(o, "provenance: made by edr-lite filter from "+filepath.Base(path)+" (sha256 "+srcSum[:16]+", signed by ") ||
+		!strings.Contains(o, ", not checked)") {
+		t.Errorf("unsigned cut:\n%s", o)
+	}
+	code, o, _ = runBin(t, "list", "metadata", out("plain.mcap"))
+	if code != 0 || !strings.Contains(o, "edr.provenance") || strings.Contains(o, "edr.seal") {
+		t.Errorf("the cut carries its source's seal:\n%s", o)
+	}
+}
+
+// reProvenance is the provenance entry of a JSON-lines export's header
+// metadata.
+var reProvenance = regexp.MustCompile(`"edr\.provenance":"[^"]*",?`)
+
+// withoutProvenance removes the provenance a derived dump records (what
+// it was made from) from a JSON-lines export, so the rest compares with
+// its source's export.
+func withoutProvenance(s string) string {
+	s = reProvenance.ReplaceAllString(s, "")
+	return strings.ReplaceAll(strings.ReplaceAll(s, `,"metadata":{}`, ""), `,}`, "}")
+}
