@@ -605,9 +605,12 @@ func TestLiveAndDumpPlayers(t *testing.T) {
 	startNode(t, dir, nil, brakeNodeBinary(t), "-shm", dir)
 	port := freeUDPPort(t)
 	out := filepath.Join(t.TempDir(), "session.pack")
+	// --rate 0.25: the 400 ms of speed samples take 1.6 s, so the live
+	// samples sent once the replay is under way arrive while it plays even
+	// on a loaded machine
 	cmd := exec.Command(edrBinary(t), "replay", speed, "-o", "shm:"+dir, "--collect", "planner/brake", "--mode", "input-only",
-		"--live", fmt.Sprintf("udp:127.0.0.1:%d=vehicle/obstacle", port), "--record", out, "--timeout", "500ms")
-	var stdout bytes.Buffer
+		"--live", fmt.Sprintf("udp:127.0.0.1:%d=vehicle/obstacle", port), "--record", out, "--timeout", "500ms", "--rate", "0.25")
+	var stdout lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -617,7 +620,12 @@ func TestLiveAndDumpPlayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(100 * time.Millisecond) // the replay of 400 ms is under way
+	// under way: the live player's socket is bound and the first speed
+	// sample is out (a sleep raced the process's start on a busy machine)
+	waitFor(t, func() bool {
+		_, err := os.Stat(filepath.Join(dir, shm.SegmentFileName("vehicle/speed", "")))
+		return err == nil && udpBound(t, port)
+	}, "the replay under way")
 	for i := 0; i < 5; i++ {
 		c.Write(binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(50-i))))
 		time.Sleep(20 * time.Millisecond)
@@ -753,4 +761,20 @@ func TestLoadSchemaProtobuf(t *testing.T) {
 	if _, _, err := loadSchema(desc+"@planner.Nope", ""); err == nil {
 		t.Error("an unknown message name gave no error")
 	}
+}
+
+// udpBound reports whether a UDP socket of this machine is bound to port
+// on 127.0.0.1 (or any address), from /proc/net/udp.
+func udpBound(t *testing.T, port int) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		t.Fatalf("reading /proc/net/udp: %v", err)
+	}
+	for _, local := range []string{fmt.Sprintf("0100007F:%04X", port), fmt.Sprintf("00000000:%04X", port)} {
+		if bytes.Contains(b, []byte(" "+local+" ")) {
+			return true
+		}
+	}
+	return false
 }

@@ -101,7 +101,7 @@ func TestReplayToShm(t *testing.T) {
 	}
 	f := func(topic string, n int, typ string, first byte) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		s := sink.topic(topic)
 		for s.n < n && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)

@@ -374,7 +374,7 @@ socket = %q
 	}
 	want := map[string]uint64{"vehicle/speed": 50, "clock": 50, "calibration": 5, "blob": 5}
 	var last string
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		_, last, _ = runBin(t, "status", "--socket", sock, "--json")
 		var st struct {
