@@ -155,6 +155,24 @@ func TestValgrind(t *testing.T) {
 		fmt.Sscan(m[2], &r.suppressed)
 		return r
 	}
+	// A run whose only errors are uninitialised values (no invalid access,
+	// no leak) is run again, up to three times: memcheck, which does not
+	// know Go's stacks, sometimes marks a value the library computed on a
+	// goroutine stack undefined, and what C then prints of it is reported
+	// (docs/sdk.md, "Valgrind"; 2 of 4 runs of this test on a loaded
+	// machine). Such a report does not repeat on the same input; a bug of
+	// the library's C or of the program does, in every try.
+	memcheckTries := func(args ...string) result {
+		var r result
+		for try := 1; try <= 3; try++ {
+			r = memcheck(args...)
+			if r.errors == 0 || !onlyUninitialised(r.log) {
+				return r
+			}
+			t.Logf("valgrind %s, try %d: %d errors, all uninitialised values (memcheck and Go's stacks); trying again", strings.Join(args, " "), try, r.errors)
+		}
+		return r
+	}
 	runs := [][]string{{"summary", k.demo}, {"summary", k.demoMC}, {"fd", k.rec}, {"misuse", k.demo},
 		{"filter", k.demo, "-", "-", "vehicle/*"}, {"typed", filepath.Join(tmp, "typed.pack")}, {"threads", "4"}}
 	results := make([]result, len(runs))
@@ -166,7 +184,7 @@ func TestValgrind(t *testing.T) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			results[i] = memcheck(args...)
+			results[i] = memcheckTries(args...)
 		}()
 	}
 	wg.Wait()
@@ -185,5 +203,43 @@ func TestValgrind(t *testing.T) {
 	if bug.errors < 2 || !strings.Contains(bug.log, "mode_bug") || !strings.Contains(bug.log, "Invalid read") ||
 		!strings.Contains(bug.log, "uninitialised") {
 		t.Errorf("the program's own memory errors are not reported through the suppressions (%d errors):\n%s", bug.errors, bug.log)
+	}
+}
+
+// onlyUninitialised reports whether every error in a memcheck log is a use
+// of an uninitialised value (no invalid read, write or free, no leak, no
+// system call given uninitialised bytes).
+func onlyUninitialised(log string) bool {
+	n := 0
+	for _, line := range strings.Split(log, "\n") {
+		_, msg, ok := strings.Cut(line, "== ")
+		if !ok || msg == "" || strings.HasPrefix(msg, " ") {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(msg, "Conditional jump or move depends on uninitialised value"),
+			strings.HasPrefix(msg, "Use of uninitialised value of size"):
+			n++
+		case strings.HasPrefix(msg, "Invalid "), strings.Contains(msg, "are definitely lost"), strings.Contains(msg, "are possibly lost"),
+			strings.Contains(msg, "are indirectly lost"), strings.HasPrefix(msg, "Syscall param"), strings.HasPrefix(msg, "Mismatched free"),
+			strings.HasPrefix(msg, "Source and destination overlap"), strings.HasPrefix(msg, "Argument 'size'"):
+			return false
+		}
+	}
+	return n > 0
+}
+
+func TestOnlyUninitialised(t *testing.T) {
+	uninit := "==1== Use of uninitialised value of size 8\n==1==    at 0x1: printf\n==1== Conditional jump or move depends on uninitialised value(s)\n==1== ERROR SUMMARY: 2 errors from 2 contexts"
+	for log, want := range map[string]bool{
+		uninit: true,
+		uninit + "\n==1== Invalid read of size 1\n==1==    at 0x2: mode_bug":              false,
+		uninit + "\n==1== 16 bytes in 1 blocks are definitely lost in loss record 1 of 1": false,
+		"==1== Syscall param write(buf) points to uninitialised byte(s)":                  false,
+		"==1== ERROR SUMMARY: 0 errors from 0 contexts":                                   false,
+	} {
+		if got := onlyUninitialised(log); got != want {
+			t.Errorf("onlyUninitialised(%q) = %v, want %v", log, got, want)
+		}
 	}
 }
