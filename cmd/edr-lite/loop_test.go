@@ -605,34 +605,49 @@ func TestLiveAndDumpPlayers(t *testing.T) {
 	startNode(t, dir, nil, brakeNodeBinary(t), "-shm", dir)
 	port := freeUDPPort(t)
 	out := filepath.Join(t.TempDir(), "session.pack")
-	// --rate 0.25: the 400 ms of speed samples take 1.6 s, so the live
+	// --rate 0.1: the 400 ms of speed samples take 4 s, so the live
 	// samples sent once the replay is under way arrive while it plays even
 	// on a loaded machine
 	cmd := exec.Command(edrBinary(t), "replay", speed, "-o", "shm:"+dir, "--collect", "planner/brake", "--mode", "input-only",
-		"--live", fmt.Sprintf("udp:127.0.0.1:%d=vehicle/obstacle", port), "--record", out, "--timeout", "500ms", "--rate", "0.25")
+		"--live", fmt.Sprintf("udp:127.0.0.1:%d=vehicle/obstacle", port), "--record", out, "--timeout", "500ms", "--rate", "0.1")
 	var stdout lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// under way: the live player's socket is bound and the first speed
-	// sample is out (a sleep raced the process's start on a busy machine)
-	waitFor(t, func() bool {
-		_, err := os.Stat(filepath.Join(dir, shm.SegmentFileName("vehicle/speed", "")))
-		return err == nil && udpBound(t, port)
-	}, "the replay under way")
+	// under way: the live player's socket is bound and the speed segment
+	// is there (a sleep raced the process's start on a busy machine)
+	seg := filepath.Join(dir, shm.SegmentFileName("vehicle/speed", ""))
+	var segSeen, udpSeen bool
+	for deadline := time.Now().Add(60 * time.Second); !segSeen || !udpSeen; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(seg); err == nil {
+			segSeen = true
+		}
+		udpSeen = udpSeen || udpBound(t, port)
+		select {
+		case err := <-exited:
+			t.Fatalf("the replay ended (%v) before it was seen under way (segment %v, live socket %v):\n%s", err, segSeen, udpSeen, stdout.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			names, _ := os.ReadDir(dir)
+			t.Fatalf("the replay not under way after 60 s (segment %s seen %v, live socket on %d seen %v); %d files in %s:\n%s", seg, segSeen, port, udpSeen, len(names), dir, stdout.String())
+		}
+	}
 	for i := 0; i < 5; i++ {
 		c.Write(binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(50-i))))
 		time.Sleep(20 * time.Millisecond)
 	}
 	watchdog := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
 	defer watchdog.Stop()
-	if err := cmd.Wait(); err != nil {
+	if err := <-exited; err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}
 	if !strings.Contains(stdout.String(), "closed loop (input-only): 45 inputs") {
