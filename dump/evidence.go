@@ -161,17 +161,13 @@ func EncryptedWriter(recipients []age.Recipient, mcapFormat, keepPacked bool) Ne
 
 // encryptedFile is an age stream into a file written as the dump writers'
 // files are (durable.File: preallocated from the size hint, writeback
-// started as it fills, one fsync at the end), in three stages on three
-// threads: the dumper builds the plaintext into a durable.Stage, whose
-// goroutine encrypts it (the age stream) into a durable.Behind, whose
-// full buffers the File's writer thread writes. So the dumper builds the
-// next megabyte while the one before is encrypted and the one before that
-// copied by the kernel.
+// started as it fills, one fsync at the end). The ciphertext goes to the
+// file from the File's writer thread (durable.Behind, two buffers), so
+// the dumper encrypts the next megabyte while the kernel copies this one.
 type encryptedFile struct {
-	s   *durable.Stage // plaintext: what the format writer writes
-	age io.WriteCloser // the age stream, written by s's goroutine
-	d   *durable.File
-	b   *durable.Behind
+	io.WriteCloser // the age stream
+	d              *durable.File
+	b              *durable.Behind
 }
 
 func newEncryptedFile(path string, sizeHint int64, recipients []age.Recipient) (*encryptedFile, error) {
@@ -186,17 +182,12 @@ func newEncryptedFile(path string, sizeHint int64, recipients []age.Recipient) (
 		d.Abort()
 		return nil, err
 	}
-	return &encryptedFile{s: durable.NewStage(w), age: w, d: d, b: b}, nil
+	return &encryptedFile{WriteCloser: w, d: d, b: b}, nil
 }
-
-func (e *encryptedFile) Write(p []byte) (int, error) { return e.s.Write(p) }
 
 // finish ends the age stream and makes the file durable.
 func (e *encryptedFile) finish() error {
-	err := e.s.Close()
-	if err == nil {
-		err = e.age.Close()
-	}
+	err := e.WriteCloser.Close()
 	if err == nil {
 		err = e.b.Flush()
 	}
@@ -206,10 +197,7 @@ func (e *encryptedFile) finish() error {
 	return e.d.Finish()
 }
 
-func (e *encryptedFile) abort() error {
-	e.s.Close() // its error is the dump's already, or moot
-	return e.d.Abort()
-}
+func (e *encryptedFile) abort() error { return e.d.Abort() }
 
 // encryptedPack is a pack dump written into an age stream.
 type encryptedPack struct {
