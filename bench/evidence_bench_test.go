@@ -29,7 +29,10 @@ import (
 // mcap and mcap-signed, the same for MCAP dumps; write-encrypted,
 // mcap-encrypted (encrypted at rest to one age recipient: the stream
 // writer into an age stream, payloads copied) and write-signed-encrypted
-// (both).
+// (both). VARIANT-cpus is the process's CPU time (getrusage: user and
+// system, every thread) over the dump's wall time (1 = one CPU busy
+// throughout), VARIANT-cpu/plain its CPU time over the plain variant's:
+// from these, whether a ratio is bound by CPU time or by waiting.
 //
 // The hash of frame k runs on the seal's worker while the dumper builds
 // and writes frame k+1, and the ciphertext is written by the file's
@@ -73,14 +76,19 @@ func BenchmarkDumpSignSteps(b *testing.B) {
 	b.ReportAllocs()
 	ratios := make([][]float64, len(variants))
 	mbs := make([][]float64, len(variants))
+	cpus := make([][]float64, len(variants))   // the process's CPU time over the dump's wall time
+	cpuRel := make([][]float64, len(variants)) // CPU time over the plain variant's
 	round := 0
 	for b.Loop() {
 		took := make([]time.Duration, len(variants))
+		cpu := make([]time.Duration, len(variants))
 		for k := range variants {
 			i := (k + round) % len(variants)
+			c0 := processCPU(b)
 			t0 := time.Now()
 			res := dumpOnce(b, variants[i].d, "big")
 			took[i] = time.Since(t0)
+			cpu[i] = processCPU(b) - c0
 			if (res.Seal != nil) != strings.Contains(variants[i].name, "signed") {
 				b.Fatalf("%s: seal %v", variants[i].name, res.Seal)
 			}
@@ -89,15 +97,29 @@ func BenchmarkDumpSignSteps(b *testing.B) {
 		for i, v := range variants {
 			ratios[i] = append(ratios[i], took[i].Seconds()/took[v.plain].Seconds())
 			mbs[i] = append(mbs[i], float64(size)/took[i].Seconds()/1e6)
+			cpus[i] = append(cpus[i], cpu[i].Seconds()/took[i].Seconds())
+			cpuRel[i] = append(cpuRel[i], cpu[i].Seconds()/cpu[v.plain].Seconds())
 		}
 		round++
 	}
 	for i, v := range variants {
 		if v.plain != i {
 			b.ReportMetric(median(ratios[i]), v.name+"/plain")
+			b.ReportMetric(median(cpuRel[i]), v.name+"-cpu/plain")
 		}
 		b.ReportMetric(median(mbs[i]), v.name+"-MB/s")
+		b.ReportMetric(median(cpus[i]), v.name+"-cpus")
 	}
+}
+
+// processCPU is the process's CPU time so far (user and system, all
+// threads: getrusage RUSAGE_SELF).
+func processCPU(tb testing.TB) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // newSignDumper is a second dumper of r's rings writing into a directory

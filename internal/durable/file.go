@@ -54,7 +54,10 @@ type File struct {
 	maxFlight int64
 
 	// Async: the writer goroutine's queue (one write in flight at most),
-	// its answers, and whether a write is in flight.
+	// its answers, and whether a write is in flight. Both channels hold
+	// one: Submit does not wait until the writer's thread (locked, so
+	// waking it is a thread switch) is running to hand it a write, nor
+	// the writer until the caller takes its answer.
 	reqs     chan [][]byte
 	answers  chan error
 	inFlight bool
@@ -68,7 +71,7 @@ func New(f *os.File, path string, o Options) *File {
 	}
 	d := &File{f: f, fd: int(f.Fd()), path: path, prealloc: o.Prealloc, maxFlight: o.MaxInFlight}
 	if o.Async {
-		d.reqs, d.answers = make(chan [][]byte), make(chan error)
+		d.reqs, d.answers = make(chan [][]byte, 1), make(chan error, 1)
 		go d.writer(d.reqs)
 	}
 	return d
