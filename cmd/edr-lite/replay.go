@@ -418,13 +418,21 @@ func (a announce) Open(topics []replay.Topic) error {
 	return nil
 }
 
+// passes is "1 pass" or "N passes".
+func passes(n int) string {
+	if n == 1 {
+		return "1 pass"
+	}
+	return fmt.Sprintf("%d passes", n)
+}
+
 func printReplaySummary(e *env, st *replay.Stats, rate float64, interrupted bool) {
 	mode := "as fast as possible"
 	if rate > 0 {
 		mode = fmt.Sprintf("rate %g", rate)
 	}
-	fmt.Fprintf(e.stdout, "replayed %d messages, %s in %s (%s, %d pass(es)): %.0f msg/s, %s/s\n",
-		st.Messages, units.FormatSize(int64(st.Bytes)), st.Elapsed.Round(time.Millisecond), mode, st.Passes,
+	fmt.Fprintf(e.stdout, "replayed %s, %s in %s (%s, %s): %.0f msg/s, %s/s\n",
+		count(int(st.Messages), "message"), units.FormatSize(int64(st.Bytes)), st.Elapsed.Round(time.Millisecond), mode, passes(int(st.Passes)),
 		st.MsgsPerSec(), units.FormatSize(int64(st.BytesPerSec())))
 	if st.Samples > 0 {
 		fmt.Fprintf(e.stdout, "timing error: p50 %s, p99 %s, max %s over %d messages\n",

@@ -33,7 +33,7 @@ func TestReplayExcludeRemapDuration(t *testing.T) {
 	seg := filepath.Join(dir, "segs")
 	code, out, errs := runBin(t, "replay", dump, "-o", "shm:"+seg, "--asfast", "--keep-segments", "--exclude", "camera/*",
 		"--remap", "vehicle/speed:=sim/speed", "--playback-duration", "495ms")
-	if code != 0 || !strings.Contains(out, "replayed 50 messages") {
+	if code != 0 || !strings.Contains(out, "replayed 50 messages") || !strings.Contains(out, "as fast as possible, 1 pass)") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 	if s := drainSeg(t, seg, "sim/speed"); s.n != 50 || s.info.Type.Schema.Name != "f32" || s.first[0] != 0 {
@@ -63,7 +63,7 @@ func TestReplayLoopCountAndClock(t *testing.T) {
 	// 100 Hz clock over 990 ms of message time: ticks at 0, 10, ..., 990 ms
 	code, out, errs := runBin(t, "replay", dump, "-o", "shm:"+seg, "--asfast", "--keep-segments", "--topics", "vehicle/speed",
 		"--loop-count", "3", "--clock", "100", "--clock-topic", "sim/clock", "--capacity", "64KiB")
-	if code != 0 || !strings.Contains(out, "replayed 300 messages") || !strings.Contains(out, "3 pass(es)") ||
+	if code != 0 || !strings.Contains(out, "replayed 300 messages") || !strings.Contains(out, "3 passes") ||
 		!strings.Contains(out, "clock topic: 300 ticks") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
