@@ -164,6 +164,7 @@ func (f *follower) run() {
 	if fi, err := lstat(f.path); err == nil && fi.id != f.lastID && !c.stop.Load() {
 		c.startLocked(f.name)
 	}
+	c.followRefusedLocked()
 	st := f.stats()
 	c.retired.Messages += st.Messages
 	c.retired.Bytes += st.Bytes

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -136,6 +137,56 @@ func TestMaxSegments(t *testing.T) {
 		}
 	}
 	sink.waitFor(t, "a seventh topic", func() bool { return sink.count() == 7 })
+}
+
+// TestMaxSegmentsRoomFreesAtOnce: a refused segment is followed as soon as
+// a followed one ends, not at the next rescan (an hour here; with inotify
+// the safety-net rescan is ten scan intervals, 10 s by default, so a live
+// producer refused for max_topics went unrecorded that long after room
+// freed).
+func TestMaxSegmentsRoomFreesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	ps := make([]*Producer, 3)
+	for i := range ps {
+		ps[i] = newProducer(t, dir, ProducerOptions{Name: fmt.Sprintf("r/%d", i), Capacity: MinCapacity})
+	}
+	sink := newRecSink()
+	c := startConsumer(t, dir, sink, ConsumerOptions{MaxSegments: 2, ScanInterval: time.Hour, CheckInterval: 20 * time.Millisecond})
+	sink.waitFor(t, "two topics", func() bool { return sink.count() == 2 })
+	if st := c.Stats(); st.Refused != 1 {
+		t.Fatalf("%d refused, want 1", st.Refused)
+	}
+	for i, p := range ps {
+		if _, ok := sink.topic(fmt.Sprintf("r/%d", i), ""); ok {
+			p.Close() // frees room
+			break
+		}
+	}
+	sink.waitFor(t, "the refused segment followed", func() bool { return sink.count() == 3 })
+	if st := c.Stats(); st.Refused != 0 || st.Segments != 2 {
+		t.Fatalf("%d followed, %d refused; want 2, 0", st.Segments, st.Refused)
+	}
+}
+
+// TestMaxSegmentsRemovedNotRefused: the inotify event of a segment file's
+// removal, arriving while the consumer is full, refused a name that no
+// longer existed; it then counted as refused (status, metrics) until the
+// next rescan, ten scan intervals later.
+func TestMaxSegmentsRemovedNotRefused(t *testing.T) {
+	dir := t.TempDir()
+	newProducer(t, dir, ProducerOptions{Name: "kept", Capacity: MinCapacity})
+	sink := newRecSink()
+	c := startConsumer(t, dir, sink, ConsumerOptions{MaxSegments: 1, ScanInterval: time.Hour})
+	sink.waitFor(t, "one topic", func() bool { return sink.count() == 1 })
+	ghost := filepath.Join(dir, "ghost"+SegmentSuffix)
+	if err := os.WriteFile(ghost, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sink.waitFor(t, "the new file refused", func() bool { return c.Stats().Refused == 1 })
+	if err := os.Remove(ghost); err != nil {
+		t.Fatal(err)
+	}
+	sink.waitFor(t, "the removed file no longer refused", func() bool { return c.Stats().Refused == 0 })
 }
 
 // count is how many topics were discovered.

@@ -6,8 +6,10 @@ package shm
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -88,6 +90,25 @@ func (c *Consumer) scan() {
 	c.reportRefused()
 }
 
+// followRefusedLocked follows segments refused for MaxSegments while there
+// is room, in name order, when a follower ends: at once, not at the next
+// rescan. Names whose files are gone are forgotten.
+func (c *Consumer) followRefusedLocked() {
+	m := c.opts.MaxSegments
+	if m <= 0 || len(c.refused) == 0 || c.stop.Load() {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.refused)) {
+		if len(c.followers) >= m {
+			return
+		}
+		delete(c.refused, name)
+		if _, err := lstat(filepath.Join(c.dir, name)); err == nil {
+			c.startLocked(name)
+		}
+	}
+}
+
 // reportRefused reports, in one error, the segments refused since the last
 // report for MaxSegments.
 func (c *Consumer) reportRefused() {
@@ -131,6 +152,11 @@ func (c *Consumer) notice(name string) {
 		delete(c.finished, name)
 	}
 	if m := c.opts.MaxSegments; m > 0 && len(c.followers) >= m {
+		if _, err := lstat(path); err != nil {
+			// gone (the event of a removal): nothing to refuse
+			delete(c.refused, name)
+			return
+		}
 		if !c.refused[name] {
 			c.refused[name] = true
 			if c.newRefused++; c.firstRefused == "" {
