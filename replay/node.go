@@ -278,7 +278,7 @@ func (n *node) probe(r Ready) uint64 {
 			return st.Ino
 		}
 	case r.UDPPort != 0:
-		return udpBound(r.UDPPort)
+		return UDPBound(r.UDPPort)
 	}
 	return 0
 }

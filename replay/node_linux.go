@@ -19,16 +19,24 @@ func nodeProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// udpBound returns the inode of a UDP socket bound to local port (IPv4 or
-// IPv6), 0 when there is none: /proc/net/udp lists "sl local_address
-// rem_address st tx:rx tr:when retrnsmt uid timeout inode ...", the
-// address as HEX_IP:HEX_PORT.
-func udpBound(port int) uint64 {
+// UDPBound returns the inode of a UDP socket bound to local port (IPv4 or
+// IPv6) in the calling thread's network namespace, 0 when there is none:
+// /proc/thread-self/net/udp lists "sl local_address rem_address st tx:rx
+// tr:when retrnsmt uid timeout inode ...", the address as HEX_IP:HEX_PORT.
+// Not /proc/net (/proc/self/net), the namespace of the process's main
+// thread, which a host that entered another namespace on a locked thread
+// can leave behind (Go keeps a retired main thread); /proc/net only on a
+// kernel without /proc/thread-self (before 3.17).
+func UDPBound(port int) uint64 {
 	want := strings.ToUpper(strconv.FormatInt(int64(port), 16))
 	for len(want) < 4 {
 		want = "0" + want
 	}
-	for _, f := range []string{"/proc/net/udp", "/proc/net/udp6"} {
+	base := "/proc/thread-self/net/"
+	if _, err := os.Stat(base); err != nil {
+		base = "/proc/net/"
+	}
+	for _, f := range []string{base + "udp", base + "udp6"} {
 		file, err := os.Open(f)
 		if err != nil {
 			continue

@@ -630,7 +630,7 @@ func TestLiveAndDumpPlayers(t *testing.T) {
 		if _, err := os.Stat(seg); err == nil {
 			segSeen = true
 		}
-		udpSeen = udpSeen || udpBound(t, port)
+		udpSeen = udpSeen || replay.UDPBound(port) != 0
 		select {
 		case err := <-exited:
 			t.Fatalf("the replay ended (%v) before it was seen under way (segment %v, live socket %v):\n%s", err, segSeen, udpSeen, stdout.String())
@@ -776,24 +776,4 @@ func TestLoadSchemaProtobuf(t *testing.T) {
 	if _, _, err := loadSchema(desc+"@planner.Nope", ""); err == nil {
 		t.Error("an unknown message name gave no error")
 	}
-}
-
-// udpBound reports whether a UDP socket of this machine is bound to port
-// on 127.0.0.1 (or any address), from /proc/thread-self/net/udp: not
-// /proc/net (/proc/self/net), the network namespace of the process's main
-// thread, which a test of this binary can leave in another namespace
-// (newCMPProducer's thread enters one and is retired, and a retired main
-// thread stays: CI's run saw no socket there for 3.9 s).
-func udpBound(t *testing.T, port int) bool {
-	t.Helper()
-	b, err := os.ReadFile("/proc/thread-self/net/udp")
-	if err != nil {
-		t.Fatalf("reading /proc/thread-self/net/udp: %v", err)
-	}
-	for _, local := range []string{fmt.Sprintf("0100007F:%04X", port), fmt.Sprintf("00000000:%04X", port)} {
-		if bytes.Contains(b, []byte(" "+local+" ")) {
-			return true
-		}
-	}
-	return false
 }
