@@ -2,7 +2,9 @@ package scripts
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"sort"
 	"strings"
@@ -288,5 +290,67 @@ func TestManual(t *testing.T) {
 	}
 	if got := f.times(base); !reflect.DeepEqual(got, []int64{0, 2000}) || r.Status().TriggersSuppressed != 1 {
 		t.Errorf("cooldown: %v", got)
+	}
+}
+
+// TestThresholdAgainstReference: threshold.lua folds "below" into "above"
+// on the negated value (one comparison per message); its crossings must be
+// exactly those of the hysteresis as configured, in both directions, with
+// any scale and bias, and its tags show the value and level as configured.
+func TestThresholdAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 33))
+	pick := func() float64 { return float64(rng.IntN(41)-20) / 2 } // -10 .. 10 in halves: exact in float32
+	for c := range 300 {
+		above := rng.IntN(2) == 0
+		scale, bias := pick(), pick()
+		low, high := pick(), pick()
+		if low > high {
+			low, high = high, low
+		}
+		vals := make([]float64, 40)
+		for i := range vals {
+			vals[i] = pick()
+		}
+		dir := map[bool]string{true: "above", false: "below"}[above]
+		params := map[string]string{"direction": dir, "high": fmt.Sprint(high), "low": fmt.Sprint(low),
+			"scale": fmt.Sprint(scale), "bias": fmt.Sprint(bias)}
+		var want []int64
+		armed := true
+		for i, raw := range vals {
+			v := raw*scale + bias
+			switch {
+			case armed && above && v > high, armed && !above && v < low:
+				armed = false
+				want = append(want, int64(i)*3000)
+			case !armed && above && v < low, !armed && !above && v > high:
+				armed = true
+			}
+		}
+		r, f := shipped(t, "threshold", params)
+		for i, v := range vals {
+			r.Feed(&Message{Topic: "x", TS: at(time.Duration(i) * 3 * time.Second), Data: f32(v)})
+		}
+		mustNotBeDisabled(t, r)
+		if got := f.times(base); !reflect.DeepEqual(got, append([]int64{}, want...)) {
+			t.Fatalf("case %d %v, values %v: fired at %v ms, want %v", c, params, vals, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		params map[string]string
+		vals   []float64
+		tag    string
+	}{
+		{map[string]string{"direction": "below", "low": "4", "high": "8"}, []float64{9, 3}, "x=3 < 4"},
+		{map[string]string{"direction": "below", "low": "-4", "high": "0", "scale": "-2", "bias": "1"}, []float64{0, 3}, "x=-5 < -4"},
+		{map[string]string{"direction": "above", "high": "0", "scale": "-1"}, []float64{0, -2}, "x=2 > 0"},
+		{map[string]string{"direction": "below", "low": "0", "high": "1", "bias": "-3"}, []float64{5, 3, 2}, "x=-1 < 0"},
+	} {
+		r, f := shipped(t, "threshold", tc.params)
+		for i, v := range tc.vals {
+			r.Feed(&Message{Topic: "x", TS: at(time.Duration(i) * time.Second), Data: f32(v)})
+		}
+		if len(f.list) != 1 || f.list[0].Tag != tc.tag {
+			t.Errorf("%v %v: fired %+v, want one with tag %q", tc.params, tc.vals, f.list, tc.tag)
+		}
 	}
 }

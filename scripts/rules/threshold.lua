@@ -34,34 +34,51 @@ rule {
   max_per_minute = param("max_per_minute", 30),
 }
 
-local above = direction == "above"
 local armed = true
-local by_name = path ~= nil and path ~= ""
-function on_message(m)
-  local raw
-  if by_name then
-    raw = m:num(path)
-    if raw == nil then return end -- a JSON message without the member
-  else
-    raw = m[field](m, offset)
-  end
-  local v = raw * scale + bias
-  if above then
+
+-- "below" is "above" on the negated value: v < low is exactly -v > -low,
+-- and -(raw * scale + bias) is exactly raw * -scale + -bias (negation is
+-- exact in floating point), so one comparison serves both directions and
+-- the per-message code tests no direction. fire shows the value and the
+-- level as configured.
+local sign, op, level = 1, ">", high
+if direction == "below" then
+  sign, op, level = -1, "<", low
+  local h = high
+  high = -low
+  low = -h
+  scale = -scale
+  bias = -bias
+end
+
+-- fire is a crossing: kept out of on_message, so that the per-message code
+-- holds no table constructor (the instruction budget's hook inspects every
+-- instruction of a function that does; docs/performance.md).
+local function fire(m, v)
+  armed = false
+  trigger { reason = reason, severity = severity, tag = string.format("%s=%g %s %g", m.topic, sign * v + 0, op, level) }
+end
+
+-- on_message is chosen once, by how the field is read (the budget charges
+-- every instruction a message runs): the accessor at offset, or m:num(path)
+-- by name, which is nil when a JSON message lacks the member (skipped).
+if path ~= nil and path ~= "" then
+  function on_message(m)
+    local raw = m:num(path)
+    if raw == nil then return end
+    local v = raw * scale + bias
     if armed then
-      if v > high then
-        armed = false
-        trigger { reason = reason, severity = severity, tag = string.format("%s=%g > %g", m.topic, v, high) }
-      end
+      if v > high then fire(m, v) end
     elseif v < low then
       armed = true
     end
-  else
+  end
+else
+  function on_message(m)
+    local v = m[field](m, offset) * scale + bias
     if armed then
-      if v < low then
-        armed = false
-        trigger { reason = reason, severity = severity, tag = string.format("%s=%g < %g", m.topic, v, low) }
-      end
-    elseif v > high then
+      if v > high then fire(m, v) end
+    elseif v < low then
       armed = true
     end
   end
