@@ -351,6 +351,9 @@ func (r *Rule) load() error {
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrSyntax, strings.Join(strings.Fields(luaMessage(err)), " "))
 	}
+	if err := checkMultiAssign(r.file, r.src); err != nil {
+		return fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
 	r.findUsedFields(fn.Proto)
 	r.loading = true
 	err = r.call(fn, r.budget.Instructions*LoadFactor, nil)
