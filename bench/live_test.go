@@ -34,6 +34,9 @@ func TestLiveStallSpeedGate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("speed gate: not in -short mode")
 	}
+	if testutil.RaceEnabled {
+		t.Skip("speed gate: the race detector's cost is no figure of the product (the gate runs in CI's bench step)")
+	}
 	rec, err := engine.New(engine.Config{CacheSize: 64 << 20, TopicBytes: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
