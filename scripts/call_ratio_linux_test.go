@@ -16,10 +16,12 @@ import (
 // thread, interleaved, the median over the rounds of the per-round ratios.
 const luaCallGoal = 6.0
 
-// luaCallCeiling is what the gate enforces while the goal is out of reach
-// on the project's 2-vCPU machine (docs/performance.md, "scripts"): a
-// regression past it fails, the goal is reported either way.
-const luaCallCeiling = 10.0
+// luaCallCeiling is what the gate enforces: a regression past it fails,
+// the goal is reported either way. 10.0x while the goal was out of reach
+// (the rule measured 6.7-8.8x in CI); 7.5x since threshold.lua's
+// specialised on_message (5.1-5.4x at load 5.5, docs/performance.md,
+// "threshold.lua specialised"), so a loaded CI machine keeps its margin.
+const luaCallCeiling = 7.5
 
 type callRatio struct {
 	rule *Rule
