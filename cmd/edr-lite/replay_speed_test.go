@@ -169,3 +169,67 @@ func TestReplaySpeedGate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReplayFloors sets replay --asfast against floors, each a whole
+// process timed right after cat of the same dump in every round (b.Loop
+// iteration) and reported as the median of its time / cat's
+// (docs/performance.md, "replay"): testdata/replayfloor's modes (a Go
+// process that starts and exits; read(2) as cat does; and CRC32C of it;
+// the file mapped and CRC32C'd; pack's read loop, one goroutine and two
+// read-ahead helpers), `edr-lite version` (this binary's start and its
+// packages' init) and the replay itself.
+//
+//	go test -run '^$' -bench ReplayFloors -benchtime 9x ./cmd/edr-lite/
+func BenchmarkReplayFloors(b *testing.B) {
+	bin := edrBinary(b)
+	floor := filepath.Join(b.TempDir(), "replayfloor")
+	if out, err := exec.Command("go", "build", "-o", floor, "./testdata/replayfloor").CombinedOutput(); err != nil {
+		b.Fatalf("go build replayfloor: %v\n%s", err, out)
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devnull.Close()
+	timeIt := func(name string, args ...string) time.Duration {
+		c := exec.Command(name, args...)
+		c.Stdout, c.Stderr = devnull, devnull
+		t0 := time.Now()
+		if err := c.Run(); err != nil {
+			b.Fatalf("%s %v: %v", name, args, err)
+		}
+		return time.Since(t0)
+	}
+	for _, g := range replayGates {
+		dump := writeReplaySpeedDump(b, g.size, g.msgs)
+		steps := []struct {
+			metric string
+			cmd    []string
+		}{
+			{"go-start/cat", []string{floor, "none", dump}},
+			{"read/cat", []string{floor, "read", dump}},
+			{"read+crc/cat", []string{floor, "readcrc", dump}},
+			{"mmap+crc/cat", []string{floor, "mmapcrc", dump}},
+			{"pack-read/cat", []string{floor, "pack", dump}},
+			{"pack-read-2/cat", []string{floor, "pack2", dump}},
+			{"edr-start/cat", []string{bin, "version"}},
+			{"replay/cat", []string{bin, "replay", dump, "--asfast", "-o", "discard"}},
+		}
+		b.Run(fmt.Sprintf("size=%d", g.size), func(b *testing.B) {
+			timeIt("cat", dump) // warm: the page cache, the binaries
+			for _, s := range steps {
+				timeIt(s.cmd[0], s.cmd[1:]...)
+			}
+			ratios := make([][]float64, len(steps))
+			for b.Loop() {
+				for i, s := range steps {
+					c := timeIt("cat", dump)
+					ratios[i] = append(ratios[i], float64(timeIt(s.cmd[0], s.cmd[1:]...))/float64(max(c, 1)))
+				}
+			}
+			for i, s := range steps {
+				b.ReportMetric(testutil.Median(ratios[i]), s.metric)
+			}
+		})
+	}
+}
