@@ -175,8 +175,8 @@ func TestReplaySpeedGate(t *testing.T) {
 // iteration) and reported as the median of its time / cat's
 // (docs/performance.md, "replay"): testdata/replayfloor's modes (a Go
 // process that starts and exits; read(2) as cat does; and CRC32C of it;
-// the file mapped and CRC32C'd; pack's read loop, one goroutine and two
-// read-ahead helpers), `edr-lite version` (this binary's start and its
+// the file mapped and CRC32C'd, on one goroutine and on two; pack's read
+// loop, one goroutine and two read-ahead helpers), `edr-lite version` (this binary's start and its
 // packages' init) and the replay itself.
 //
 //	go test -run '^$' -bench ReplayFloors -benchtime 9x ./cmd/edr-lite/
@@ -210,6 +210,7 @@ func BenchmarkReplayFloors(b *testing.B) {
 			{"read/cat", []string{floor, "read", dump}},
 			{"read+crc/cat", []string{floor, "readcrc", dump}},
 			{"mmap+crc/cat", []string{floor, "mmapcrc", dump}},
+			{"mmap+crc-2/cat", []string{floor, "mmapcrc2", dump}},
 			{"pack-read/cat", []string{floor, "pack", dump}},
 			{"pack-read-2/cat", []string{floor, "pack2", dump}},
 			{"edr-start/cat", []string{bin, "version"}},

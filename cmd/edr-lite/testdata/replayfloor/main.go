@@ -7,6 +7,7 @@
 //	replayfloor read FILE     read(2) the file in 128 KiB buffers, as cat does
 //	replayfloor readcrc FILE  the same and CRC32C of every buffer
 //	replayfloor mmapcrc FILE  map the file, CRC32C over it in 64 KiB spans, unmap
+//	replayfloor mmapcrc2 FILE the same, each half of the file on a goroutine
 //	replayfloor pack FILE     pack.OpenWith and ReadInto of every frame (both
 //	                          CRCs, the meta decoded), touching every message's
 //	                          data: the read loop under replay, one goroutine
@@ -25,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: replayfloor none|read|readcrc|mmapcrc|pack|pack2 FILE")
+		fmt.Fprintln(os.Stderr, "usage: replayfloor none|read|readcrc|mmapcrc|mmapcrc2|pack|pack2 FILE")
 		os.Exit(2)
 	}
 	mode, path := os.Args[1], os.Args[2]
@@ -65,7 +66,7 @@ func run(mode, path string) (uint64, error) {
 				return 0, err
 			}
 		}
-	case "mmapcrc":
+	case "mmapcrc", "mmapcrc2":
 		f, err := os.Open(path)
 		if err != nil {
 			return 0, err
@@ -79,9 +80,21 @@ func run(mode, path string) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
+		crcOf := func(b []byte) uint32 {
+			var c uint32
+			for i := 0; i < len(b); i += 64 << 10 {
+				c = crc32.Update(c, castagnoli, b[i:min(i+64<<10, len(b))])
+			}
+			return c
+		}
 		var c uint32
-		for i := 0; i < len(b); i += 64 << 10 {
-			c = crc32.Update(c, castagnoli, b[i:min(i+64<<10, len(b))])
+		if mode == "mmapcrc2" {
+			half := len(b) / 2
+			other := make(chan uint32)
+			go func() { other <- crcOf(b[half:]) }()
+			c = crcOf(b[:half]) ^ <-other
+		} else {
+			c = crcOf(b)
 		}
 		return uint64(c), syscall.Munmap(b)
 	case "pack", "pack2":
