@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -273,11 +274,16 @@ func TestLeftoverSegments(t *testing.T) {
 	dead.Process.Kill()
 	dead.Wait()
 	time.Sleep(leftoverMargin + 20*time.Millisecond) // both before the consumer starts
-	var got []SegmentStats
+	var (
+		mu  sync.Mutex // OnLeftover runs on the followers' goroutines, two at once here
+		got []SegmentStats
+	)
 	done := make(chan struct{}, 2)
 	sink := newRecSink()
 	c := startConsumer(t, dir, sink, ConsumerOptions{OnLeftover: func(st SegmentStats) {
+		mu.Lock()
 		got = append(got, st)
+		mu.Unlock()
 		done <- struct{}{}
 	}})
 	for range 2 {
