@@ -52,10 +52,11 @@ func TestEventOrderIngestAllocs(t *testing.T) {
 }
 
 // TestEncryptedDumpBytesAllocated: an encrypted dump written after
-// another takes the buffers between its age stream and its file from
-// the dumps before it (durable.Filter's pool): it allocates less than
-// 512 KiB more than the same dump in clear (age's own chunk buffer and
-// header), where two 1 MiB buffers per dump were allocated before.
+// another takes the buffers between its age stream and its file's writer
+// thread from the dumps before it (durable.Behind.Release): it allocates
+// less than 512 KiB more than the same dump in clear (age's own chunk
+// buffer and header), where two 1 MiB buffers per dump were allocated
+// before.
 func TestEncryptedDumpBytesAllocated(t *testing.T) {
 	id, err := age.GenerateX25519Identity()
 	if err != nil {

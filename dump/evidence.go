@@ -161,15 +161,13 @@ func EncryptedWriter(recipients []age.Recipient, mcapFormat, keepPacked bool) Ne
 
 // encryptedFile is an age stream into a file written as the dump writers'
 // files are (durable.File: preallocated from the size hint, writeback
-// started as it fills, one fsync at the end), through a durable.Filter:
-// the age stream runs on a thread of its own (at the dumper's priorities)
-// while the dumper builds the next megabyte of plaintext and writes the
-// ciphertext of the one before to the file. So the encryption and the
-// kernel's copy run on two threads, about half the work each.
+// started as it fills, one fsync at the end). The ciphertext goes to the
+// file from the File's writer thread (durable.Behind, two buffers), so
+// the dumper encrypts the next megabyte while the kernel copies this one.
 type encryptedFile struct {
-	f   *durable.Filter
-	age io.WriteCloser // the age stream, written by f's thread
-	d   *durable.File
+	io.WriteCloser // the age stream
+	d              *durable.File
+	b              *durable.Behind
 }
 
 func newEncryptedFile(path string, sizeHint int64, recipients []age.Recipient) (*encryptedFile, error) {
@@ -177,29 +175,23 @@ func newEncryptedFile(path string, sizeHint int64, recipients []age.Recipient) (
 	if err != nil {
 		return nil, err
 	}
-	d := durable.New(f, path, durable.Options{Prealloc: sizeHint})
-	fl := durable.NewFilter(d, lowerPriority)
-	w, err := age.Encrypt(fl.Sink(), recipients...) // the header: straight to d
+	d := durable.New(f, path, durable.Options{Prealloc: sizeHint, Async: true})
+	b := durable.NewBehind(d)
+	w, err := age.Encrypt(b, recipients...)
 	if err != nil {
-		fl.Flush()
 		d.Abort()
+		b.Release()
 		return nil, err
 	}
-	fl.Start(w)
-	return &encryptedFile{f: fl, age: w, d: d}, nil
+	return &encryptedFile{WriteCloser: w, d: d, b: b}, nil
 }
-
-// Write passes p to the age stream (copied: p may be reused at once).
-func (e *encryptedFile) Write(p []byte) (int, error) { return e.f.Write(p) }
 
 // finish ends the age stream and makes the file durable.
 func (e *encryptedFile) finish() error {
-	err := e.f.Close()
+	defer e.b.Release() // after the File's last write: Flush, Finish or Abort waited for it
+	err := e.WriteCloser.Close()
 	if err == nil {
-		err = e.age.Close() // its last chunk: straight to the file
-	}
-	if ferr := e.f.Flush(); err == nil {
-		err = ferr
+		err = e.b.Flush()
 	}
 	if err != nil {
 		return errors.Join(err, e.d.Abort())
@@ -208,8 +200,7 @@ func (e *encryptedFile) finish() error {
 }
 
 func (e *encryptedFile) abort() error {
-	e.f.Close() // its error is the dump's already, or moot
-	e.f.Flush()
+	defer e.b.Release()
 	return e.d.Abort()
 }
 

@@ -7,38 +7,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-
-	"github.com/edr-lite/edr-lite/internal/testutil"
 )
 
-// TestFilterWriteAllocs: writing through a Filter (hand-overs both ways,
-// the File's writes) allocates nothing.
-func TestFilterWriteAllocs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := New(f, path, Options{})
-	fl := NewFilter(d, nil)
-	fl.Start(fl.Sink())
-	p := make([]byte, 64<<10)
-	testutil.AssertNoAllocs(t, func() {
-		if _, err := fl.Write(p); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if err := fl.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fl.Flush()
-	d.Abort()
-}
-
-// TestFilterBuffersReused: a Filter takes its buffers from those of the
-// Filters before it (a recorder's dumps one after another), so its whole
-// life allocates far less than one buffer.
-func TestFilterBuffersReused(t *testing.T) {
+// TestBehindBuffersReused: a Behind takes its two buffers from those of
+// the Behinds released before it (a recorder's encrypted dumps one after
+// another), so its whole life allocates far less than one buffer.
+func TestBehindBuffersReused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
 	p := make([]byte, 64<<10)
 	life := func() {
@@ -46,18 +20,17 @@ func TestFilterBuffersReused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := New(f, path, Options{})
-		fl := NewFilter(d, nil)
-		fl.Start(fl.Sink())
-		for range 3 * FilterBuffers * BufferSize / len(p) {
-			if _, err := fl.Write(p); err != nil {
+		d := New(f, path, Options{Async: true})
+		b := NewBehind(d)
+		for range 3 * BufferSize / len(p) {
+			if _, err := b.Write(p); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := fl.Close(); err != nil {
+		if err := b.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		fl.Flush()
+		b.Release()
 		if err := d.Finish(); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +44,7 @@ func TestFilterBuffersReused(t *testing.T) {
 		runtime.ReadMemStats(&m1)
 		least = min(least, m1.TotalAlloc-m0.TotalAlloc)
 	}
-	if least > BufferSize/8 { // an os.File, channels, the Filter: a few KiB
-		t.Fatalf("a Filter's life allocated %d bytes, want under %d", least, BufferSize/8)
+	if least > BufferSize/8 { // an os.File, channels, the Behind: a few KiB
+		t.Fatalf("a Behind's life allocated %d bytes, want under %d", least, BufferSize/8)
 	}
 }

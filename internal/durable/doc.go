@@ -6,17 +6,14 @@
 // is left, truncate of the preallocation, fsync). Buffered collects small
 // writes and passes large ones from the caller's memory; Behind copies
 // into two buffers and hands full ones to the File's writer thread
-// (Options.Async), for a producer that reuses its memory at once; Filter
-// runs a stream filter (an encrypted dump's age stream) on a thread of
-// its own and has the caller write the filter's output, so the filter
-// and the kernel's copy share two threads.
+// (Options.Async), for a producer that reuses its memory at once (an
+// encrypted dump's age stream).
 //
 // It is not for: files written out of order, reading, or the mmap path.
 //
 // # Caveats
 //
-// A File is not safe for concurrent use; a Filter's goroutine is the only
-// one to touch its filter between Start and Close. It borrows the *os.File; Finish
+// A File is not safe for concurrent use. It borrows the *os.File; Finish
 // and Abort close it. On platforms other than Linux it is a plain buffered
 // file with fsync (no preallocation, no early writeback).
 package durable
