@@ -21,9 +21,9 @@ import (
 // ciphertext goes through several hand-overs to its writer thread,
 // decrypt with the recipient's identity to the messages ingested, in
 // order; no temporary file is left; with messages of 3000 bytes and of
-// 100 KiB (a pack frame's data blocks lent to the age stream's thread).
+// 100 KiB (larger than age's chunks: a frame's block spans several).
 // (Run with -race: the dumper, the age stream and the writer thread
-// share the file's buffers and the frames' scratches.)
+// share the file's buffers.)
 func TestEncryptedDumpsDecrypt(t *testing.T) {
 	id, err := age.GenerateX25519Identity()
 	if err != nil {

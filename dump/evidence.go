@@ -131,7 +131,7 @@ func ReadSeal(path string) (evidence.Found, error) {
 // The Dumper's Extension must end in crypt.Ext.
 func EncryptedWriter(recipients []age.Recipient, mcapFormat, keepPacked bool) NewWriterFunc {
 	return func(path string, opts WriterOptions) (Writer, error) {
-		f, err := newEncryptedFile(path, opts.SizeHint, recipients, !mcapFormat)
+		f, err := newEncryptedFile(path, opts.SizeHint, recipients)
 		if err != nil {
 			return nil, fmt.Errorf("dump: creating %s: %w", path, err)
 		}
@@ -150,9 +150,7 @@ func EncryptedWriter(recipients []age.Recipient, mcapFormat, keepPacked bool) Ne
 			}
 			return &encryptedMCAP{mcapDump: &mcapDump{w: w, types: newTypeTracker(), minSize: MCAPFromRingMin}, f: f}, nil
 		}
-		po := packOptions(opts)
-		po.LendBlocks = true // packWriter's frames alternate between two scratches (flushFrame)
-		w, err := pack.NewStreamWriter(f, po)
+		w, err := pack.NewStreamWriter(f, packOptions(opts))
 		if err != nil {
 			f.abort()
 			return nil, fmt.Errorf("dump: creating %s: %w", path, err)
@@ -163,41 +161,19 @@ func EncryptedWriter(recipients []age.Recipient, mcapFormat, keepPacked bool) Ne
 
 // encryptedFile is an age stream into a file written as the dump writers'
 // files are (durable.File: preallocated from the size hint, writeback
-// started as it fills, one fsync at the end), in one of two ways:
-//
-//   - MCAP: the dumper encrypts, and the ciphertext goes to the file from
-//     the File's writer thread (durable.Behind, two buffers), so the
-//     dumper encrypts the next megabyte while the kernel copies this one.
-//   - pack: the age stream runs on a thread of its own (durable.Filter,
-//     at the dumper's priorities), reading each frame's data blocks where
-//     the dumper copied them out of the rings (lent: pack's LendBlocks,
-//     the frames alternating between two scratches), while the dumper
-//     builds the next frame and writes the ciphertext of the one before.
-//     So the encryption and the kernel's copy share two threads about
-//     evenly, with no copy more than the Behind way.
+// started as it fills, one fsync at the end). The ciphertext goes to the
+// file from the File's writer thread (durable.Behind, two buffers), so
+// the dumper encrypts the next megabyte while the kernel copies this one.
 type encryptedFile struct {
-	age io.WriteCloser // the age stream
-	d   *durable.File
-	b   *durable.Behind // MCAP
-	f   *durable.Filter // pack
+	io.WriteCloser // the age stream
+	d              *durable.File
+	b              *durable.Behind
 }
 
-func newEncryptedFile(path string, sizeHint int64, recipients []age.Recipient, filter bool) (*encryptedFile, error) {
+func newEncryptedFile(path string, sizeHint int64, recipients []age.Recipient) (*encryptedFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
-	}
-	if filter {
-		d := durable.New(f, path, durable.Options{Prealloc: sizeHint})
-		fl := durable.NewFilter(d, lowerPriority)
-		w, err := age.Encrypt(fl.Sink(), recipients...) // the header: straight to d
-		if err != nil {
-			fl.Flush()
-			d.Abort()
-			return nil, err
-		}
-		fl.Start(w)
-		return &encryptedFile{age: w, d: d, f: fl}, nil
 	}
 	d := durable.New(f, path, durable.Options{Prealloc: sizeHint, Async: true})
 	b := durable.NewBehind(d)
@@ -207,49 +183,13 @@ func newEncryptedFile(path string, sizeHint int64, recipients []age.Recipient, f
 		b.Release()
 		return nil, err
 	}
-	return &encryptedFile{age: w, d: d, b: b}, nil
-}
-
-// Write passes p to the age stream (copied: p may be reused at once).
-func (e *encryptedFile) Write(p []byte) (int, error) {
-	if e.f != nil {
-		return e.f.Write(p)
-	}
-	return e.age.Write(p)
-}
-
-// WriteLent and Release make the file a pack.Lender (durable.Filter's).
-func (e *encryptedFile) WriteLent(p []byte) (int, error) {
-	if e.f != nil {
-		return e.f.WriteLent(p)
-	}
-	return e.age.Write(p)
-}
-
-func (e *encryptedFile) Release() error {
-	if e.f != nil {
-		return e.f.Release()
-	}
-	return nil
+	return &encryptedFile{WriteCloser: w, d: d, b: b}, nil
 }
 
 // finish ends the age stream and makes the file durable.
 func (e *encryptedFile) finish() error {
-	if e.f != nil {
-		err := e.f.Close()
-		if err == nil {
-			err = e.age.Close() // its last chunk: straight to the file
-		}
-		if ferr := e.f.Flush(); err == nil {
-			err = ferr
-		}
-		if err != nil {
-			return errors.Join(err, e.d.Abort())
-		}
-		return e.d.Finish()
-	}
 	defer e.b.Release() // after the File's last write: Flush, Finish or Abort waited for it
-	err := e.age.Close()
+	err := e.WriteCloser.Close()
 	if err == nil {
 		err = e.b.Flush()
 	}
@@ -260,11 +200,6 @@ func (e *encryptedFile) finish() error {
 }
 
 func (e *encryptedFile) abort() error {
-	if e.f != nil {
-		e.f.Close() // its error is the dump's already, or moot
-		e.f.Flush()
-		return e.d.Abort()
-	}
 	defer e.b.Release()
 	return e.d.Abort()
 }

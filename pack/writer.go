@@ -60,12 +60,6 @@ type WriterOptions struct {
 	// so written must stay unchanged until the next WriteFrame, Flush or
 	// Close returns (one frame in flight).
 	AsyncWrite bool
-	// LendBlocks (NewStreamWriter) gives each large uncompressed frame's
-	// data blocks to the io.Writer by reference when it is a Lender (an
-	// encrypted dump's durable.Filter): as with AsyncWrite, the data
-	// blocks of a frame so written must stay unchanged until the next
-	// WriteFrame, Flush or Close returns.
-	LendBlocks bool
 	// NoPrefault disables the mmap writer's populating each window before it is written
 	// (MADV_POPULATE_WRITE). For benchmarks.
 	NoPrefault bool
@@ -227,23 +221,7 @@ func newWriter(s sink, path string, opts WriterOptions) (*Writer, error) {
 // stdout, a socket, a file). Bytes are buffered; Flush hands them to w.
 // Close writes the index and trailer and flushes but does not close w.
 func NewStreamWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
-	s := &streamSink{w: w}
-	if l, ok := w.(Lender); ok && opts.LendBlocks {
-		s.lend = l
-	}
-	return newWriter(s, "", opts)
-}
-
-// Lender is an io.Writer that can take large pieces by reference
-// (WriterOptions.LendBlocks).
-type Lender interface {
-	io.Writer
-	// WriteLent writes p, which stays unchanged until the Release after
-	// the next one returns.
-	WriteLent(p []byte) (int, error)
-	// Release ends a frame: it returns once every piece lent before the
-	// Release before it has been read.
-	Release() error
+	return newWriter(&streamSink{w: w}, "", opts)
 }
 
 // Offset returns the number of bytes written so far (the offset at which the
@@ -594,19 +572,7 @@ func (w *Writer) Flush() error {
 	if err := w.sink.flush(); err != nil {
 		return w.fail(err)
 	}
-	if err := lentSink(w.sink).releaseAll(); err != nil {
-		return w.fail(err)
-	}
 	return nil
-}
-
-// lentSink is the streamSink under s, or nil.
-func lentSink(s sink) *streamSink {
-	if sl, ok := s.(sealing); ok {
-		s = sl.base().sink
-	}
-	ss, _ := s.(*streamSink)
-	return ss
 }
 
 // Close writes any pending frame, the metadata sections, the index and the
@@ -704,23 +670,10 @@ type vecSink interface {
 	writeVec(head []byte, blocks [][]byte, n int64) error
 }
 
-// streamSink buffers records and writes them to an io.Writer (a frame's
-// large blocks by reference when lend is set: WriterOptions.LendBlocks).
+// streamSink buffers records and writes them to an io.Writer.
 type streamSink struct {
-	w    io.Writer
-	buf  []byte
-	lend Lender
-}
-
-// releaseAll returns once every piece lent is read.
-func (s *streamSink) releaseAll() error {
-	if s == nil || s.lend == nil {
-		return nil
-	}
-	if err := s.lend.Release(); err != nil {
-		return err
-	}
-	return s.lend.Release()
+	w   io.Writer
+	buf []byte
 }
 
 const streamChunk = 1 << 20
@@ -766,12 +719,7 @@ func (s *streamSink) writeVec(head []byte, blocks [][]byte, _ int64) error {
 		}
 	}
 	if len(s.buf) >= streamChunk {
-		if err := s.flush(); err != nil {
-			return err
-		}
-	}
-	if s.lend != nil { // the frame before this one's blocks are free
-		return s.lend.Release()
+		return s.flush()
 	}
 	return nil
 }
@@ -779,10 +727,6 @@ func (s *streamSink) writeVec(head []byte, blocks [][]byte, _ int64) error {
 func (s *streamSink) put(b []byte) error {
 	if len(b) >= vecMinData {
 		if err := s.flush(); err != nil {
-			return err
-		}
-		if s.lend != nil {
-			_, err := s.lend.WriteLent(b)
 			return err
 		}
 		_, err := s.w.Write(b)
@@ -797,10 +741,5 @@ func (s *streamSink) put(b []byte) error {
 	return nil
 }
 
-func (s *streamSink) finish(int64) error {
-	if err := s.flush(); err != nil {
-		return err
-	}
-	return s.releaseAll()
-}
-func (s *streamSink) abort() error { return nil }
+func (s *streamSink) finish(int64) error { return s.flush() }
+func (s *streamSink) abort() error       { return nil }
