@@ -20,27 +20,34 @@ import (
 // (EncryptedWriter), larger than the file writer's buffers so that the
 // ciphertext goes through several hand-overs to its writer thread,
 // decrypt with the recipient's identity to the messages ingested, in
-// order; no temporary file is left. (Run with -race: the dumper, the
-// age stream and the writer thread share the file's buffers.)
+// order; no temporary file is left; with messages of 3000 bytes and of
+// 100 KiB (larger than age's chunks: a frame's block spans several).
+// (Run with -race: the dumper, the age stream and the writer thread
+// share the file's buffers.)
 func TestEncryptedDumpsDecrypt(t *testing.T) {
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mcapFormat := range []bool{false, true} {
+	for _, tc := range []struct {
+		mcapFormat bool
+		pad        int   // bytes per message
+		step       int64 // between messages of a topic
+	}{{false, 3000, ms}, {true, 3000, ms}, {false, 100 << 10, 20 * ms}, {true, 100 << 10, 20 * ms}} {
+		mcapFormat := tc.mcapFormat
 		ext := PackExt
 		if mcapFormat {
 			ext = MCAPExt
 		}
-		t.Run(ext, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%d", ext, tc.pad), func(t *testing.T) {
 			r, vc, dir := dumpRecorder(t, rigConfig{
 				Rec:  engine.Config{Pre: new(2 * time.Second), Post: new(10 * time.Millisecond), Guard: new(time.Duration(0)), TopicBytes: 8 << 20, CacheSize: 32 << 20},
 				Dump: Config{NewWriter: EncryptedWriter([]age.Recipient{id.Recipient()}, mcapFormat, false), Extension: ext + crypt.Ext, FrameSize: 64 << 10},
 			})
 			ids := discover(t, r, "a", "b")
-			pad := bytes.Repeat([]byte{'x'}, 3000)
+			pad := bytes.Repeat([]byte{'x'}, tc.pad)
 			var want []string
-			for ns := t0; ns <= t0+1000*ms; ns += ms {
+			for ns := t0; ns <= t0+1000*ms; ns += tc.step {
 				vc.Set(ns)
 				for _, name := range []string{"a", "b"} {
 					p := fmt.Appendf(nil, "%s@%d:%s", name, (ns-t0)/ms, pad)

@@ -180,6 +180,7 @@ func newEncryptedFile(path string, sizeHint int64, recipients []age.Recipient) (
 	w, err := age.Encrypt(b, recipients...)
 	if err != nil {
 		d.Abort()
+		b.Release()
 		return nil, err
 	}
 	return &encryptedFile{WriteCloser: w, d: d, b: b}, nil
@@ -187,6 +188,7 @@ func newEncryptedFile(path string, sizeHint int64, recipients []age.Recipient) (
 
 // finish ends the age stream and makes the file durable.
 func (e *encryptedFile) finish() error {
+	defer e.b.Release() // after the File's last write: Flush, Finish or Abort waited for it
 	err := e.WriteCloser.Close()
 	if err == nil {
 		err = e.b.Flush()
@@ -197,7 +199,10 @@ func (e *encryptedFile) finish() error {
 	return e.d.Finish()
 }
 
-func (e *encryptedFile) abort() error { return e.d.Abort() }
+func (e *encryptedFile) abort() error {
+	defer e.b.Release()
+	return e.d.Abort()
+}
 
 // encryptedPack is a pack dump written into an age stream.
 type encryptedPack struct {

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -283,4 +284,30 @@ func TestBehind(t *testing.T) {
 		t.Fatal("a failed write was lost")
 	}
 	d2.Abort()
+}
+
+// TestBehindReleased: a released Behind refuses writes (its buffers are
+// another's now) and a second Release changes nothing.
+func TestBehindReleased(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "released")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(f, path, Options{Async: true})
+	b := NewBehind(d)
+	if _, err := b.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	b.Release()
+	if n, err := b.Write([]byte("y")); n != 0 || !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Write after Release: %d, %v", n, err)
+	}
+	if err := d.Finish(); err != nil {
+		t.Fatal(err)
+	}
 }
