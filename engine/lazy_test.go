@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 	"time"
 
@@ -77,5 +78,78 @@ func TestReadHeaderCopyPayload(t *testing.T) {
 	rd2.Close()
 	if _, ok := rd2.CopyPayload(nil); ok {
 		t.Fatal("CopyPayload after Close")
+	}
+}
+
+// TestCopyPayloadStress: a writer overwrites a small ring as fast as it
+// can while a reader takes headers and copies their payloads a little
+// later; every payload CopyPayload returns is intact (its bytes all carry
+// its sequence number), and some are refused as overwritten.
+func TestCopyPayloadStress(t *testing.T) {
+	r, _ := newTestRecorder(t, Config{TopicBytes: 64 << 10})
+	id, err := r.Discover(ingest.TopicInfo{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := r.NewReader(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	writes := 200_000
+	if raceEnabled {
+		writes = 20_000
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 3000)
+		for i := range writes {
+			for j := range b {
+				b[j] = byte(i)
+			}
+			r.Ingest(id, 0, b[:1000+i%2000])
+			if i%64 == 0 {
+				runtime.Gosched() // on one P the reader must run too
+			}
+		}
+	}()
+	var m Message
+	var buf []byte
+	copied, refused := 0, 0
+	for stop := false; !stop; {
+		select {
+		case <-done:
+			stop = true
+		default:
+		}
+		for {
+			n, ok := rd.ReadHeader(&m)
+			if !ok {
+				break
+			}
+			for range (copied + refused) % 5000 { // sometimes late
+				runtime.Gosched()
+			}
+			var got bool
+			if buf, got = rd.CopyPayload(buf); !got {
+				refused++
+				continue
+			}
+			copied++
+			if len(buf) != n || len(buf) != 1000+int(m.Seq%2000) {
+				t.Fatalf("seq %d: %d bytes, header said %d", m.Seq, len(buf), n)
+			}
+			for _, c := range buf {
+				if c != byte(m.Seq) {
+					t.Fatalf("seq %d: torn payload returned (byte %d)", m.Seq, c)
+				}
+			}
+		}
+		runtime.Gosched()
+	}
+	t.Logf("copied %d, refused %d, lost %d", copied, refused, rd.Lost())
+	if copied == 0 {
+		t.Fatal("nothing copied")
 	}
 }
