@@ -6,8 +6,10 @@
 // Sources (shared memory, UDP, raw Ethernet, in-process Go code) talk to the
 // engine through the small ingest.Sink contract: Discover a topic, Ingest
 // its messages, report it Offline. Readers (Lua rules, status) use
-// Recorder.NewReader / Reader.ReadInto or Recorder.ReadRange; the dump
-// pipeline uses the window API below.
+// Recorder.NewReader / Reader.ReadInto or Recorder.ReadRange (the Lua
+// rules take headers with Reader.ReadHeader and copy a payload with
+// CopyPayload only when the rule reads it); the dump pipeline uses the
+// window API below.
 //
 // Capture time. Reading a clock per 64-byte message would eat much of the
 // ~40 ns budget, so a source reads Recorder.Now once per batch and passes it

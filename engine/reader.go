@@ -18,6 +18,11 @@ type Reader struct {
 	t      *topic
 	c      cursor
 	closed atomic.Bool
+	// the entry ReadHeader returned last, for CopyPayload (lazyOK false:
+	// none, or its payload was copied or found overwritten)
+	lazyPos uint64
+	lazyN   uint64
+	lazyOK  bool
 }
 
 // NewReader returns a Reader of topic id positioned at its oldest message.
@@ -64,11 +69,60 @@ func (rd *Reader) ReadInto(m *Message) bool {
 // ReadUntil is ReadInto limited to messages captured at or before toNs: it
 // returns false, without consuming it, at the first later message.
 func (rd *Reader) ReadUntil(m *Message, toNs int64) bool {
+	rd.lazyOK = false
 	if rd.closed.Load() || !rd.c.readInto(m, toNs) {
 		return false
 	}
 	m.Topic = rd.t.id
 	return true
+}
+
+// ReadHeader is ReadInto without the payload: it fills m's Topic, Seq,
+// CaptureNs and GenNs, leaves m.Data alone, returns the payload's length
+// and consumes the message. The payload stays in the ring: CopyPayload
+// copies it for as long as the writer has not overwritten it, so a reader
+// that needs a message's bytes only sometimes does not copy the others.
+// It returns false when the Reader is caught up (or closed).
+func (rd *Reader) ReadHeader(m *Message) (n int, ok bool) {
+	rd.lazyOK = false
+	if rd.closed.Load() {
+		return 0, false
+	}
+	h, ok := rd.c.peek()
+	if !ok {
+		return 0, false
+	}
+	rd.lazyPos, rd.lazyN, rd.lazyOK = rd.c.pos, h.n, true
+	rd.c.deliver(h)
+	m.Topic, m.Seq, m.CaptureNs, m.GenNs = rd.t.id, h.seq, h.capNs, h.genNs
+	return int(h.n), true
+}
+
+// CopyPayload copies the payload of the message the last ReadHeader
+// returned into dst (reused and grown) and returns it. ok is false when
+// there is none (no ReadHeader since the last read, or the Reader is
+// closed) or the writer overwrote the message since ReadHeader: bytes that
+// may be torn are never returned (the message is not counted in Lost: its
+// header was delivered; the caller counts it).
+func (rd *Reader) CopyPayload(dst []byte) (out []byte, ok bool) {
+	if !rd.lazyOK || rd.closed.Load() {
+		return dst[:0], false
+	}
+	rd.lazyOK = false
+	pos, n := rd.lazyPos, rd.lazyN
+	if !rd.c.valid(pos) {
+		return dst[:0], false
+	}
+	if uint64(cap(dst)) < n {
+		dst = make([]byte, n)
+	}
+	dst = dst[:n]
+	phys := pos & rd.c.r.mask
+	copy(dst, rd.c.r.buf[phys+entryHeaderSize:phys+entryHeaderSize+n])
+	if !rd.c.valid(pos) {
+		return dst[:0], false
+	}
+	return dst, true
 }
 
 // Lost returns how many messages this Reader skipped because the writer

@@ -41,6 +41,11 @@
 // The message view m is one userdata reused for every message; its methods
 // raise an error outside on_message, and a kept view's fields read stale
 // values: do not keep it. Message payloads are read in place and never kept.
+// Live copies a message's payload out of the recorder's ring only when its
+// rule first reads the bytes (an accessor, a field, an event_time field):
+// a rule reading m.ts, m.topic, m.seq and m.size copies none; a payload
+// the ring overwrote before that read stops the callback there and the
+// message counts as skipped (RuleStatus.Skipped), not as an error.
 //
 // Numbers are Lua numbers (float64): u64/i64 above 2^53 and nanosecond
 // times (about 1.8e18) lose precision; at current dates times are exact to

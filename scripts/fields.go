@@ -107,8 +107,15 @@ func (r *Rule) storeTyped(m *Message) {
 			r.storedList = tf.stored
 		}
 	}
+	if len(r.storedList) == 0 {
+		return
+	}
+	data, ok := r.data(m)
+	if !ok {
+		return // Feed skips the message
+	}
 	for _, sf := range r.storedList {
-		v, ok := sf.g.Get(m.Data)
+		v, ok := sf.g.Get(data)
 		var lv lua.LValue = lua.LNil
 		switch {
 		case !ok:
@@ -196,11 +203,12 @@ func (r *Rule) field(L *lua.LState, path string, method bool) lua.LValue {
 	if !tf.packed && fg.v != nil && fg.gen == gen {
 		return fg.v
 	}
-	v, ok := fg.g.Get(m.Data)
+	data := r.payload(L)
+	v, ok := fg.g.Get(data)
 	var out lua.LValue
 	switch {
 	case !ok && tf.packed:
-		L.RaiseError("%s: topic %s: message of %d bytes is too short for field %s (%s)", expr(), m.Topic, len(m.Data), path, fg.g.Field().Type)
+		L.RaiseError("%s: topic %s: message of %d bytes is too short for field %s (%s)", expr(), m.Topic, len(data), path, fg.g.Field().Type)
 	case !ok:
 		out = lua.LNil
 	case v.Kind == schema.KindBool:
@@ -239,5 +247,9 @@ func (r *Rule) eventTime(m *Message) (int64, bool) {
 	if tf.et == nil {
 		return 0, false
 	}
-	return tf.et.Ns(m.Data)
+	data, ok := r.data(m)
+	if !ok {
+		return 0, false // Feed skips the message
+	}
+	return tf.et.Ns(data)
 }

@@ -141,11 +141,12 @@ type runner struct {
 type topicReader struct {
 	rd       *engine.Reader
 	name     string
-	m        engine.Message
-	has      bool   // m holds the next message, not yet delivered
-	next     uint64 // Seq expected next
-	lost     uint64 // rd.Lost() already counted
-	skipFrom uint64 // after a skip: Seq the skip started at
+	m        engine.Message // the next message's header (ReadHeader)
+	n        int            // its payload's length
+	has      bool           // m holds the next message, not yet delivered
+	next     uint64         // Seq expected next
+	lost     uint64         // rd.Lost() already counted
+	skipFrom uint64         // after a skip: Seq the skip started at
 	skipped  bool
 	// typ is the topic's type as of the last topic poll (Message.Type: a
 	// new pointer when it changes); changes is TopicStatus.TypeChanges then
@@ -632,9 +633,10 @@ func (ru *runner) drain(n int) int {
 	for ; i < n; i++ {
 		var best *topicReader
 		for _, tr := range ru.readers {
-			if !tr.has && tr.rd.ReadInto(&tr.m) {
-				tr.has = true
-				if tr.skipped {
+			if !tr.has {
+				// the header only: the payload stays in the ring until
+				// the rule reads it (Rule.data)
+				if tr.n, tr.has = tr.rd.ReadHeader(&tr.m); tr.has && tr.skipped {
 					r.st.skipped.Add(tr.m.Seq - tr.skipFrom)
 					tr.skipped = false
 				}
@@ -647,8 +649,10 @@ func (ru *runner) drain(n int) int {
 			break
 		}
 		m := &ru.msg
-		m.Topic, m.TS, m.GenTS, m.Seq, m.Data, m.Type = best.name, best.m.CaptureNs, best.m.GenNs, best.m.Seq, best.m.Data, best.typ
+		m.Topic, m.TS, m.GenTS, m.Seq, m.Type = best.name, best.m.CaptureNs, best.m.GenNs, best.m.Seq, best.typ
+		m.Data, m.lazy, m.size = m.Data[:0], best.rd, best.n // m.Data: the runner's buffer
 		r.Feed(m)
+		m.lazy = nil
 		best.has, best.next = false, best.m.Seq+1
 		ru.lastTS = m.TS
 	}

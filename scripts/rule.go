@@ -14,6 +14,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/edr-lite/edr-lite/engine"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/units"
 	"github.com/edr-lite/edr-lite/schema"
@@ -31,7 +32,9 @@ type Message struct {
 	GenTS int64
 	// Seq is the per-topic sequence number.
 	Seq uint64
-	// Data is the payload. Rules never keep it past the callback.
+	// Data is the payload. Rules never keep it past the callback. (Live
+	// copies a message's payload out of the ring only when its rule reads
+	// the bytes: lazy below.)
 	Data []byte
 	// Type is the message's type (encoding and schema), nil or raw when
 	// the topic declares none: m.speed and m:f("wheel[2]") read fields by
@@ -40,6 +43,37 @@ type Message struct {
 	// pointer), a new one when the topic's type changes; the Type it
 	// points to must not change while rules run.
 	Type *ingest.Type
+
+	// lazy, set by Live, leaves the payload in the recorder's ring until
+	// the rule reads it (Rule.data): Data is then empty and size is the
+	// payload's length. A rule that never reads a topic's bytes (m.ts,
+	// m.topic, m.size only) copies none of them.
+	lazy *engine.Reader
+	size int
+}
+
+// length is the payload's length, copied or not.
+func (m *Message) length() int {
+	if m.lazy != nil {
+		return m.size
+	}
+	return len(m.Data)
+}
+
+// data returns m's payload, copying it from the ring on the first read.
+// A payload the ring overwrote before this read is not returned: ok is
+// false and r.torn is set, and Feed counts the message as skipped (as the
+// reader would have, had it copied the payload when it read the message).
+func (r *Rule) data(m *Message) (b []byte, ok bool) {
+	if m.lazy != nil {
+		rd := m.lazy
+		m.lazy = nil
+		if m.Data, ok = rd.CopyPayload(m.Data); !ok {
+			r.torn = true
+			return nil, false
+		}
+	}
+	return m.Data, true
 }
 
 // Trigger is what a rule's trigger{...} hands to Options.OnTrigger.
@@ -278,6 +312,9 @@ type Rule struct {
 	declFailed bool              // the load error came from rule{} or param()
 	dead       bool
 	closed     bool
+	// torn: the current message's payload was overwritten in the ring
+	// before the rule read it (Rule.data)
+	torn bool
 
 	// cooldown and rate limit, in message time
 	fired    bool
@@ -508,6 +545,10 @@ func (r *Rule) Feed(m *Message) {
 		return
 	}
 	t := r.msgTime(m)
+	if r.torn {
+		r.skipTorn()
+		return
+	}
 	r.capOff = m.TS - t
 	r.advance(t)
 	if r.dead || !r.Matches(m.Topic) {
@@ -515,12 +556,31 @@ func (r *Rule) Feed(m *Message) {
 	}
 	r.cur, r.now = m, t
 	r.storeFields(m)
+	if r.torn {
+		r.cur = nil
+		r.skipTorn()
+		return
+	}
 	err := r.call(r.onMessage, r.budget.Instructions, r.view)
 	r.cur = nil
+	if r.torn && !errors.Is(err, ErrBudget) {
+		// the callback stopped at its read of the overwritten payload
+		r.skipTorn()
+		return
+	}
+	r.torn = false
 	r.st.messages.Add(1)
 	if err != nil {
 		r.fail(err)
 	}
+}
+
+// skipTorn counts a message whose payload the ring overwrote before the
+// rule read it as skipped, as a message overwritten before the rule's
+// reader reached it is.
+func (r *Rule) skipTorn() {
+	r.torn = false
+	r.st.skipped.Add(1)
 }
 
 // Tick delivers the ticks due up to captureNs, for when no message

@@ -166,7 +166,7 @@ func (r *Rule) storeFields(m *Message) {
 		t.RawSetString("seq", r.nums.box(float64(m.Seq)))
 	}
 	if u&16 != 0 {
-		t.RawSetString("size", r.nums.box(float64(len(m.Data))))
+		t.RawSetString("size", r.nums.box(float64(m.length())))
 	}
 }
 
@@ -197,7 +197,7 @@ func (r *Rule) viewField(L *lua.LState) int {
 	case "seq":
 		L.Push(r.nums.box(float64(m.Seq)))
 	case "size":
-		L.Push(r.nums.box(float64(len(m.Data))))
+		L.Push(r.nums.box(float64(m.length())))
 	default:
 		if key == "" || m.Type == nil {
 			L.RaiseError("message view has no field %s (want topic, ts, gen_ts, seq, size, a method, or a field of a typed topic)", L.Get(2).String())
@@ -205,6 +205,16 @@ func (r *Rule) viewField(L *lua.LState) int {
 		L.Push(r.field(L, string(key), false))
 	}
 	return 1
+}
+
+// payload returns the current message's payload, or raises when the ring
+// overwrote it before this read (Feed then counts the message as skipped).
+func (r *Rule) payload(L *lua.LState) []byte {
+	b, ok := r.data(r.message(L))
+	if !ok {
+		L.RaiseError("message %s #%d: overwritten in the recorder's ring before the rule read it (counted as skipped)", r.cur.Topic, r.cur.Seq)
+	}
+	return b
 }
 
 // offset reads argument n as a byte offset.
@@ -223,7 +233,7 @@ func (r *Rule) at(L *lua.LState, name string, n, size int) []byte {
 		L.RaiseError("call it as m:%s(offset)", name)
 	}
 	off := r.offset(L, name, n)
-	data := r.message(L).Data
+	data := r.payload(L)
 	if off < 0 || off > len(data)-size {
 		L.RaiseError("m:%s(%d): offset out of range: %d bytes at offset %d, message size %d", name, off, size, off, len(data))
 	}
@@ -237,7 +247,7 @@ func (r *Rule) span(L *lua.LState, name string) []byte {
 	}
 	off := r.offset(L, name, 2)
 	n := r.offset(L, name, 3)
-	data := r.message(L).Data
+	data := r.payload(L)
 	if n < 0 || off < 0 || off > len(data) || n > len(data)-off {
 		L.RaiseError("m:%s(%d, %d): out of range, message size %d", name, off, n, len(data))
 	}
