@@ -64,15 +64,15 @@ func writeReplaySpeedDump(tb testing.TB, size, msgs int) string {
 	return path
 }
 
-// startupVsCat times `edr-lite version` and cat of the dump, one after the
-// other, and returns version's time / cat's.
-func startupVsCat(tb testing.TB, bin, dump string) float64 {
+// processTimer returns a function that runs a command, its output to
+// /dev/null, and returns its wall time; a command that fails fails tb.
+func processTimer(tb testing.TB) func(name string, args ...string) time.Duration {
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer devnull.Close()
-	timeIt := func(name string, args ...string) time.Duration {
+	tb.Cleanup(func() { devnull.Close() })
+	return func(name string, args ...string) time.Duration {
 		c := exec.Command(name, args...)
 		c.Stdout, c.Stderr = devnull, devnull
 		t0 := time.Now()
@@ -81,6 +81,12 @@ func startupVsCat(tb testing.TB, bin, dump string) float64 {
 		}
 		return time.Since(t0)
 	}
+}
+
+// startupVsCat times `edr-lite version` and cat of the dump, one after the
+// other, and returns version's time / cat's.
+func startupVsCat(tb testing.TB, bin, dump string) float64 {
+	timeIt := processTimer(tb)
 	v := timeIt(bin, "version")
 	return float64(v) / float64(max(timeIt("cat", dump), 1))
 }
@@ -186,20 +192,7 @@ func BenchmarkReplayFloors(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", floor, "./testdata/replayfloor").CombinedOutput(); err != nil {
 		b.Fatalf("go build replayfloor: %v\n%s", err, out)
 	}
-	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer devnull.Close()
-	timeIt := func(name string, args ...string) time.Duration {
-		c := exec.Command(name, args...)
-		c.Stdout, c.Stderr = devnull, devnull
-		t0 := time.Now()
-		if err := c.Run(); err != nil {
-			b.Fatalf("%s %v: %v", name, args, err)
-		}
-		return time.Since(t0)
-	}
+	timeIt := processTimer(b)
 	for _, g := range replayGates {
 		dump := writeReplaySpeedDump(b, g.size, g.msgs)
 		steps := []struct {
