@@ -117,9 +117,7 @@ func (rd *Reader) CopyPayload(dst []byte) (out []byte, ok bool) {
 		dst = make([]byte, n)
 	}
 	dst = dst[:n]
-	phys := pos & rd.c.r.mask
-	copy(dst, rd.c.r.buf[phys+entryHeaderSize:phys+entryHeaderSize+n])
-	if !rd.c.valid(pos) {
+	if !rd.c.copyAt(pos, n, dst) {
 		return dst[:0], false
 	}
 	return dst, true

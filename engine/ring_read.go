@@ -152,14 +152,20 @@ func (c *cursor) peek() (entryHeader, bool) {
 // returns false, consuming nothing, when the entry was overwritten while
 // being copied; dst then holds garbage.
 func (c *cursor) copyEntry(h entryHeader, dst []byte) bool {
-	pos := c.pos
-	phys := pos & c.r.mask
-	copy(dst, c.r.buf[phys+entryHeaderSize:phys+entryHeaderSize+h.n])
-	if !c.valid(pos) {
+	if !c.copyAt(c.pos, h.n, dst) {
 		return false
 	}
 	c.deliver(h)
 	return true
+}
+
+// copyAt copies the n-byte payload of the entry at pos into dst (len n)
+// and reports whether the entry was still intact after the copy (else dst
+// holds garbage).
+func (c *cursor) copyAt(pos, n uint64, dst []byte) bool {
+	phys := pos & c.r.mask
+	copy(dst, c.r.buf[phys+entryHeaderSize:phys+entryHeaderSize+n])
+	return c.valid(pos)
 }
 
 // skip consumes the entry at c.pos (whose header peek returned) without
