@@ -15,8 +15,9 @@ import (
 // the record back (Back), so the digest follows what stays in the file.
 //
 // With Async, large pieces are hashed on a worker goroutine of the
-// Hasher's own (Lend, WriteAsync), one job in flight at a time, so that
-// a writer hashes frame k there while it builds and writes frame k+1;
+// Hasher's own (Lend, WriteAsync), one job in flight at a time (Lend
+// queues the next behind it, then waits for it), so that a writer hashes
+// frame k there while it builds and writes frame k+1;
 // small writes meanwhile are copied aside and hashed after the job (in
 // order), and a Mark is taken on the worker between the bytes before and
 // after it. What the worker hashes is always the file's bytes in file
