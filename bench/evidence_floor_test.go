@@ -184,18 +184,42 @@ func floorSHA256(path string, src []byte) error {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func floorAge(path string, src []byte, msg int, to age.Recipient, copyFirst bool) error {
-	d, err := floorFile(path, int64(len(src))+int64(len(src))/(64<<10)*16+4096, true)
+// floorAgeFile is an age stream into a new file at path written by the
+// File's writer thread (durable.Behind), as an encrypted dump's is.
+func floorAgeFile(path string, size int, to age.Recipient) (*durable.File, *durable.Behind, io.WriteCloser, error) {
+	d, err := floorFile(path, int64(size)+int64(size)/(64<<10)*16+4096, true)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	bh := durable.NewBehind(d)
-	defer bh.Release()
 	w, err := age.Encrypt(bh, to)
 	if err != nil {
 		d.Abort()
+		bh.Release()
+		return nil, nil, nil, err
+	}
+	return d, bh, w, nil
+}
+
+// floorAgeClose ends the age stream and finishes its file.
+func floorAgeClose(d *durable.File, bh *durable.Behind, w io.WriteCloser) error {
+	if err := w.Close(); err != nil {
+		d.Abort()
 		return err
 	}
+	if err := bh.Flush(); err != nil {
+		d.Abort()
+		return err
+	}
+	return floorFinish(d)
+}
+
+func floorAge(path string, src []byte, msg int, to age.Recipient, copyFirst bool) error {
+	d, bh, w, err := floorAgeFile(path, len(src), to)
+	if err != nil {
+		return err
+	}
+	defer bh.Release()
 	scratch := make([]byte, msg)
 	var crc uint32
 	for off := 0; off < len(src); off += msg {
@@ -211,15 +235,7 @@ func floorAge(path string, src []byte, msg int, to age.Recipient, copyFirst bool
 		}
 	}
 	runtime.KeepAlive(crc)
-	if err := w.Close(); err != nil {
-		d.Abort()
-		return err
-	}
-	if err := bh.Flush(); err != nil {
-		d.Abort()
-		return err
-	}
-	return floorFinish(d)
+	return floorAgeClose(d, bh, w)
 }
 
 // collector gathers an age stream's ciphertext into 1 MiB buffers and
@@ -355,17 +371,11 @@ func floorFill(src []byte, msg int, free <-chan []byte, out chan<- []byte) {
 }
 
 func floorAgeThread(path string, src []byte, msg int, to age.Recipient) error {
-	d, err := floorFile(path, int64(len(src))+int64(len(src))/(64<<10)*16+4096, true)
+	d, bh, w, err := floorAgeFile(path, len(src), to)
 	if err != nil {
 		return err
 	}
-	bh := durable.NewBehind(d)
 	defer bh.Release()
-	w, err := age.Encrypt(bh, to)
-	if err != nil {
-		d.Abort()
-		return err
-	}
 	free, full := make(chan []byte, 3), make(chan []byte, 2)
 	for range 3 {
 		free <- make([]byte, durable.BufferSize)
@@ -386,18 +396,8 @@ func floorAgeThread(path string, src []byte, msg int, to age.Recipient) error {
 		d.Abort()
 		return err
 	}
-	if err := w.Close(); err != nil {
-		d.Abort()
-		return err
-	}
-	if err := bh.Flush(); err != nil {
-		d.Abort()
-		return err
-	}
-	return floorFinish(d)
+	return floorAgeClose(d, bh, w)
 }
-
-var _ io.Writer = (*durable.Behind)(nil)
 
 // floorTail is the time the last floor variant spent in its File's Finish:
 // the fsync of what writeback had not yet written.
