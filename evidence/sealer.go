@@ -168,10 +168,7 @@ func (h *Hasher) Lend(at int64, l Lender, pieces ...[]byte) {
 		h.jobs, h.done = make(chan *hashJob, 1), make(chan struct{}, 1)
 		go h.worker(h.start, h.jobs, h.done)
 	}
-	prev := &h.slots[0] // the job in flight, if any: the slot that is not acc
-	if prev == j {
-		prev = &h.slots[1]
-	}
+	prev := h.other() // the job in flight, if any
 	h.jobs <- j
 	if h.pending {
 		<-h.done
@@ -233,11 +230,15 @@ func (h *Hasher) run(j *hashJob) {
 // finished takes the job in flight back (the worker is done with it).
 func (h *Hasher) finished() {
 	h.pending = false
-	j := &h.slots[0]
-	if j == h.acc {
-		j = &h.slots[1]
+	h.finished1(h.other())
+}
+
+// other is the slot that is not acc: the job in flight, when one is.
+func (h *Hasher) other() *hashJob {
+	if h.acc == &h.slots[0] {
+		return &h.slots[1]
 	}
-	h.finished1(j)
+	return &h.slots[0]
 }
 
 func (h *Hasher) finished1(j *hashJob) {
