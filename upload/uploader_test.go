@@ -205,7 +205,17 @@ func TestTemplateAndWindowParsing(t *testing.T) {
 	if n := w.NextOpen(at(14, 0)); !n.Equal(at(22, 0)) {
 		t.Errorf("next open after 14:00: %v", n)
 	}
-	for _, bad := range []string{"22-06", "25:00-01:00", "10:00-10:00", "10:61-11:00"} {
+	// 24:00 as a start is midnight: "24:00-06:00" is "00:00-06:00", and
+	// "24:00-00:00" an empty span (it was accepted and never open: the
+	// fuzzer's crasher fuzz/testdata/fuzz/FuzzUploadTemplate/324e72a08acfa3fb).
+	w, err = ParseWindow("24:00-06:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.Open(at(0, 30)) || w.Open(at(6, 0)) || !w.NextOpen(at(7, 0)).Equal(at(0, 0).AddDate(0, 0, 1)) {
+		t.Errorf("24:00-06:00: open at 00:30 %v, at 06:00 %v, next after 07:00 %v", w.Open(at(0, 30)), w.Open(at(6, 0)), w.NextOpen(at(7, 0)))
+	}
+	for _, bad := range []string{"22-06", "25:00-01:00", "10:00-10:00", "10:61-11:00", "24:00-00:00", "24:00-24:00", "24:0-0:0"} {
 		if _, err := ParseWindow(bad); err == nil {
 			t.Errorf("window %q accepted", bad)
 		}

@@ -16,9 +16,10 @@ type Window struct {
 type span struct{ from, to int }
 
 // ParseWindow parses "HH:MM-HH:MM[,HH:MM-HH:MM...]" (local time; a span
-// whose end is before its start runs past midnight, "22:00-06:00"). ""
-// is always open. A span from a time to itself is refused (say "" for
-// always).
+// whose end is before its start runs past midnight, "22:00-06:00"; 24:00
+// ends a day, and as a start it is the next day's 00:00). "" is always
+// open. A span from a time to itself is refused, midnight to midnight
+// ("24:00-00:00", "24:00-24:00") too (say "" for always).
 func ParseWindow(s string) (Window, error) {
 	w := Window{src: s}
 	if strings.TrimSpace(s) == "" {
@@ -34,10 +35,11 @@ func ParseWindow(s string) (Window, error) {
 		if err1 != nil || err2 != nil {
 			return w, fmt.Errorf("window %q: want HH:MM-HH:MM (00:00 to 24:00), got %q", s, part)
 		}
-		if from == to {
+		if from == to || from%(24*60) == to {
+			// from 24:00 (the next day's 00:00) to 00:00 is empty too
 			return w, fmt.Errorf("window %q: %q is empty (leave window empty to upload at any time)", s, part)
 		}
-		w.spans = append(w.spans, span{from, to})
+		w.spans = append(w.spans, span{from % (24 * 60), to}) // a span starting at 24:00 starts at 00:00
 	}
 	return w, nil
 }

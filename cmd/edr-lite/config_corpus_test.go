@@ -151,6 +151,7 @@ var hostileConfigs = []struct {
 	{"upload bucket without endpoint", "[upload]\nbucket = \"b\"", "upload"},
 	{"upload typo", "[upload]\nendpiont = \"http://127.0.0.1:1\"", "upload.endpiont"},
 	{"upload part size a word", "[upload]\npart_size = \"big\"", "upload.part_size"},
+	{"upload window midnight to midnight", "[upload]\nendpoint = \"http://127.0.0.1:1\"\nbucket = \"b\"\naccess_key = \"a\"\nsecret_key = \"s\"\nwindow = \"24:00-00:00\"", "upload.window"},
 
 	// accepted by both
 	{"minimal", "", ""},

@@ -17,6 +17,7 @@ import (
 	"github.com/edr-lite/edr-lite/internal/defaults"
 	"github.com/edr-lite/edr-lite/internal/suggest"
 	"github.com/edr-lite/edr-lite/internal/units"
+	"github.com/edr-lite/edr-lite/upload"
 )
 
 // ErrInvalid is wrapped by every error about the content of a configuration.
@@ -707,7 +708,12 @@ func (f *File) check() Errors {
 		add("hooks.timeout", "%v: want > 0 (omit it for the default %v)", f.Hooks.Timeout.D(), defaults.HookTimeout)
 	}
 	if _, _, _, err := f.UploadOptions(); err != nil {
-		add(f.setKey("upload.endpoint", "upload"), "%v", err)
+		var oe *upload.OptionError
+		if errors.As(err, &oe) { // at the key's own line
+			add(f.setKey("upload."+oe.Key, "upload.endpoint", "upload"), "%s", oe.Reason)
+		} else {
+			add(f.setKey("upload.endpoint", "upload"), "%v", err)
+		}
 	}
 	return append(ps, f.checkIntSizes()...)
 }
