@@ -3,6 +3,11 @@
 // as ratios to a baseline measured in the same run (plain copy, a Go
 // channel, raw disk writes).
 //
+// The script slowdisk (run as root) runs a built test binary with its
+// temporary files on a real disk whose writes the kernel holds to a given
+// rate, to measure on this machine what the recorder does on an ECU's
+// slower storage (docs/evidence.md, "Cost").
+//
 // It is not for: library code; it only measures other packages.
 //
 // # Caveats

@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSlowDisk checks the script the ECU-class figures of docs/evidence.md
+// are measured with (bench/slowdisk): the command runs with TMPDIR on the
+// throttled disk, a write there takes at least the time the rate allows
+// (a lower bound: a loaded machine only makes it slower), the command's
+// exit status is the script's, and nothing is left behind (loop device,
+// throttle, image). Where the script cannot run (not root, no blkio
+// controller) it checks that it says why and runs nothing.
+func TestSlowDisk(t *testing.T) {
+	script, err := filepath.Abs("slowdisk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("usage", func(t *testing.T) {
+		for _, args := range [][]string{nil, {"200"}, {"0", "true"}, {"fast", "true"}} {
+			out, err := exec.Command(script, args...).CombinedOutput()
+			if code := exitCode(err); code != 2 || !strings.Contains(string(out), "RATE MB/s") {
+				t.Errorf("slowdisk %q: exit %d, want 2 and the usage; output:\n%s", args, code, out)
+			}
+		}
+	})
+	images := t.TempDir()
+	cmd := exec.Command(script, "50", "sh", "-c",
+		`test -d "$TMPDIR" && dd if=/dev/zero of="$TMPDIR/x" bs=1M count=100 conv=fsync 2>/dev/null && findmnt -n -o SOURCE --target "$TMPDIR" && exit 7`)
+	cmd.Env = append(os.Environ(), "SLOWDISK_IMAGE_DIR="+images)
+	t0 := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(t0)
+	if code := exitCode(err); code == 2 {
+		if !strings.Contains(string(out), "slowdisk: cannot run: ") {
+			t.Fatalf("exit 2 without saying why:\n%s", out)
+		}
+		t.Skipf("slowdisk cannot run here: %s", strings.TrimSpace(string(out)))
+	} else if code != 7 {
+		t.Fatalf("exit %d, want the command's 7; output:\n%s", code, out)
+	}
+	if !strings.Contains(string(out), "/dev/loop") {
+		t.Errorf("TMPDIR is not on the loop device:\n%s", out)
+	}
+	// 100 MiB at 50 MB/s: 2.1 s; the throttle lets a first slice through.
+	if took < 1500*time.Millisecond {
+		t.Errorf("100 MiB written and fsynced in %v: not held to 50 MB/s", took)
+	}
+	if left, _ := filepath.Glob(filepath.Join(images, "*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	loops, err := exec.Command("losetup", "-a").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(loops), images) {
+		t.Errorf("loop device left: %s", loops)
+	}
+	th, err := os.ReadFile("/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(th)), "\n") {
+		if strings.HasPrefix(line, "7:") { // loop devices' major
+			t.Errorf("throttle left: %q", line)
+		}
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
