@@ -478,7 +478,7 @@ func (d *Dumper) write(j *job) Result {
 		err = errors.Join(err, w.Abort())
 	}
 	if err == nil {
-		d.sealed(sealer, final, &res) // in the chain's ledger before it is in the directory
+		d.sealed(sealer, tmp, final, &res) // in the chain's ledger before it is in the directory
 		err = os.Rename(tmp, final)
 	}
 	if err == nil {

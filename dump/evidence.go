@@ -66,11 +66,13 @@ func (d *Dumper) sealerFor() *evidence.Sealer {
 	return s
 }
 
-// sealed records the dump sealer sealed, about to be renamed to final, in
-// the chain. A writer that did not seal (a NewWriter that ignores
-// WriterOptions.Seal) or a ledger that cannot be written leaves the dump
-// in place, unchained, and says so (Status.ChainErrors, LastError).
-func (d *Dumper) sealed(sealer *evidence.Sealer, final string, res *Result) {
+// sealed records the dump sealer sealed, tmp about to be renamed to
+// final, in the chain, and with it the dumps the rotation after it will
+// remove (one ledger write for both). A writer that did not seal (a
+// NewWriter that ignores WriterOptions.Seal) or a ledger that cannot be
+// written leaves the dump in place, unchained, and says so
+// (Status.ChainErrors, LastError).
+func (d *Dumper) sealed(sealer *evidence.Sealer, tmp, final string, res *Result) {
 	if sealer == nil {
 		return
 	}
@@ -80,7 +82,16 @@ func (d *Dumper) sealed(sealer *evidence.Sealer, final string, res *Result) {
 		return
 	}
 	res.Seal = &seal
-	if err := d.chain.Append(seal, filepath.Base(final)); err != nil {
+	var rotating []evidence.Removal
+	if st, err := os.Stat(tmp); err == nil {
+		// What the rotation would not know after all (the listing
+		// failed) it records itself, as it deletes (Removing).
+		del, _ := d.dir.RotationAfter(File{Name: filepath.Base(final), Path: final, Size: st.Size()}, d.cfg.MaxFiles, d.cfg.MaxTotalBytes, d.cfg.Keeper)
+		for _, e := range del {
+			rotating = append(rotating, evidence.Removal{File: filepath.Base(e.Path), Reason: e.Reason})
+		}
+	}
+	if err := d.chain.Append(seal, filepath.Base(final), rotating...); err != nil {
 		d.chainFailed(fmt.Errorf("dump %s is signed but not in the chain: %w", final, err))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
+	"sort"
 
 	"github.com/edr-lite/edr-lite/internal/units"
 )
@@ -54,8 +56,40 @@ func (d Dir) RotateKeeping(maxFiles int, maxBytes int64, keep string, k Keeper) 
 	if err != nil {
 		return nil, 0, err
 	}
+	return rotation(l.Dumps, maxFiles, maxBytes, keep, k, func(f File, reason string) error {
+		if d.Removing != nil {
+			d.Removing(f.Path, reason)
+		}
+		return os.Remove(f.Path)
+	})
+}
+
+// RotationAfter is what RotateKeeping(maxFiles, maxBytes, next.Path, k)
+// would delete once next is in the directory (a dump about to be renamed
+// into place), each deletion assumed to succeed. It deletes nothing.
+func (d Dir) RotationAfter(next File, maxFiles int, maxBytes int64, k Keeper) ([]Eviction, error) {
+	if maxFiles == 0 && maxBytes == 0 {
+		return nil, nil
+	}
+	l, err := d.List()
+	if err != nil {
+		return nil, err
+	}
+	dumps := l.Dumps
+	i := sort.Search(len(dumps), func(i int) bool { return dumps[i].Name >= next.Name })
+	if i == len(dumps) || dumps[i].Name != next.Name {
+		dumps = slices.Insert(dumps, i, next)
+	}
+	del, _, _ := rotation(dumps, maxFiles, maxBytes, next.Path, k, func(File, string) error { return nil })
+	return del, nil
+}
+
+// rotation deletes (remove) the oldest of dumps (sorted by name) while
+// they are more than maxFiles or hold more than maxBytes: RotateKeeping's
+// rule.
+func rotation(dumps []File, maxFiles int, maxBytes int64, keep string, k Keeper, remove func(f File, reason string) error) (deleted []Eviction, held int, err error) {
 	var total int64
-	for _, f := range l.Dumps {
+	for _, f := range dumps {
 		total += f.Size
 	}
 	if maxFiles == 0 {
@@ -64,9 +98,9 @@ func (d Dir) RotateKeeping(maxFiles int, maxBytes int64, keep string, k Keeper) 
 	if maxBytes == 0 {
 		maxBytes = math.MaxInt64
 	}
-	count := len(l.Dumps)
+	count := len(dumps)
 	var errs []error
-	for _, f := range l.Dumps {
+	for _, f := range dumps {
 		reason := ""
 		switch {
 		case count > maxFiles:
@@ -85,10 +119,7 @@ func (d Dir) RotateKeeping(maxFiles int, maxBytes int64, keep string, k Keeper) 
 			total -= f.Size
 			continue
 		}
-		if d.Removing != nil {
-			d.Removing(f.Path, reason)
-		}
-		if err := os.Remove(f.Path); err != nil {
+		if err := remove(f, reason); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -90,7 +90,14 @@ func (c *Chain) Next() Link {
 // which must carry the link Next gave, and saves the ledger. The
 // recorder calls it before it renames the file into place, so a ledger
 // never lacks a dump that is in the directory.
-func (c *Chain) Append(s Seal, file string) error {
+//
+// rotating are the dumps the rotation after this dump will remove: they
+// are recorded as Rotated records them, in the same save (one durable
+// write per dump instead of two; Rotated then finds them recorded and
+// writes nothing). Should one stay (the new dump fails after this, or its
+// removal does), the ledger lists it as rotated while it is present,
+// which verify --chain accepts as an interrupted removal.
+func (c *Chain) Append(s Seal, file string, rotating ...Removal) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n, id := c.l.Head()
@@ -100,7 +107,19 @@ func (c *Chain) Append(s Seal, file string) error {
 	sid := s.ID()
 	c.l.Entries = append(c.l.Entries, Entry{Counter: s.Link.Counter, ID: sid.String(), File: file})
 	c.l.ids = append(c.l.ids, sid)
+	for _, r := range rotating {
+		if r.File != file {
+			c.markLocked(r.File, r.Reason)
+		}
+	}
+	c.floorLocked()
 	return c.saveLocked()
+}
+
+// Removal is a dump file (a base name in the directory) about to be
+// removed, and why (rotation's bound, "delete_after_upload").
+type Removal struct {
+	File, Reason string
 }
 
 // Adopt appends a leftover (a dump interrupted between its seal and its
@@ -125,6 +144,16 @@ func (c *Chain) Adopt(s Seal, file string) (bool, error) {
 func (c *Chain) Rotated(file, reason string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.markLocked(file, reason) {
+		return nil
+	}
+	c.floorLocked()
+	return c.saveLocked()
+}
+
+// markLocked records the chain's dump file as rotated for reason; false
+// when no entry of the chain not yet rotated names it.
+func (c *Chain) markLocked(file, reason string) bool {
 	i := -1
 	for k := range c.l.Entries {
 		if e := &c.l.Entries[k]; e.File == file && e.Rotated == "" {
@@ -132,13 +161,18 @@ func (c *Chain) Rotated(file, reason string) error {
 		}
 	}
 	if i < 0 {
-		return nil
+		return false
 	}
 	if reason == "" {
 		reason = "rotated"
 	}
 	c.l.Entries[i].Rotated = reason
-	// The dumps rotated from the start of the list move below the floor.
+	return true
+}
+
+// floorLocked moves the dumps rotated from the start of the list below
+// the floor.
+func (c *Chain) floorLocked() {
 	k := 0
 	for k < len(c.l.Entries) && c.l.Entries[k].Rotated != "" {
 		k++
@@ -149,7 +183,6 @@ func (c *Chain) Rotated(file, reason string) error {
 		c.l.Entries = append(c.l.Entries[:0], c.l.Entries[k:]...)
 		c.l.ids = append(c.l.ids[:0], c.l.ids[k:]...)
 	}
-	return c.saveLocked()
 }
 
 // Len is the number of dumps the ledger lists (present or rotated above

@@ -140,7 +140,7 @@ func (c *chainCheck) withLedger(l *SignedLedger, dumps []DirDump) {
 		if e.Rotated != "" {
 			c.r.Rotated++
 			if d != nil && c.inChain(d) && d.Verdict.Seal.ID() == id {
-				c.used[d.Name] = true // rotated, then the removal failed or was interrupted
+				c.stillHere(d, e.Counter)
 			}
 			continue
 		}
@@ -169,6 +169,21 @@ func (c *chainCheck) withLedger(l *SignedLedger, dumps []DirDump) {
 			c.find(FindMissing, e.File, e.Counter, "dump #%d %s is gone (%s), and the ledger does not list it as rotated: deleted", e.Counter, e.File, c.between(e.Counter))
 		}
 	}
+	// Below the floor: rotated dumps the ledger no longer lists one by
+	// one. A dump of the chain there is one whose removal failed.
+	for i := range dumps {
+		if d := &dumps[i]; !c.used[d.Name] && c.inChain(d) && d.Verdict.Seal.Link.Counter <= l.Floor.Counter {
+			c.stillHere(d, d.Verdict.Seal.Link.Counter)
+		}
+	}
+}
+
+// stillHere accounts the chain dump d, #n, which the ledger lists as
+// rotated: its removal failed or was interrupted (the recorder records a
+// rotation before it removes the file).
+func (c *chainCheck) stillHere(d *DirDump, n uint64) {
+	c.used[d.Name] = true
+	c.r.Notes = append(c.r.Notes, fmt.Sprintf("dump #%d %s is listed as rotated and is still here (its removal failed or was interrupted)", n, d.Name))
 }
 
 // counterOf returns the ledger entry of the chain dump d, when d is one.

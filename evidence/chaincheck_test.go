@@ -3,6 +3,7 @@ package evidence
 import (
 	"crypto/rand"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,52 @@ func TestCheckChain(t *testing.T) {
 	r := CheckChain(nil, d)
 	if got := kinds(r); !strings.Contains(got, "ledger #0") || !strings.Contains(got, "missing #4") {
 		t.Fatalf("no ledger: %s", got)
+	}
+}
+
+// TestChainAppendRotating: the dumps rotation will remove after a new one
+// are recorded with it in one ledger write (Rotated then writes nothing),
+// and a rotated dump still present (its removal failed, or the new dump
+// failed after the ledger was written) is accounted, with a note, above
+// or below the ledger's floor, never reported injected.
+func TestChainAppendRotating(t *testing.T) {
+	s, keys, c, dumps := chainFixture(t, 4)
+	sl := NewSealer(s, FormatPack, c.Next())
+	sl.Write([]byte("new"))
+	seal, _ := sl.Finish(0)
+	name := "20261203T000000Z_brake_5.pack"
+	if err := c.Append(seal, name, Removal{dumps[0].Name, "max_files"}, Removal{dumps[2].Name, "max_total_bytes"}, Removal{"not-in-chain.pack", "max_files"}); err != nil {
+		t.Fatal(err)
+	}
+	l := ledgerOf(t, c, keys)
+	if l.Floor.Counter != 1 || len(l.Entries) != 4 || l.Entries[1].Rotated != "max_total_bytes" || l.Entries[3].File != name {
+		t.Fatalf("ledger: %+v", l.Ledger)
+	}
+	ledger := c.dir + "/" + LedgerName
+	before, err := os.Stat(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 2} {
+		if err := c.Rotated(dumps[i].Name, "max_files"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after, err := os.Stat(ledger); err != nil || !os.SameFile(before, after) {
+		t.Fatalf("Rotated rewrote the ledger for dumps already recorded rotated (%v)", err)
+	}
+	all := append(dumps, DirDump{Name: name, Verdict: Verdict{Status: Valid, Seal: &seal}})
+	r := CheckChain(ledgerOf(t, c, keys), all)
+	if !r.OK() || r.Present != 3 || r.Rotated != 2 || len(r.Notes) != 2 {
+		t.Fatalf("both rotated dumps still here: %s %+v", kinds(r), r)
+	}
+	for _, n := range r.Notes {
+		if !strings.Contains(n, "is listed as rotated and is still here") {
+			t.Errorf("note %q", n)
+		}
+	}
+	rest := append([]DirDump{all[1]}, all[3:]...)
+	if r := CheckChain(ledgerOf(t, c, keys), rest); !r.OK() || len(r.Notes) != 0 || r.Present != 3 {
+		t.Fatalf("rotated dumps gone: %s %+v", kinds(r), r)
 	}
 }
