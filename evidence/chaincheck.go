@@ -170,7 +170,7 @@ func (c *chainCheck) withLedger(l *SignedLedger, dumps []DirDump) {
 		}
 	}
 	// Below the floor: rotated dumps the ledger no longer lists one by
-	// one. A dump of the chain there is one whose removal failed.
+	// one. A dump of the chain there was rotated and is still here.
 	for i := range dumps {
 		if d := &dumps[i]; !c.used[d.Name] && c.inChain(d) && d.Verdict.Seal.Link.Counter <= l.Floor.Counter {
 			c.stillHere(d, d.Verdict.Seal.Link.Counter)
@@ -180,10 +180,10 @@ func (c *chainCheck) withLedger(l *SignedLedger, dumps []DirDump) {
 
 // stillHere accounts the chain dump d, #n, which the ledger lists as
 // rotated: its removal failed or was interrupted (the recorder records a
-// rotation before it removes the file).
+// rotation before it removes the file), or it was put back.
 func (c *chainCheck) stillHere(d *DirDump, n uint64) {
 	c.used[d.Name] = true
-	c.r.Notes = append(c.r.Notes, fmt.Sprintf("dump #%d %s is listed as rotated and is still here (its removal failed or was interrupted)", n, d.Name))
+	c.r.Notes = append(c.r.Notes, fmt.Sprintf("dump #%d %s is listed as rotated and is still here (its removal failed or was interrupted, or it was put back)", n, d.Name))
 }
 
 // counterOf returns the ledger entry of the chain dump d, when d is one.
