@@ -23,10 +23,14 @@ func TestSlowDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("usage", func(t *testing.T) {
-		for _, args := range [][]string{nil, {"200"}, {"0", "true"}, {"fast", "true"}} {
+		for _, args := range [][]string{nil, {"200"}, {"0", "true"}, {"fast", "true"}, {"--help"}} {
+			want := 2
+			if len(args) == 1 && args[0] == "--help" {
+				want = 0
+			}
 			out, err := exec.Command(script, args...).CombinedOutput()
-			if code := exitCode(err); code != 2 || !strings.Contains(string(out), "RATE MB/s") {
-				t.Errorf("slowdisk %q: exit %d, want 2 and the usage; output:\n%s", args, code, out)
+			if code := exitCode(err); code != want || !strings.Contains(string(out), "RATE MB/s") {
+				t.Errorf("slowdisk %q: exit %d, want %d and the usage; output:\n%s", args, code, want, out)
 			}
 		}
 	})
