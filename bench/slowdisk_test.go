@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -15,7 +17,8 @@ import (
 // throttled disk, a write there takes at least the time the rate allows
 // (a lower bound: a loaded machine only makes it slower), the command's
 // exit status is the script's, and nothing is left behind (loop device,
-// throttle, image). Where the script cannot run (not root, no blkio
+// throttle, image), also when the script is stopped (TERM) while the
+// command holds a file on the disk. Where the script cannot run (not root, no blkio
 // controller) it checks that it says why and runs nothing.
 func TestSlowDisk(t *testing.T) {
 	script, err := filepath.Abs("slowdisk")
@@ -56,6 +59,42 @@ func TestSlowDisk(t *testing.T) {
 	if took < 1500*time.Millisecond {
 		t.Errorf("100 MiB written and fsynced in %v: not held to 50 MB/s", took)
 	}
+	noneLeft(t, images)
+
+	// Stopped (TERM) while the command holds a file open on the disk: the
+	// command and what it started are stopped, the disk unmounted.
+	cmd = exec.Command(script, "50", "sh", "-c", `exec 3>"$TMPDIR/held"; echo ready; sleep 60`)
+	cmd.Env = append(os.Environ(), "SLOWDISK_IMAGE_DIR="+images)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if line != "ready\n" {
+		t.Fatalf("the command did not start: %q", line)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if code := exitCode(err); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("stopped: exit %d, want %d", code, 128+int(syscall.SIGTERM))
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("stopped with TERM, the script still runs after 30 s")
+	}
+	noneLeft(t, images)
+}
+
+// noneLeft checks that slowdisk left no image in images, no loop device
+// on one, and no throttle on a loop device.
+func noneLeft(t *testing.T, images string) {
+	t.Helper()
 	if left, _ := filepath.Glob(filepath.Join(images, "*")); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
