@@ -24,8 +24,9 @@ import (
 // same round (VARIANT/plain: 1.05 = 5 % slower). Variants: write (the
 // default pack writer, plain), write-signed (the same on a dumper with a
 // signing key: the SHA-256 of every byte as it is written, the seal, the
-// chain's ledger written before the rename and again at each rotation: a
-// dump directory of one dump, so every dump rotates the one before out),
+// chain's ledger written before the rename, recording the dump the
+// rotation then removes: a dump directory of one dump, so every dump
+// rotates the one before out),
 // mcap and mcap-signed, the same for MCAP dumps; write-encrypted,
 // mcap-encrypted (encrypted at rest to one age recipient: the stream
 // writer into an age stream, payloads copied) and write-signed-encrypted
@@ -41,9 +42,12 @@ import (
 // "Cost", for the floor on 2 cores and what the load did). It is a
 // measurement, not a gate: no wall-time goal is checked here or in CI.
 // To compare with an older tree in the same minutes, build both test
-// binaries (go test -c ./bench/) and alternate them.
+// binaries (go test -c ./bench/) and alternate them. To measure on a disk
+// of an ECU's speed, run the test binary under bench/slowdisk (root).
 //
 //	go test -run '^$' -bench DumpSignSteps -benchtime 15x ./bench/
+//	go test -c -o /tmp/bench.test ./bench/
+//	sudo bench/slowdisk 400 /tmp/bench.test -test.run '^$' -test.bench DumpSignSteps -test.benchtime 15x
 func BenchmarkDumpSignSteps(b *testing.B) {
 	signer, err := evidence.GenerateSigner(rand.Reader)
 	if err != nil {
