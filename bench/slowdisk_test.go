@@ -18,7 +18,8 @@ import (
 // (a lower bound: a loaded machine only makes it slower), the command's
 // exit status is the script's, and nothing is left behind (loop device,
 // throttle, image), also when the script is stopped (TERM) while the
-// command holds a file on the disk. Where the script cannot run (not root, no blkio
+// command holds a file on the disk, and when the loop device is still
+// open as the script detaches it. Where the script cannot run (not root, no blkio
 // controller) it checks that it says why and runs nothing.
 func TestSlowDisk(t *testing.T) {
 	script, err := filepath.Abs("slowdisk")
@@ -87,6 +88,17 @@ func TestSlowDisk(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("stopped with TERM, the script still runs after 30 s")
+	}
+	noneLeft(t, images)
+
+	// The loop device still open when the script detaches it (as udev
+	// does when it probes a device): the kernel detaches it when it is
+	// last closed, and the script waits for that before it returns.
+	cmd = exec.Command(script, "50", "sh", "-c",
+		`d=$(findmnt -n -o SOURCE --target "$TMPDIR") && setsid sh -c "exec 3<$d; sleep 1" >/dev/null 2>&1 & sleep 0.2`)
+	cmd.Env = append(os.Environ(), "SLOWDISK_IMAGE_DIR="+images)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v; output:\n%s", err, out)
 	}
 	noneLeft(t, images)
 }
