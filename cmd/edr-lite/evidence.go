@@ -104,7 +104,11 @@ func verifyChain(c *command, w io.Writer, dir string, keys *evidence.Keyring) (b
 		rep.Findings = append([]evidence.ChainFinding{{Kind: evidence.FindLedger, File: evidence.LedgerName,
 			Text: fmt.Sprintf("the chain ledger cannot be trusted: %v", lerr)}}, rep.Findings...)
 	}
-	head := fmt.Sprintf("%s: chain %s: %d dumps in place", dir, rep.Chain, rep.Present)
+	chain := "no chain"
+	if !rep.Chain.IsZero() {
+		chain = "chain " + rep.Chain.String()
+	}
+	head := fmt.Sprintf("%s: %s: %d dumps in place", dir, chain, rep.Present)
 	if rep.Head > 0 {
 		head += fmt.Sprintf(", #%d-#%d", rep.First, rep.Head)
 	}

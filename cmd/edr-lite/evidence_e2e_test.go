@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edr-lite/edr-lite/evidence"
 )
 
 // opensslKeys makes an Ed25519 key pair with openssl in dir: NAME.pem
@@ -289,6 +291,14 @@ sign_key = "` + priv + `"
 			copyFile(t, demoPath, filepath.Join(dir, "20261201T000000.000000000Z_brake_99.pack"))
 		}, []string{
 			"INJECTED: 20261201T000000.000000000Z_brake_99.pack is not in the chain: a dump of another chain"}, 1},
+		{"ledger deleted", func(dir string) { os.Remove(filepath.Join(dir, evidence.LedgerName)) }, []string{
+			"16 dumps in place, #5-#20: 1 problem(s)",
+			"LEDGER: no chain ledger: a rotated dump cannot be told from a deleted one",
+			"note: the chain's dumps #1-#4 are not here (rotated or deleted: no ledger to tell)"}, 2},
+		{"empty directory", func(dir string) {
+			os.RemoveAll(dir)
+			os.Mkdir(dir, 0o755)
+		}, []string{": no chain: 0 dumps in place: 1 problem(s)", "LEDGER: no chain ledger"}, 1},
 	}
 	for _, tc := range cases {
 		dir := copyDir()
