@@ -167,7 +167,7 @@ func locateSeal(r io.ReaderAt, size int64) (at, end int64, seal *evidence.Seal, 
 				de = ss - recordPrefixLen - dataEndLen
 			}
 			var deRec [recordPrefixLen]byte
-			if de > int64(magicLen) && de < size {
+			if de > int64(magicLen) && de <= size-recordPrefixLen {
 				if _, err := r.ReadAt(deRec[:], de); err != nil {
 					return 0, 0, nil, "", complete, err
 				}
