@@ -172,15 +172,19 @@ func salvageMCAP(path string, first error) (tmp string, d *Damage, err error) {
 		return "", nil, err
 	}
 	d = &Damage{Truncated: rep.Truncated, LostBytes: rep.LostBytes, LostChunks: rep.LostChunks, LostMessages: rep.LostMessages, Orphans: rep.Orphans}
-	switch ce := (*mcap.CorruptError)(nil); {
+	var ce *mcap.CorruptError
+	corrupt := errors.As(first, &ce)
+	switch {
 	case len(rep.Lost) > 0:
 		d.Offset, d.Reason = rep.Lost[0].Offset, rep.Lost[0].Reason
-	case errors.As(first, &ce):
+	case corrupt:
 		d.Offset, d.Reason = ce.Offset, ce.Field+": "+ce.Err.Error()
 	default:
 		d.Reason = first.Error()
 	}
-	if rep.Truncated && len(rep.Lost) == 0 {
+	// Cut short with nothing lost: unless the first problem is another
+	// than the cut (a Header that is not one), say so plainly.
+	if rep.Truncated && len(rep.Lost) == 0 && (!corrupt || errors.Is(ce.Err, mcap.ErrTruncated)) {
 		d.Reason = "the file ends before its footer (cut short, or never closed)"
 	}
 	return tmp, d, nil
