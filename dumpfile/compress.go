@@ -156,7 +156,7 @@ func compressPack(in, out, compression string, stamp *Stamp, progress func(uint6
 		return fail(err)
 	}
 	for _, name := range r.MetadataNames() {
-		if stampedName(name) {
+		if evidence.Stamped(name) {
 			continue
 		}
 		b, _ := r.Metadata(name)

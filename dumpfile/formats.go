@@ -408,6 +408,9 @@ func exportJSONL(src *Source, w io.Writer, _ ExportOptions) (*ConvertReport, err
 		names, sections = mp.Sections()
 	}
 	for i, n := range names {
+		if evidence.Stamped(n) { // the input's seal and provenance: true of its bytes only
+			continue
+		}
 		if h.Metadata == nil {
 			h.Metadata = map[string][]byte{}
 		}
@@ -451,5 +454,5 @@ func convertReport(rep *jsonl.Report) *ConvertReport {
 	if rep == nil {
 		return nil
 	}
-	return &ConvertReport{Topics: rep.Topics, Messages: rep.Messages, Bytes: rep.Bytes, Written: -1}
+	return &ConvertReport{Topics: rep.Topics, Messages: rep.Messages, Bytes: rep.Bytes, Written: -1, Notes: rep.Notes}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/internal/filter"
 	"github.com/edr-lite/edr-lite/mcap"
@@ -584,7 +585,7 @@ func (rw *rewriter) metadata(p *part) error {
 	for _, s := range rw.srcs {
 		if r := s.Pack(); r != nil {
 			for _, name := range r.MetadataNames() {
-				if name == dumpinfo.MetadataName || stampedName(name) {
+				if name == dumpinfo.MetadataName || evidence.Stamped(name) {
 					continue
 				}
 				b, _ := r.Metadata(name)
@@ -603,7 +604,7 @@ func (rw *rewriter) metadata(p *part) error {
 			case mcap.MetadataDump, mcap.MetadataTrigger, mcap.MetadataTopicStats, mcap.MetadataPackHeader:
 				continue
 			}
-			if stampedName(md.Name) {
+			if evidence.Stamped(md.Name) {
 				continue
 			}
 			if err := pw.Writer().AddMetadata(md.Name, md.KV); err != nil {
@@ -617,13 +618,13 @@ func (rw *rewriter) metadata(p *part) error {
 // stamp writes the provenance of RewriteOptions.Stamp into part p.
 func (rw *rewriter) stamp(p *part) error {
 	if st := rw.opts.Stamp; st != nil {
-		return p.w.AddMetadata(dumpinfo.ProvenanceName, st.blob())
+		return p.w.AddMetadata(evidence.ProvenanceName, st.blob())
 	}
 	return nil
 }
 
 // packMetadata is metadata for a pack output (an input's seal and
-// provenance left out: stampedName).
+// provenance left out: evidence.Stamped).
 func (rw *rewriter) packMetadata(p *part) error {
 	var names []string
 	data := map[string][]byte{}
@@ -642,7 +643,7 @@ func (rw *rewriter) packMetadata(p *part) error {
 			ns, ds = mp.Sections()
 		}
 		for i, n := range ns {
-			if stampedName(n) {
+			if evidence.Stamped(n) {
 				continue
 			}
 			old, seen := data[n]

@@ -74,7 +74,7 @@ func CheckSeal(path string, keys *evidence.Keyring) (evidence.Verdict, error) {
 }
 
 // Stamp is what a verb that makes a dump from other files writes into it
-// (docs/evidence.md): its provenance (dumpinfo.ProvenanceName: the verb,
+// (docs/evidence.md): its provenance (evidence.ProvenanceName: the verb,
 // each source's SHA-256 and signature as found), and, with Sign, a seal
 // of the operator's key (no chain: the file is no recorder's dump). A nil
 // *Stamp writes neither.
@@ -151,13 +151,6 @@ func (s *Stamp) sealer(f evidence.Format) *evidence.Sealer {
 	return evidence.NewSealer(s.Sign, f, evidence.Link{})
 }
 
-// stampedName reports whether an input's metadata of that name is a
-// stamp's (its seal, its provenance): a new file never carries its
-// input's, which say nothing true of it.
-func stampedName(name string) bool {
-	return name == evidence.MetadataName || name == dumpinfo.ProvenanceName
-}
-
 // ReadProvenance reads the provenance of the dump at path (nil: it has
 // none, a recorder's own dump or a file of another format).
 func ReadProvenance(path string) (*dumpinfo.Provenance, error) {
@@ -168,11 +161,11 @@ func ReadProvenance(path string) (*dumpinfo.Provenance, error) {
 	defer src.Close()
 	var b []byte
 	if r := src.Pack(); r != nil {
-		b, _ = r.Metadata(dumpinfo.ProvenanceName)
+		b, _ = r.Metadata(evidence.ProvenanceName)
 	} else if mp := src.MCAP(); mp != nil {
 		names, data := mp.Sections()
 		for i, n := range names {
-			if n == dumpinfo.ProvenanceName {
+			if n == evidence.ProvenanceName {
 				b = data[i]
 			}
 		}
@@ -182,7 +175,7 @@ func ReadProvenance(path string) (*dumpinfo.Provenance, error) {
 	}
 	var p dumpinfo.Provenance
 	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("%s: its %s metadata: %w", path, dumpinfo.ProvenanceName, err)
+		return nil, fmt.Errorf("%s: its %s metadata: %w", path, evidence.ProvenanceName, err)
 	}
 	return &p, nil
 }
@@ -192,7 +185,7 @@ func (s *Stamp) metadata() map[string][]byte {
 	if s == nil {
 		return nil
 	}
-	return map[string][]byte{dumpinfo.ProvenanceName: s.blob()}
+	return map[string][]byte{evidence.ProvenanceName: s.blob()}
 }
 
 // mcapMetadata is the stamp as MCAP metadata records, the provenance as
@@ -201,5 +194,5 @@ func (s *Stamp) mcapMetadata() map[string]map[string]string {
 	if s == nil {
 		return nil
 	}
-	return map[string]map[string]string{dumpinfo.ProvenanceName: {"base64": base64.StdEncoding.EncodeToString(s.blob())}}
+	return map[string]map[string]string{evidence.ProvenanceName: {"base64": base64.StdEncoding.EncodeToString(s.blob())}}
 }

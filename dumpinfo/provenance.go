@@ -1,13 +1,9 @@
 package dumpinfo
 
-// ProvenanceName is the metadata section (pack) or record (MCAP, one
-// value "json") under which a dump made from other files says what it was
-// made from (docs/evidence.md): recover, filter, split, merge, compress
-// and export write it.
-const ProvenanceName = "edr.provenance"
-
-// Provenance says what a dump was made from and by which verb. A dump the
-// recorder wrote has none.
+// Provenance says what a dump was made from and by which verb, stored as
+// JSON under evidence.ProvenanceName (docs/evidence.md): recover, filter,
+// split, merge, compress and export write it. A dump the recorder wrote
+// has none.
 type Provenance struct {
 	// MadeBy is the verb that made the file ("edr-lite filter").
 	MadeBy string `json:"made_by"`

@@ -175,6 +175,19 @@ func ParseSeal(b []byte) (Seal, error) {
 	return s, nil
 }
 
+// ProvenanceName is the metadata section (pack) or record (MCAP, one value
+// "base64", as other pack metadata) under which a file made from dumps
+// says what it was made from (dumpinfo.Provenance).
+const ProvenanceName = "edr.provenance"
+
+// Stamped reports whether a file's metadata of that name is its stamp: its
+// seal (MetadataName, MCAP) or its provenance. Both are true of that file's
+// bytes only: a file made from it (a cut, a conversion, an export, an
+// import) never carries them.
+func Stamped(name string) bool {
+	return name == MetadataName || name == ProvenanceName
+}
+
 // The keys of a seal in an MCAP Metadata record ("edr.seal"): every field
 // as text, so "mcap info" and viewers show it.
 const (

@@ -8,10 +8,12 @@ import (
 	"io"
 	"runtime/debug"
 	"sort"
+	"strings"
 
 	"github.com/edr-lite/edr-lite/ingest"
 
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/pack"
 )
 
@@ -60,7 +62,8 @@ func Import(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep
 	if err != nil {
 		return nil, err
 	}
-	if err := addMetadata(lr, w, h); err != nil {
+	notes, err := addMetadata(lr, w, h)
+	if err != nil {
 		return nil, err
 	}
 	for i, a := range h.Attachments {
@@ -70,7 +73,7 @@ func Import(r io.Reader, mk func(pack.WriterOptions) (*pack.Writer, error)) (rep
 		}
 	}
 	h.Attachments = nil // written: their bytes need not stay
-	rep = &Report{Topics: len(h.Topics)}
+	rep = &Report{Topics: len(h.Topics), Notes: notes}
 	if err := addMessages(lr, w, topics, types, rep); err != nil {
 		return nil, err
 	}
@@ -229,14 +232,16 @@ func indexTopics(lr *lineReader, h *Header, types map[string]ingest.Type) (map[s
 
 // addMetadata writes the header's dump information (which must decode as
 // a dumpinfo.Info; it is written as it came) and its other metadata
-// sections, by name.
-func addMetadata(lr *lineReader, w *pack.Writer, h *Header) error {
+// sections, by name. A seal or provenance (evidence.Stamped: in an export
+// made before Export left them out) is left out with a note: it describes
+// the file the export was made from, and says nothing true of the new one.
+func addMetadata(lr *lineReader, w *pack.Writer, h *Header) (notes []string, err error) {
 	if len(h.DumpInfo) > 0 && string(h.DumpInfo) != "null" {
 		if _, err := dumpinfo.Decode(h.DumpInfo); err != nil {
-			return lr.errorf("header: dump_info: %v", err)
+			return nil, lr.errorf("header: dump_info: %v", err)
 		}
 		if err := w.AddMetadata(dumpinfo.MetadataName, h.DumpInfo); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	names := make([]string, 0, len(h.Metadata))
@@ -244,15 +249,23 @@ func addMetadata(lr *lineReader, w *pack.Writer, h *Header) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	var stamps []string
 	for _, n := range names {
 		if n == dumpinfo.MetadataName {
-			return lr.errorf("header: metadata %q belongs in dump_info", n)
+			return nil, lr.errorf("header: metadata %q belongs in dump_info", n)
+		}
+		if evidence.Stamped(n) {
+			stamps = append(stamps, n)
+			continue
 		}
 		if err := w.AddMetadata(n, h.Metadata[n]); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	if len(stamps) > 0 {
+		notes = append(notes, fmt.Sprintf("left out metadata %s: the seal and provenance of the file the export was made from say nothing true of the new dump", strings.Join(stamps, ", ")))
+	}
+	return notes, nil
 }
 
 // addMessages reads the message lines to the end and adds each to w,

@@ -87,4 +87,6 @@ type Report struct {
 	Topics   int
 	Messages uint64
 	Bytes    uint64 // data bytes
+	// Notes say what Import left out (a warning each).
+	Notes []string
 }

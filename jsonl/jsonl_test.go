@@ -12,6 +12,7 @@ import (
 
 	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/dumpinfo"
+	"github.com/edr-lite/edr-lite/evidence"
 	"github.com/edr-lite/edr-lite/ingest"
 	"github.com/edr-lite/edr-lite/jsonl"
 	"github.com/edr-lite/edr-lite/pack"
@@ -284,3 +285,44 @@ func TestExportHeader(t *testing.T) {
 type zeroReader struct{}
 
 func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestStampsLeftOut: a pack dump with a provenance section exports to
+// JSON lines without it (it is true of the dump's bytes only), other
+// metadata kept; an export that does carry a seal and a provenance (made
+// before exports left them out, or by hand) imports without them, a note
+// naming both.
+func TestStampsLeftOut(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "stamped.pack")
+	w, err := pack.Create(p, pack.WriterOptions{Writer: "stamp test", CreatedNs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Add("a", "", nil, t0, t0, []byte{1})
+	w.AddMetadata(evidence.ProvenanceName, []byte(`{"made_by":"edr-lite filter","sources":[],"signed_by":"c4569e3ff35eef52"}`))
+	w.AddMetadata("calibration", []byte{7})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	exp := exportFile(t, p)
+	hdr := string(exp[:bytes.IndexByte(exp, '\n')])
+	if strings.Contains(hdr, evidence.ProvenanceName) || !strings.Contains(hdr, `"calibration":"Bw=="`) {
+		t.Errorf("export header: %s", hdr)
+	}
+	out := filepath.Join(t.TempDir(), "x.pack")
+	rep, err := importTo(out, exp)
+	if err != nil || len(rep.Notes) != 0 {
+		t.Fatalf("import of the export: %v %+v", err, rep)
+	}
+	stamped := strings.Replace(string(exp), `"metadata":{`, `"metadata":{"edr.provenance":"e30=","edr.seal":"e30=",`, 1)
+	out = filepath.Join(t.TempDir(), "y.pack")
+	if rep, err = importTo(out, []byte(stamped)); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "left out metadata edr.provenance, edr.seal") {
+		t.Errorf("notes %q", rep.Notes)
+	}
+	_, meta := readAll(t, out)
+	if _, ok := meta[evidence.ProvenanceName]; ok || meta["calibration"] != "\x07" || len(meta) != 1 {
+		t.Errorf("imported metadata %q", meta)
+	}
+}

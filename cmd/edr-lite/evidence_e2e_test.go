@@ -459,3 +459,56 @@ func withoutProvenance(s string) string {
 	s = reProvenance.ReplaceAllString(s, "")
 	return strings.ReplaceAll(strings.ReplaceAll(s, `,"metadata":{}`, ""), `,}`, "}")
 }
+
+// TestE2EJSONLStamps: a signed MCAP cut exports to JSON lines without its
+// seal and provenance (true of its bytes only), and the export imports to
+// MCAP when OUT ends in .mcap (not a pack file named .mcap): the same
+// messages and trigger, unsigned, with no provenance claiming a signer. An
+// export that still carries them (an older one) imports without them, a
+// warning naming both.
+func TestE2EJSONLStamps(t *testing.T) {
+	dump, priv, _ := signedDemoDump(t)
+	dir := t.TempDir()
+	cut := filepath.Join(dir, "cut.mcap")
+	if code, _, errs := runBin(t, "filter", dump, "--format", "mcap", "--topics", "vehicle/speed", "--sign-key", priv, "-o", cut); code != 0 {
+		t.Fatalf("filter: exit %d %s", code, errs)
+	}
+	js := filepath.Join(dir, "cut.jsonl")
+	if code, _, errs := runBin(t, "export", "--format", "jsonl", cut, "-o", js); code != 0 {
+		t.Fatalf("export: exit %d %s", code, errs)
+	}
+	b, _ := os.ReadFile(js)
+	hdr, _, _ := strings.Cut(string(b), "\n")
+	if strings.Contains(hdr, "edr.provenance") || strings.Contains(hdr, "edr.seal") {
+		t.Errorf("the export's header carries the input's stamp: %.300s", hdr)
+	}
+	back := filepath.Join(dir, "back.mcap")
+	code, out, errs := runBin(t, "import", "--format", "jsonl", js, "-o", back)
+	if code != 0 || errs != "" {
+		t.Fatalf("import: exit %d %s %s", code, out, errs)
+	}
+	if m, _ := os.ReadFile(back); !bytes.HasPrefix(m, []byte("\x89MCAP0\r\n")) {
+		t.Fatalf("import -o back.mcap wrote no MCAP file: %.8q", m)
+	}
+	_, a, _ := runBin(t, "cat", cut)
+	_, c, _ := runBin(t, "cat", back)
+	if a != c || a == "" {
+		t.Errorf("cat of the import differs from the cut's")
+	}
+	_, info, _ := runBin(t, "info", back)
+	if !strings.Contains(info, "signature:  unsigned") || strings.Contains(info, "provenance:") || !strings.Contains(info, "hard-brake") {
+		t.Errorf("info of the import:\n%s", info)
+	}
+	old := filepath.Join(dir, "old.jsonl")
+	stamped := strings.TrimSuffix(hdr, "}") + `,"metadata":{"edr.provenance":"e30=","edr.seal":"e30="}}`
+	os.WriteFile(old, []byte(stamped+strings.TrimPrefix(string(b), hdr)), 0o644)
+	for _, name := range []string{"old.pack", "old.mcap"} {
+		code, _, errs = runBin(t, "import", "--format", "jsonl", old, "-o", filepath.Join(dir, name))
+		if code != 0 || !strings.Contains(errs, "warning: left out metadata edr.provenance, edr.seal") {
+			t.Errorf("import of an export with stamps to %s: exit %d %s", name, code, errs)
+		}
+		if _, info, _ := runBin(t, "info", filepath.Join(dir, name)); strings.Contains(info, "provenance:") {
+			t.Errorf("%s shows a provenance:\n%s", name, info)
+		}
+	}
+}

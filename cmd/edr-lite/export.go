@@ -458,13 +458,15 @@ func (f plainFile) Abort() error  { return f.Close() }
 
 func runImport(e *env) int {
 	names := formatNames(func(f dumpfile.Format) bool { return f.Import || f.Camera || f.Bus })
-	c := newCommand(e, "import", "edr-lite import --format jsonl IN|- -o OUT.pack [--compression none|lz4|zstd]\n"+
+	c := newCommand(e, "import", "edr-lite import --format jsonl IN|- -o OUT.pack|OUT.mcap [--compression none|lz4|zstd]\n"+
 		"  edr-lite import --format jpeg-dir DIR -o OUT.pack|OUT.mcap [--topic T] [--time name,exif,rate] [--start T] [--fps F] [--tz ZONE]\n"+
-		"  edr-lite import --format mp4 FILE -o OUT.pack|OUT.mcap [--topic T] [--start T|mtime] [--strict]",
+		"  edr-lite import --format mp4 FILE -o OUT.pack|OUT.mcap [--topic T] [--start T|mtime] [--strict]\n"+
+		"  edr-lite import --format candump|asc FILE -o OUT.pack|OUT.mcap [--dbc [BUS=]FILE]",
 		`Read a JSON-lines export ("edr-lite export --format jsonl") and write its
-messages, dump information (triggers survive) and metadata to a new pack dump.
-Any malformed line is an error naming the line and field, and no output is
-left behind. IN - reads stdin.
+messages, dump information (triggers survive) and metadata to a new pack dump,
+or MCAP when OUT ends in .mcap (as "edr-lite export --format mcap" writes the
+pack dump). Any malformed line is an error naming the line and field, and no
+output is left behind. IN - reads stdin.
 
 --format jpeg-dir reads a folder of .jpg / .jpeg files as one topic of
 foxglove.CompressedImage messages (protobuf, with its FileDescriptorSet as
@@ -516,7 +518,7 @@ the CAN frame topics of any dump back.`,
 			"edr-lite import --format mp4 drive.mp4 --topic camera/video --start 2026-12-02T10:15:00Z -o video.pack\n"+
 			"edr-lite import --format mp4 ffmpeg-made.mp4 --start mtime -o video.mcap", 1, 1)
 	format := c.fs.String("format", "jsonl", "input `FORMAT`: "+orList(names))
-	out := c.fs.String("o", "", "output `FILE`: pack, or MCAP for camera inputs named *.mcap (required; must not exist)")
+	out := c.fs.String("o", "", "output `FILE`: pack, or MCAP when named *.mcap (required; must not exist)")
 	comp := c.fs.String("compression", "none", "compression of the output frames: none, lz4 or zstd")
 	topic := c.fs.String("topic", "", "jpeg-dir, mp4: the `TOPIC` of the messages (default camera/ + the input's base name)")
 	frameID := c.fs.String("frame-id", "", "jpeg-dir, mp4: the messages' frame_id (default the topic)")
@@ -576,6 +578,9 @@ the CAN frame topics of any dump back.`,
 	if _, err := os.Stat(*out); err == nil {
 		return c.fail(fmt.Errorf("%s exists; refusing to overwrite", *out))
 	}
+	if strings.EqualFold(filepath.Ext(*out), ".mcap") {
+		return importJSONLToMCAP(c, in, args[0], *out, *format, *comp)
+	}
 	tmp := *out + ".tmp"
 	rep, err := dumpfile.Import(in, *format, func(o pack.WriterOptions) (*pack.Writer, error) {
 		o.Compression = cp
@@ -589,6 +594,41 @@ the CAN frame topics of any dump back.`,
 		return c.fail(fmt.Errorf("%s: %w", args[0], err))
 	}
 	fmt.Fprintf(e.stdout, "%s: %s\n", *out, convertSummary(rep))
+	c.warnNotes(rep.Notes)
+	return exitOK
+}
+
+// importJSONLToMCAP imports JSON lines into a temporary pack dump beside
+// out, then exports that as MCAP to out (what "edr-lite export --format
+// mcap" writes of the pack dump): a .mcap name gets an MCAP file, as the
+// other imports give it.
+func importJSONLToMCAP(c *command, in io.Reader, name, out, format, comp string) int {
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), ".edr-lite-import-")
+	if err != nil {
+		return c.fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	packed := filepath.Join(tmp, "import.pack")
+	imp, err := dumpfile.Import(in, format, func(o pack.WriterOptions) (*pack.Writer, error) {
+		return pack.Create(packed, o)
+	})
+	if err != nil {
+		return c.fail(fmt.Errorf("%s: %w", name, err))
+	}
+	src, err := dumpfile.Open(packed)
+	if err != nil {
+		return c.fail(err)
+	}
+	defer src.Close()
+	var rep *dumpfile.ConvertReport
+	if err := writeOutput(out, dumpfile.FormatMCAP, c.e.stdout, func(w io.Writer) error {
+		rep, err = dumpfile.Export(src, dumpfile.FormatMCAP, w, dumpfile.ExportOptions{Compression: comp})
+		return err
+	}); err != nil {
+		return c.fail(fmt.Errorf("%s: %w", name, err))
+	}
+	fmt.Fprintf(c.e.stdout, "%s: %s\n", out, convertSummary(rep))
+	c.warnNotes(append(append(imp.Notes, rep.Notes...), rep.Warnings...))
 	return exitOK
 }
 
