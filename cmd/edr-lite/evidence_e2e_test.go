@@ -448,18 +448,6 @@ func TestE2EDerivedDumpsSayWhatTheyAre(t *testing.T) {
 	}
 }
 
-// reProvenance is the provenance entry of a JSON-lines export's header
-// metadata.
-var reProvenance = regexp.MustCompile(`"edr\.provenance":"[^"]*",?`)
-
-// withoutProvenance removes the provenance a derived dump records (what
-// it was made from) from a JSON-lines export, so the rest compares with
-// its source's export.
-func withoutProvenance(s string) string {
-	s = reProvenance.ReplaceAllString(s, "")
-	return strings.ReplaceAll(strings.ReplaceAll(s, `,"metadata":{}`, ""), `,}`, "}")
-}
-
 // TestE2EJSONLStamps: a signed MCAP cut exports to JSON lines without its
 // seal and provenance (true of its bytes only), and the export imports to
 // MCAP when OUT ends in .mcap (not a pack file named .mcap): the same

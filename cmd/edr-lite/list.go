@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -345,9 +346,10 @@ metadata section and the dump information as they were); an MCAP file
 record by record (schemas, channels, messages with their sequence numbers
 and times, attachments, metadata, in file order, chunked again); a pack
 dump's attachments too. As the MCAP CLI's "compress", or "export
---compression" without changing the format. A damaged file is refused
-(salvage it with "edr-lite recover" first). Prints the sizes before and
-after.`,
+--compression" without changing the format: OUT is named for it (.pack,
+.mcap), and an output named for the other format is refused ("edr-lite
+merge" converts). A damaged file is refused (salvage it with "edr-lite
+recover" first). Prints the sizes before and after.`,
 		"edr-lite compress dump.pack -o dump.zstd.pack --compression zstd\nedr-lite compress big.mcap -o small.mcap --compression zstd", 1, 1)
 	out := c.fs.String("o", "", "output `FILE` (required; must not exist)")
 	comp := c.fs.String("compression", "zstd", "the new compression: none, lz4 or zstd")
@@ -369,6 +371,9 @@ after.`,
 	in, err := dumpfile.ReadInfo(args[0])
 	if err != nil {
 		return c.fail(err)
+	}
+	if code, ok := sameFormatName(c, args[0], in.Format, *out); !ok {
+		return code
 	}
 	if in.Damage != nil {
 		return c.fail(fmt.Errorf("%s cannot be read as it is (%s): salvage it with edr-lite recover first", args[0], in.Damage))
@@ -394,6 +399,19 @@ after.`,
 	fmt.Fprintf(e.stdout, "%s -> %s: %s, %d %s, %d messages, %s -> %s (%.3f)\n", args[0], *out, *comp, rep.Records, records,
 		rep.Messages, units.FormatSize(rep.InSize), units.FormatSize(rep.OutSize), ratio)
 	return exitOK
+}
+
+// sameFormatName refuses, as a usage error, an output named for the other
+// dump format than its input's (format): a verb that writes its input's
+// format (recover, compress) would write a pack file named .mcap, or the
+// reverse.
+func sameFormatName(c *command, in, format, out string) (int, bool) {
+	ext := strings.ToLower(filepath.Ext(out))
+	if format == dumpfile.FormatMCAP && ext == ".pack" || format == dumpfile.FormatPack && ext == ".mcap" {
+		return c.usageErr("%s is %s file and %s writes the same format: name the output .%s (then \"edr-lite merge\" converts it)",
+			in, map[string]string{dumpfile.FormatMCAP: "an MCAP", dumpfile.FormatPack: "a pack"}[format], c.fs.Name(), format), false
+	}
+	return 0, true
 }
 
 // printAttachments prints info's lines of a dump's attachments (nothing

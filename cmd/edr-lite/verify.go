@@ -235,11 +235,10 @@ or IN holds nothing of a dump (no pack header, frame or section).`,
 				return c.fail(err)
 			}
 		}
-		ext := strings.ToLower(filepath.Ext(*out))
-		if f == dumpfile.FormatMCAP && ext == ".pack" || f == dumpfile.FormatPack && ext == ".mcap" {
-			return c.usageErr("%s is %s file and recover writes the same format: name the output .%s (then \"edr-lite merge\" converts it)", args[0], map[string]string{dumpfile.FormatMCAP: "an MCAP", dumpfile.FormatPack: "a pack"}[f], f)
+		if code, ok := sameFormatName(c, args[0], f, *out); !ok {
+			return code
 		}
-		if f == dumpfile.FormatMP4 && ext != ".mp4" {
+		if f == dumpfile.FormatMP4 && strings.ToLower(filepath.Ext(*out)) != ".mp4" {
 			return c.usageErr("%s is an MP4 file and recover writes the same format: name the output .mp4 (then \"edr-lite import\" reads it)", args[0])
 		}
 	}
