@@ -378,6 +378,9 @@ func (c *command) parse() (args []string, code int, ok bool) {
 		fmt.Fprintf(c.e.stderr, "Usage:\n  %s\nRun \"edr-lite %s --help\" for more.\n", c.usage, c.fs.Name())
 		return nil, exitUsage, false
 	}
+	if code, ok := c.distinctInputs(args); !ok {
+		return nil, code, false
+	}
 	if args, code = c.decryptArgs(args); code != exitOK {
 		return nil, code, false
 	}
@@ -387,6 +390,38 @@ func (c *command) parse() (args []string, code int, ok bool) {
 		}
 	}
 	return args, exitOK, true
+}
+
+// mergesInputs are the verbs that read their inputs as one stream of
+// messages (or one set of tables): an input given twice would be read
+// twice, its messages and triggers doubled.
+var mergesInputs = map[string]bool{"merge": true, "filter": true, "split": true, "replay": true, "export": true}
+
+// distinctInputs refuses, as a usage error, the same file given twice to
+// a verb that merges its inputs (by identity: a link or another spelling
+// of the path is the same file).
+func (c *command) distinctInputs(args []string) (int, bool) {
+	if !mergesInputs[c.fs.Name()] {
+		return exitOK, true
+	}
+	seen := make([]os.FileInfo, len(args))
+	for i, a := range args {
+		st, err := os.Stat(a)
+		if a == "-" || err != nil { // a missing file is the verb's to report
+			continue
+		}
+		for j := range i {
+			if seen[j] != nil && os.SameFile(seen[j], st) {
+				same := ""
+				if args[j] != a {
+					same = fmt.Sprintf(" (as %s and %s)", args[j], a)
+				}
+				return c.usageErr("%s is given twice%s: its messages would be read twice", a, same), false
+			}
+		}
+		seen[i] = st
+	}
+	return exitOK, true
 }
 
 // fail prints an error for the verb and returns exitFail.

@@ -105,3 +105,36 @@ func TestCompress(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EInputGivenTwice: a verb that reads its inputs as one stream
+// refuses the same file given twice (by another spelling, or through a
+// link) instead of doubling its messages and triggers; two files pass.
+func TestE2EInputGivenTwice(t *testing.T) {
+	dir := t.TempDir()
+	p := writeTestDump(t, dir, "a.pack")
+	q := writeTestDump(t, dir, "b.pack")
+	link := filepath.Join(dir, "link.pack")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.pack")
+	for _, args := range [][]string{
+		{"merge", p, p, "-o", out},
+		{"merge", p, link, "-o", out},
+		{"filter", p, filepath.Join(dir, ".", "a.pack"), "-o", out},
+		{"split", p, p, "--duration", "1s", "-o", out},
+		{"replay", p, link, "-o", "discard", "--asfast"},
+		{"export", "--format", "parquet", p, p, "-o", filepath.Join(dir, "tables")},
+	} {
+		code, _, errs := runBin(t, args...)
+		if code != exitUsage || !strings.Contains(errs, "is given twice") || !strings.Contains(errs, "its messages would be read twice") {
+			t.Errorf("%v: exit %d, %q", args, code, errs)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("%v left %s", args, out)
+		}
+	}
+	if code, o, errs := runBin(t, "merge", p, q, "-o", out); code != 0 || !strings.Contains(o, "2 inputs") {
+		t.Errorf("merge of two files: exit %d %s %s", code, o, errs)
+	}
+}
