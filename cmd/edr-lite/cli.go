@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -458,7 +459,26 @@ func (c *command) userText(s string) string {
 	for tmp, user := range c.temp {
 		s = strings.ReplaceAll(s, tmp, user)
 	}
-	return userError(s, c.e.args...)
+	return userError(s, c.keptArgs()...)
+}
+
+// keptArgs are the verb's arguments a message names as the user gave
+// them: all but the values of choice flags (in "--format jsonl", jsonl is
+// a format, not a file whose name a "jsonl: " prefix would be).
+func (c *command) keptArgs() []string {
+	choice := map[string]bool{}
+	for name, vals := range c.enums {
+		if f := c.fs.Lookup(name); f != nil && slices.Contains(vals, f.Value.String()) {
+			choice[f.Value.String()] = true
+		}
+	}
+	var keep []string
+	for _, a := range c.e.args {
+		if !choice[a] {
+			keep = append(keep, a)
+		}
+	}
+	return keep
 }
 
 // problemLine prints a configuration problem as FILE:LINE: key: what

@@ -40,6 +40,7 @@ func TestE2EErrorsNameWhatTheUserKnows(t *testing.T) {
 		{[]string{"ls", filepath.Join(dir, "none")}, "listing " + filepath.Join(dir, "none")},
 		{[]string{"export", "--format", "jpeg-dir", "--topics", "vehicle/*", "-o", filepath.Join(dir, "jd"), merged}, "the cut of " + merged + ": no topic of type foxglove.CompressedImage"},
 		{[]string{"import", text, "-o", filepath.Join(dir, "i.pack")}, text + ": bad JSON-lines input"},
+		{[]string{"import", "--format", "jsonl", text, "-o", filepath.Join(dir, "i.mcap")}, text + ": bad JSON-lines input"}, // a choice flag's value is no file name to keep
 		{[]string{"rules", "test", "--rules", "builtin:hard_brak", dump}, `no shipped rule "hard_brak" (did you mean "hard_brake"?)`},
 		{[]string{"config", "check", badCfg}, `bad.toml:2: recorder.post: bad duration "2seconds"`},
 		{[]string{"cat", half}, half},
