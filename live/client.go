@@ -97,6 +97,11 @@ func (c *client) run() {
 	c.readLoop()
 	c.cancel()
 	c.conn.CloseNow()
+	// The connection is closed: a disconnect from now on (Close, the
+	// pump) has no close frame to send and must start no closer, whose
+	// c.wg.Add would race the Wait below. Do returns once a disconnect
+	// already under way has added its closer.
+	c.closeOnce.Do(func() {})
 	c.wg.Wait()
 	c.q.close()
 	if c.s.pub != nil {

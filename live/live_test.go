@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,13 +282,33 @@ func TestServeHistory(t *testing.T) {
 	w.until("parameterValues", func(f frame) bool { return f.op == "parameterValues" })
 	w.subscribe(1, ch)
 	first := w.until("message", func(f frame) bool { return f.op == "data" })
-	// live messages keep coming while the rest of the history goes out
+	// live messages keep coming while the rest of the history goes out.
+	// The producer never lets a live message meet a full queue (which
+	// drops it, as designed for a slow client, and would fail the test on
+	// a loaded machine): it runs ahead while more is outstanding than the
+	// queue can hold (the history is still catching up, and delivers what
+	// it reaches when there is room), at most 200 messages; otherwise it
+	// keeps within 30 messages of what the client has read.
+	var got atomic.Int64 // the last seq the client read
+	got.Store(499)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		const moreThanQueue = 400 // messages: 8 KiB holds fewer of the smallest
 		for s := seq; s < seq+500; s++ {
+			for {
+				ahead := int64(s) - got.Load()
+				if ahead > moreThanQueue && s < seq+200 || ahead <= 30 {
+					break
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Microsecond):
+				}
+			}
 			select {
 			case <-stop:
 				return
@@ -322,6 +343,7 @@ func TestServeHistory(t *testing.T) {
 			t.Fatalf("seq %d: time %d before %d", s.Seq, f.ns, prevNs)
 		}
 		prevNs = f.ns
+		got.Store(int64(want))
 		if want++; want == 1500 {
 			break
 		}
@@ -665,5 +687,26 @@ func TestServeTypeChangeAndShortMessages(t *testing.T) {
 	st := h.srv.Status()
 	if st.Clients[0].Subscriptions != 0 || st.Clients[0].Untranscodable != 1 {
 		t.Errorf("status %+v", st.Clients[0])
+	}
+}
+
+// TestCloseAsClientLeaves: Close while a client's connection is going
+// away on its own (its run waiting for its loops) starts no closer the
+// run does not wait for (a WaitGroup Add racing its Wait, which -race
+// found in TestServeRefusals' cleanup). Many rounds, for -race to see.
+func TestCloseAsClientLeaves(t *testing.T) {
+	for i := range 40 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			h := newHarness(t, Options{})
+			w := dial(t, h.url)
+			for deadline := time.Now().Add(5 * time.Second); h.srv.Status().Connected == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			w.c.CloseNow()
+			if i%2 == 1 {
+				time.Sleep(time.Duration(i) * 50 * time.Microsecond)
+			}
+			h.srv.Close()
+		})
 	}
 }
