@@ -396,7 +396,7 @@ func (c *command) parse() (args []string, code int, ok bool) {
 // mergesInputs are the verbs that read their inputs as one stream of
 // messages (or one set of tables): an input given twice would be read
 // twice, its messages and triggers doubled.
-var mergesInputs = map[string]bool{"merge": true, "filter": true, "split": true, "replay": true, "export": true}
+var mergesInputs = map[string]bool{"merge": true, "filter": true, "split": true, "replay": true, "export": true, "report": true, "rules": true}
 
 // distinctInputs refuses, as a usage error, the same file given twice to
 // a verb that merges its inputs (by identity: a link or another spelling

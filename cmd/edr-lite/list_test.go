@@ -125,6 +125,8 @@ func TestE2EInputGivenTwice(t *testing.T) {
 		{"split", p, p, "--duration", "1s", "-o", out},
 		{"replay", p, link, "-o", "discard", "--asfast"},
 		{"export", "--format", "parquet", p, p, "-o", filepath.Join(dir, "tables")},
+		{"report", p, p, "-o", filepath.Join(dir, "r.html")},
+		{"rules", "test", "--rules", "builtin:hard_brake", p, link},
 	} {
 		code, _, errs := runBin(t, args...)
 		if code != exitUsage || !strings.Contains(errs, "is given twice") || !strings.Contains(errs, "its messages would be read twice") {
