@@ -57,8 +57,9 @@ table), uploaded, or - (unknown to the queue yet).`,
 		n := f.Name
 		in, err := dumpfile.ReadInfo(f.Path)
 		if err != nil {
-			fmt.Fprintf(tw, "?\t?\t?\t?\t?\t%s%s (unreadable: %v)\n", col(n), n, err)
-			rc = exitFail
+			why := strings.TrimPrefix(c.userText(err.Error()), f.Path+": ")
+			fmt.Fprintf(tw, "?\t?\t?\t?\t?\t%s%s (unreadable: %s)\n", col(n), n, why)
+			rc = c.fail(err)
 			continue
 		}
 		total += in.Size
@@ -78,11 +79,11 @@ table), uploaded, or - (unknown to the queue yet).`,
 	if hasUp {
 		for _, f := range l.Dumps {
 			if s := up[f.Name]; s.LastError != "" {
-				fmt.Fprintf(e.stdout, "upload of %s failed %d time(s): %s\n", f.Name, s.Attempts, s.LastError)
+				fmt.Fprintf(e.stdout, "upload of %s failed %d time(s): %s\n", f.Name, s.Attempts, c.userText(s.LastError))
 			}
 		}
 		if upErr != nil {
-			fmt.Fprintf(e.stdout, "upload queue unreadable: %v\n", upErr)
+			fmt.Fprintf(e.stdout, "upload queue unreadable: %s\n", c.userText(upErr.Error()))
 		}
 	}
 	for _, f := range l.Leftovers {

@@ -153,6 +153,14 @@ func TestLs(t *testing.T) {
 	if code, _, _ := runCLI(t, "ls", filepath.Join(dir, "nope")); code != exitFail {
 		t.Errorf("ls missing dir: code %d", code)
 	}
+	// an unreadable dump: its row says why, in the user's words, and so
+	// does standard error (exit 1)
+	os.WriteFile(filepath.Join(dir, "20261202T101700Z_manual_0003.pack"), nil, 0o644)
+	code, out, errs := runBin(t, "ls", dir)
+	if code != exitFail || !strings.Contains(out, "20261202T101700Z_manual_0003.pack (unreadable: not a pack, MCAP") ||
+		!strings.Contains(errs, "edr-lite ls: "+filepath.Join(dir, "20261202T101700Z_manual_0003.pack")+": not a pack") || rePackagePrefix.MatchString(out+errs) {
+		t.Errorf("ls with an empty dump: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
 }
 
 func TestVerifyAndRecover(t *testing.T) {
