@@ -100,9 +100,13 @@ func verifyChain(c *command, w io.Writer, dir string, keys *evidence.Keyring) (b
 	}
 	sl, lerr := evidence.ReadLedger(dir, keys)
 	rep := evidence.CheckChain(sl, dumps)
-	if lerr != nil {
-		rep.Findings = append([]evidence.ChainFinding{{Kind: evidence.FindLedger, File: evidence.LedgerName,
-			Text: fmt.Sprintf("the chain ledger cannot be trusted: %v", lerr)}}, rep.Findings...)
+	if lerr != nil { // there is a ledger, not none: CheckChain's "no chain ledger" says why it matters
+		for i := range rep.Findings {
+			if f := &rep.Findings[i]; f.Kind == evidence.FindLedger && f.File == evidence.LedgerName && f.Counter == 0 {
+				_, matters, _ := strings.Cut(f.Text, ": ")
+				f.Text = fmt.Sprintf("the chain ledger cannot be trusted (%v): %s", lerr, matters)
+			}
+		}
 	}
 	chain := "no chain"
 	if !rep.Chain.IsZero() {
@@ -121,7 +125,7 @@ func verifyChain(c *command, w io.Writer, dir string, keys *evidence.Keyring) (b
 		fmt.Fprintf(w, "%s: %d problem(s)\n", head, len(rep.Findings))
 	}
 	for _, f := range rep.Findings {
-		fmt.Fprintf(w, "  %s: %s\n", strings.ToUpper(f.Kind), f.Text)
+		fmt.Fprintf(w, "  %s: %s\n", strings.ToUpper(f.Kind), c.userText(f.Text))
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)

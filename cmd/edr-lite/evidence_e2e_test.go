@@ -295,6 +295,13 @@ sign_key = "` + priv + `"
 			"16 dumps in place, #5-#20: 1 problem(s)",
 			"LEDGER: no chain ledger: a rotated dump cannot be told from a deleted one",
 			"note: the chain's dumps #1-#4 are not here (rotated or deleted: no ledger to tell)"}, 2},
+		{"ledger damaged", func(dir string) { // one finding: the ledger is there, and cannot be trusted
+			f, _ := os.OpenFile(filepath.Join(dir, evidence.LedgerName), os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("garbage\n")
+			f.Close()
+		}, []string{"16 dumps in place, #5-#20: 1 problem(s)",
+			"LEDGER: the chain ledger cannot be trusted (", "/" + evidence.LedgerName + ": chain ledger: ",
+			"): a rotated dump cannot be told from a deleted one"}, 2},
 		{"empty directory", func(dir string) {
 			os.RemoveAll(dir)
 			os.Mkdir(dir, 0o755)
@@ -312,6 +319,9 @@ sign_key = "` + priv + `"
 			if !strings.Contains(out, w) {
 				t.Errorf("%s: no %q in\n%s", tc.name, w, out)
 			}
+		}
+		if rePackagePrefix.MatchString(out) || tc.name == "ledger damaged" && strings.Contains(out, "no chain ledger") {
+			t.Errorf("%s: a package prefix, or a ledger that is there said to be absent:\n%s", tc.name, out)
 		}
 		if n := strings.Count(out, "\n  "); n != tc.lines {
 			t.Errorf("%s: %d lines reported, want %d:\n%s", tc.name, n, tc.lines, out)
