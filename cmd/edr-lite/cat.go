@@ -57,7 +57,9 @@ without a schema is shown raw without one.
 --format csv (decodes) prints a header row "time,ts,topic,FIELDS..." and
 one row per message that has at least one of --fields (required), for
 spreadsheets and plotting tools; a string is written unquoted, an object or
-array as JSON, an absent field as an empty cell.
+array as JSON, an absent field as an empty cell. A field that no decoded
+message has (a typo) is named in a warning; none of them found is an error
+naming the fields there are (exit 1).
 
 FILE "-" reads a pack dump from standard input, frame by frame (then --from
 and --to must be absolute: the start is not known in advance).
@@ -65,7 +67,7 @@ and --to must be absolute: the start is not known in advance).
 `+selectHelp,
 		"edr-lite cat dump.pack --topics 'vehicle/*' --limit 20\nedr-lite cat dump.mcap --decode --topics vehicle/speed --limit 3\nedr-lite cat dump.pack --format csv --fields speed,pedal --topics 'vehicle/*' > signals.csv\nedr-lite cat dump.pack --jsonl --from 2s --to 3s > window.jsonl\nedr-lite cat dump.mcap --exclude 'camera/*' --jsonl | jq -r .time\nssh robot cat /var/lib/edr-lite/dumps/last.pack | edr-lite cat -", 1, 1)
 	sf := declareSelectFlags(c)
-	limit := c.fs.Int("limit", 0, "stop after `N` messages (0 = no limit)")
+	limit := c.fs.Int("limit", 0, "stop after `N` messages printed (with --format csv: rows; 0 = no limit)")
 	jsonl := c.fs.Bool("jsonl", false, "one JSON object per line (see above); the same as --format jsonl")
 	decode := c.fs.Bool("decode", false, "one JSON object per line with the message decoded (see above)")
 	format := c.fs.String("format", "text", "output `FORMAT`: text, jsonl or csv (decoded, needs --fields)")
@@ -167,7 +169,7 @@ and --to must be absolute: the start is not known in advance).
 		dec = newCatDecoder(e, out, args[0], fields, mode, *format == "csv")
 	}
 	seen := map[string]bool{} // the topics of standard input, for an empty selection's error
-	n := 0
+	n, matched := 0, 0        // messages printed (what --limit counts: a CSV row or a line), selected
 	err = walk(args[0], func(m *dumpfile.Msg) error {
 		if stdin && !seen[m.Topic] {
 			seen[m.Topic] = true
@@ -176,23 +178,27 @@ and --to must be absolute: the start is not known in advance).
 		if m.TimeNs < fromNs || m.TimeNs > toNs || !sel.Match(m.Topic) {
 			return nil
 		}
+		matched++
 		m = tm.msg(m)
+		printed := true
 		switch {
 		case dec != nil:
-			dec.write(m)
+			printed = dec.write(m)
 		case *jsonl:
 			writeCatJSON(out, m, mode)
 		default:
 			writeCatText(out, m, mode)
 		}
-		n++
+		if printed {
+			n++
+		}
 		if *limit > 0 && n >= *limit {
 			return errLimit
 		}
 		return nil
 	})
 	if dec != nil {
-		if ferr := dec.finish(); ferr != nil && err == nil {
+		if ferr := dec.finish(errors.Is(err, errLimit)); ferr != nil && err == nil {
 			err = ferr
 		}
 	}
@@ -203,7 +209,7 @@ and --to must be absolute: the start is not known in advance).
 	if *jsonl && *payload == "auto" && mode == "hex" && n > 0 {
 		fmt.Fprintln(e.stderr, "(payloads shown as hex previews on a terminal; --payload base64 prints them whole)")
 	}
-	if n == 0 && !sel.All() {
+	if matched == 0 && !sel.All() {
 		return c.fail(sel.Empty(held, fromNs, toNs))
 	}
 	return exitOK

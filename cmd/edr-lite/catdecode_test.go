@@ -137,6 +137,26 @@ func TestCatDecode(t *testing.T) {
 	if speeds != 10 { // the short message has no row
 		t.Errorf("%d speed rows, want 10", speeds)
 	}
+
+	// A field no decoded message has (a typo): alone, an error naming it
+	// and the fields there are (exit 1; it printed an empty CSV, exit 0);
+	// beside one found, a warning about its empty column. --limit counts
+	// the rows printed, not the messages read.
+	for _, format := range [][]string{{"--format", "csv"}, {"--decode"}} {
+		code, _, errs = runBin(t, append([]string{"cat", p, "--topics", "vehicle/speed", "--fields", "sped"}, format...)...)
+		if code != exitFail || !strings.Contains(errs, "--fields sped: no decoded message has any of them (the decoded messages' fields: ") ||
+			!strings.Contains(errs, "speed") {
+			t.Errorf("cat %v --fields sped: exit %d, %q", format, code, errs)
+		}
+	}
+	code, out, errs = runBin(t, "cat", p, "--format", "csv", "--topics", "vehicle/speed", "--fields", "speed,sped")
+	if code != 0 || !strings.Contains(errs, "warning: --fields sped: no decoded message has it") || strings.Count(out, "\n") != 11 {
+		t.Errorf("cat --fields speed,sped: exit %d, %q\n%s", code, errs, out)
+	}
+	code, out, errs = runBin(t, "cat", p, "--format", "csv", "--fields", "gear", "--limit", "2")
+	if code != 0 || strings.Count(out, "\n") != 3 {
+		t.Errorf("cat --format csv --fields gear --limit 2: exit %d, want a header and 2 rows:\n%s%s", code, out, errs)
+	}
 }
 
 // TestCatDecodeUsage: the combinations cat refuses exit 2 naming the flag.
