@@ -219,6 +219,7 @@ type topicState struct {
 	accs    []fieldAccessor
 	dec     schema.Decoder
 	byPath  map[string]int // concrete path -> index in a.series, -1 = not plotted
+	numeric []string       // numeric field paths seen (at most maxNamed), for a --fields that plots nothing
 	numFn   func(path []byte, v float64)
 	curT    int64
 	decErrs uint64
@@ -287,6 +288,7 @@ func (ts *topicState) setup(typ schema.Type, from string) {
 				continue
 			}
 			for _, p := range paths {
+				ts.sawNumeric(p)
 				if !a.plotsField(ts.spec.Name, p) {
 					continue
 				}
@@ -329,6 +331,7 @@ func (ts *topicState) setup(typ schema.Type, from string) {
 // addPath registers a concrete path of a Numeric-decoded topic and returns
 // its series index, or -1 when it is not plotted.
 func (ts *topicState) addPath(p, unit string) int {
+	ts.sawNumeric(p)
 	i := -1
 	if ts.a.plotsField(ts.spec.Name, p) {
 		if s := ts.a.newSeries(ts.spec.Name, p, unit); s != nil {
@@ -339,6 +342,59 @@ func (ts *topicState) addPath(p, unit string) int {
 		ts.byPath[p] = i
 	}
 	return i
+}
+
+// maxNamed bounds the names a note lists.
+const maxNamed = 20
+
+// sawNumeric remembers a numeric field path of the topic (the first
+// maxNamed), for the note on a --fields entry that plots nothing.
+func (ts *topicState) sawNumeric(p string) {
+	if len(ts.numeric) < maxNamed {
+		ts.numeric = append(ts.numeric, p)
+	}
+}
+
+// unplotted is a note for each Options.Fields entry that plots nothing:
+// no topic matches it, or the topics it matches have no such numeric
+// field (a typo would otherwise give a report without the plot, silently).
+func (a *Analyzer) unplotted() []string {
+	var out []string
+	for i, sel := range a.sel {
+		plotted := false
+		for _, s := range a.series {
+			plotted = plotted || matchTopic(sel.topic, s.topic) && (sel.field == "" || sel.field == s.field)
+		}
+		if plotted {
+			continue
+		}
+		var topics, all, fields, undecoded []string
+		for _, ts := range a.topics {
+			if len(all) < maxNamed {
+				all = append(all, ts.spec.Name)
+			}
+			if matchTopic(sel.topic, ts.spec.Name) {
+				topics = append(topics, ts.spec.Name)
+				fields = append(fields, ts.numeric...)
+				if ts.decoded == "" {
+					undecoded = append(undecoded, ts.spec.Name)
+				}
+			}
+		}
+		var why string
+		switch {
+		case len(topics) > 0 && len(undecoded) == len(topics):
+			why = fmt.Sprintf("%s not decoded (no schema in the dump: --schema TOPIC=FILE gives one)", strings.Join(topics, ", "))
+		case len(topics) == 0:
+			why = fmt.Sprintf("no topic matches %s (the topics: %s)", sel.topic, strings.Join(all, ", "))
+		case sel.field == "":
+			why = fmt.Sprintf("no numeric field decoded in %s", strings.Join(topics, ", "))
+		default:
+			why = fmt.Sprintf("no numeric field %s in %s (numeric fields: %s)", sel.field, strings.Join(topics, ", "), strings.Join(fields[:min(len(fields), maxNamed)], ", "))
+		}
+		out = append(out, fmt.Sprintf("--fields %s plots nothing: %s", a.o.Fields[i], why))
+	}
+	return out
 }
 
 // genericPath turns "a[2].b[0]" into "a[].b[]" (how Fields spells it).
@@ -710,6 +766,7 @@ func (a *Analyzer) Report() *Report {
 			r.Cameras = append(r.Cameras, ts.cam.camera(a, ts.spec.Name))
 		}
 	}
-	r.Notes = a.notes
+	r.Unplotted = a.unplotted()
+	r.Notes = append(a.notes, r.Unplotted...)
 	return r
 }

@@ -62,7 +62,7 @@ edr-lite report dump.mcap --format json | jq '.topics[] | {name, rate: .timing.r
 	out := c.fs.String("o", "", "output file (default: DUMP.html for html, standard output for json; - = standard output)")
 	format := c.fs.String("format", "html", "html or json")
 	sf := declareSelectFlags(c)
-	fields := c.fs.String("fields", "", "comma-separated TOPIC or TOPIC:PATH (a field path such as wheel[2]) to plot; empty = every numeric field")
+	fields := c.fs.String("fields", "", "comma-separated TOPIC or TOPIC:PATH (a field path such as wheel[2]) to plot; empty = every numeric field; an entry that plots nothing (no such topic or numeric field) is a warning naming what there is")
 	var schemas []string
 	c.fs.Func("schema", "TOPIC=LAYOUT_FILE, TOPIC=foxglove.CompressedImage or TOPIC=foxglove.CompressedVideo: the topic's type (repeatable)", func(s string) error {
 		schemas = append(schemas, s)
@@ -152,6 +152,7 @@ edr-lite report dump.mcap --format json | jq '.topics[] | {name, rate: .timing.r
 	if err != nil {
 		return c.fail(err)
 	}
+	c.warnNotes(r.Unplotted) // a --fields entry that plots nothing (a typo): the page says it too
 	if emptySel != nil {
 		n := uint64(0)
 		for _, t := range r.Topics {

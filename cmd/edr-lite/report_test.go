@@ -236,6 +236,35 @@ func TestReportErrors(t *testing.T) {
 			t.Errorf("report %v: exit %d, stderr %q; want %d and %q", tc.args, code, errs, tc.code, tc.want)
 		}
 	}
+	// a --fields entry that plots nothing (a typo of the topic or the
+	// field): a warning naming it and what there is, on stderr and in the
+	// page's notes; the entry that does plot is plotted
+	typed := filepath.Join(dir, "typed.pack")
+	writeTypedDump(t, typed, decodeTestMessages())
+	code, out, errs := runBin(t, "report", typed, "--format", "json", "-o", "-", "--fields", "vehicle/sped,vehicle/speed:sped,vehicle/speed:speed")
+	var r struct {
+		Signals []struct {
+			Topic, Field string
+		}
+		Notes     []string `json:"notes"`
+		Unplotted []string `json:"unplotted_fields"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+		t.Fatalf("report --fields with typos: exit %d, %v, %s", code, err, errs)
+	}
+	for _, w := range []string{"warning: --fields vehicle/sped plots nothing: no topic matches vehicle/sped (the topics: ",
+		"warning: --fields vehicle/speed:sped plots nothing: no numeric field sped in vehicle/speed (numeric fields: speed"} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("no %q in\n%s", w, errs)
+		}
+	}
+	if len(r.Unplotted) != 2 || len(r.Signals) != 1 || r.Signals[0].Field != "speed" || !strings.Contains(strings.Join(r.Notes, "\n"), "--fields vehicle/sped plots nothing") {
+		t.Errorf("report: signals %+v, unplotted %q, notes %q", r.Signals, r.Unplotted, r.Notes)
+	}
+	// a topic without a schema: says it is not decoded, and how to decode it
+	if _, _, errs := runBin(t, "report", p, "-o", filepath.Join(dir, "u.html"), "--fields", "vehicle/speed:speed"); !strings.Contains(errs, "warning: --fields vehicle/speed:speed plots nothing: vehicle/speed not decoded (no schema in the dump: --schema TOPIC=FILE gives one)") {
+		t.Errorf("report --fields of an undecoded topic: %q", errs)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "cut.html")); err == nil {
 		t.Error("a failed report left its output file")
 	}
@@ -243,7 +272,7 @@ func TestReportErrors(t *testing.T) {
 	short := filepath.Join(dir, "short.pack")
 	b, _ = os.ReadFile(p)
 	os.WriteFile(short, b[:len(b)*4/5], 0o644)
-	code, out, errs := runBin(t, "report", "--format", "json", short)
+	code, out, errs = runBin(t, "report", "--format", "json", short)
 	var d reportDoc
 	if code != 0 || json.Unmarshal([]byte(out), &d) != nil || len(d.Files) != 1 || !strings.HasPrefix(d.Files[0].Verify, "incomplete: ") ||
 		len(d.Topics) == 0 || !strings.Contains(d.Files[0].Verify, "cut short at offset") {
