@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -142,7 +143,8 @@ type Analyzer struct {
 	cameras    int
 	retained   int // bytes of camera frames kept
 	notes      []string
-	slots      []thumbSlot // the camera strip's thumbnail slots
+	slots      []thumbSlot     // the camera strip's thumbnail slots
+	schemaUsed map[string]bool // the topics of Options.Schemas a topic took
 }
 
 // NewAnalyzer starts an analysis of [startNs, endNs] (the time axis of
@@ -156,7 +158,7 @@ func NewAnalyzer(o Options, startNs, endNs int64, triggers []dumpinfo.Trigger) (
 		return nil, err
 	}
 	a := &Analyzer{o: o.withDefaults(), sel: sel, start: startNs, end: endNs,
-		triggers: append([]dumpinfo.Trigger{}, triggers...)}
+		triggers: append([]dumpinfo.Trigger{}, triggers...), schemaUsed: map[string]bool{}}
 	a.slots = a.thumbSlots()
 	return a, nil
 }
@@ -241,9 +243,11 @@ func (a *Analyzer) Topic(spec TopicSpec) int {
 	typ, has, from := spec.Schema, spec.HasSchema, spec.SchemaFrom
 	if t, ok := a.o.Schemas[spec.Name]; ok {
 		typ, has, from = t, true, "--schema"
+		a.schemaUsed[spec.Name] = true
 	} else if name, _, ok := strings.Cut(spec.Name, "#"); ok {
 		if t, ok := a.o.Schemas[name]; ok {
 			typ, has, from = t, true, "--schema"
+			a.schemaUsed[name] = true
 		}
 	}
 	if has {
@@ -355,11 +359,23 @@ func (ts *topicState) sawNumeric(p string) {
 	}
 }
 
-// unplotted is a note for each Options.Fields entry that plots nothing:
-// no topic matches it, or the topics it matches have no such numeric
-// field (a typo would otherwise give a report without the plot, silently).
-func (a *Analyzer) unplotted() []string {
-	var out []string
+// unmatched is a note for each option that names what the dumps do not
+// hold (a typo would otherwise give a report without it, silently): an
+// Options.Fields entry that plots nothing (no topic matches it, or the
+// topics it matches have no such numeric field), an Options.Schemas topic
+// that is not there.
+func (a *Analyzer) unmatched() []string {
+	var out, all []string
+	for _, ts := range a.topics {
+		if len(all) < maxNamed {
+			all = append(all, ts.spec.Name)
+		}
+	}
+	for _, topic := range slices.Sorted(maps.Keys(a.o.Schemas)) {
+		if !a.schemaUsed[topic] {
+			out = append(out, fmt.Sprintf("--schema %s: no such topic, not used (the topics: %s)", topic, strings.Join(all, ", ")))
+		}
+	}
 	for i, sel := range a.sel {
 		plotted := false
 		for _, s := range a.series {
@@ -368,11 +384,8 @@ func (a *Analyzer) unplotted() []string {
 		if plotted {
 			continue
 		}
-		var topics, all, fields, undecoded []string
+		var topics, fields, undecoded []string
 		for _, ts := range a.topics {
-			if len(all) < maxNamed {
-				all = append(all, ts.spec.Name)
-			}
 			if matchTopic(sel.topic, ts.spec.Name) {
 				topics = append(topics, ts.spec.Name)
 				fields = append(fields, ts.numeric...)
@@ -766,7 +779,7 @@ func (a *Analyzer) Report() *Report {
 			r.Cameras = append(r.Cameras, ts.cam.camera(a, ts.spec.Name))
 		}
 	}
-	r.Unplotted = a.unplotted()
-	r.Notes = append(a.notes, r.Unplotted...)
+	r.Unmatched = a.unmatched()
+	r.Notes = append(a.notes, r.Unmatched...)
 	return r
 }

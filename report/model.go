@@ -41,10 +41,11 @@ type Report struct {
 	// Notes say what the report left out and why (a field cap reached, a
 	// schema that did not build, ...).
 	Notes []string `json:"notes,omitempty"`
-	// Unplotted names each Options.Fields entry that plots nothing (no
-	// topic matches it, or no such numeric field), also in Notes; edr-lite
-	// report prints them as warnings.
-	Unplotted []string `json:"unplotted_fields,omitempty"`
+	// Unmatched names each option that names what the dumps do not hold
+	// (an Options.Fields entry that plots nothing, an Options.Schemas
+	// topic that is not there), also in Notes; edr-lite report prints
+	// them as warnings.
+	Unmatched []string `json:"unmatched_options,omitempty"`
 }
 
 // File is one input dump's facts.

@@ -152,7 +152,7 @@ edr-lite report dump.mcap --format json | jq '.topics[] | {name, rate: .timing.r
 	if err != nil {
 		return c.fail(err)
 	}
-	c.warnNotes(r.Unplotted) // a --fields entry that plots nothing (a typo): the page says it too
+	c.warnNotes(r.Unmatched) // a --fields entry that plots nothing, a --schema topic not there (a typo): the page says it too
 	if emptySel != nil {
 		n := uint64(0)
 		for _, t := range r.Topics {

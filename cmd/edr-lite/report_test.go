@@ -247,7 +247,7 @@ func TestReportErrors(t *testing.T) {
 			Topic, Field string
 		}
 		Notes     []string `json:"notes"`
-		Unplotted []string `json:"unplotted_fields"`
+		Unmatched []string `json:"unmatched_options"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
 		t.Fatalf("report --fields with typos: exit %d, %v, %s", code, err, errs)
@@ -258,8 +258,14 @@ func TestReportErrors(t *testing.T) {
 			t.Errorf("no %q in\n%s", w, errs)
 		}
 	}
-	if len(r.Unplotted) != 2 || len(r.Signals) != 1 || r.Signals[0].Field != "speed" || !strings.Contains(strings.Join(r.Notes, "\n"), "--fields vehicle/sped plots nothing") {
-		t.Errorf("report: signals %+v, unplotted %q, notes %q", r.Signals, r.Unplotted, r.Notes)
+	if len(r.Unmatched) != 2 || len(r.Signals) != 1 || r.Signals[0].Field != "speed" || !strings.Contains(strings.Join(r.Notes, "\n"), "--fields vehicle/sped plots nothing") {
+		t.Errorf("report: signals %+v, unmatched %q, notes %q", r.Signals, r.Unmatched, r.Notes)
+	}
+	// a --schema of a topic the dump does not hold
+	layout := filepath.Join(dir, "speed.layout")
+	os.WriteFile(layout, []byte("f32le speed\n"), 0o644)
+	if _, _, errs := runBin(t, "report", p, "-o", filepath.Join(dir, "s.html"), "--schema", "vehicle/sped="+layout); !strings.Contains(errs, "warning: --schema vehicle/sped: no such topic, not used (the topics: ") {
+		t.Errorf("report --schema of a topic not there: %q", errs)
 	}
 	// a topic without a schema: says it is not decoded, and how to decode it
 	if _, _, errs := runBin(t, "report", p, "-o", filepath.Join(dir, "u.html"), "--fields", "vehicle/speed:speed"); !strings.Contains(errs, "warning: --fields vehicle/speed:speed plots nothing: vehicle/speed not decoded (no schema in the dump: --schema TOPIC=FILE gives one)") {
