@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/edr-lite/edr-lite/evidence"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -330,12 +331,20 @@ func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicl
 	if err != nil {
 		return c.usageErr("--schema: %v", err)
 	}
+	held := map[string]bool{} // the inputs' topics, for a --schema of a topic none has
+	var heldNames []string
 	for _, in := range args {
 		src, err := dumpfile.Open(in)
 		if err != nil {
 			return c.fail(err)
 		}
 		c.warnSkipped(src)
+		for _, t := range src.Topics() {
+			if !held[t.Name] {
+				heldNames = append(heldNames, t.Name)
+			}
+			held[t.Name], held[t.String()] = true, true // a --schema names a topic, or a topic#channel
+		}
 		v := vehicle
 		if v == "" {
 			di, _ := src.DumpInfo()
@@ -370,6 +379,11 @@ func exportDir(c *command, e *env, f dumpfile.Format, args []string, dir, vehicl
 		fmt.Fprintf(e.stdout, "%s: %s; tables %s\n", in, convertSummary(rep), strings.Join(tables, ", "))
 		for _, n := range rep.Notes {
 			fmt.Fprintf(e.stdout, "  note: %s\n", n)
+		}
+	}
+	for _, topic := range slices.Sorted(maps.Keys(schemas)) {
+		if !held[topic] { // a typo: the topic's table would be silently untyped
+			c.warnNotes([]string{fmt.Sprintf("--schema %s: no input has this topic, not used (their topics: %s)", topic, strings.Join(heldNames, ", "))})
 		}
 	}
 	return exitOK

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/edr-lite/edr-lite/upload"
@@ -48,5 +49,11 @@ func TestGoldenExportParquet(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "export", "--format", "parquet", "-o", dir, "--schema", "x=/nonexistent", a); code != exitUsage {
 		t.Errorf("bad --schema: %d %q", code, errs)
+	}
+	// a --schema of a topic no input has (a typo): a warning naming it and
+	// the topics there are, the tables written
+	code, _, errs = runBin(t, "export", "--format", "parquet", "-o", filepath.Join(dir, "tables2"), "--schema", "vehicle/sped="+layout, a)
+	if code != 0 || !strings.Contains(errs, "warning: --schema vehicle/sped: no input has this topic, not used (their topics: ") || !strings.Contains(errs, "vehicle/speed") {
+		t.Errorf("--schema of a topic not there: exit %d %q", code, errs)
 	}
 }
