@@ -142,7 +142,7 @@ and --to must be absolute: the start is not known in advance).
 			return c.fail(err)
 		}
 		var usage error
-		held, fromNs, toNs, usage, err = selectIn(sel, in)
+		held, fromNs, toNs, usage, err = c.selectIn(sel, in)
 		if usage != nil {
 			return c.usageErr("%v", usage)
 		}

@@ -196,7 +196,7 @@ func exportCut(c *command, in, out, format string, eo dumpfile.ExportOptions, se
 	if err != nil {
 		return c.fail(err)
 	}
-	held, fromNs, toNs, usage, err := selectIn(sel, info)
+	held, fromNs, toNs, usage, err := c.selectIn(sel, info)
 	if usage != nil {
 		return c.usageErr("%v", usage)
 	}
@@ -281,7 +281,7 @@ func cutToTemp(c *command, in, out string, sel filter.Selection) (string, func()
 	if err != nil {
 		return "", nil, c.fail(err)
 	}
-	held, fromNs, toNs, usage, err := selectIn(sel, info)
+	held, fromNs, toNs, usage, err := c.selectIn(sel, info)
 	if usage != nil {
 		return "", nil, c.usageErr("%v", usage)
 	}

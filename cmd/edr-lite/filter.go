@@ -138,7 +138,7 @@ excludes --from / --to.
 	if err != nil {
 		return c.fail(err)
 	}
-	held, fromNs, toNs, usage, err := selectIn(sel, infos...)
+	held, fromNs, toNs, usage, err := c.selectIn(sel, infos...)
 	if usage != nil {
 		return c.usageErr("%v", usage)
 	}
@@ -315,7 +315,7 @@ the triggers inside that window and counts what the other files hold.
 	if err != nil {
 		return c.fail(err)
 	}
-	held, fromNs, toNs, usage, err := selectIn(sel, infos...)
+	held, fromNs, toNs, usage, err := c.selectIn(sel, infos...)
 	if usage != nil {
 		return c.usageErr("%v", usage)
 	}

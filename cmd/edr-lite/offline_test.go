@@ -115,6 +115,15 @@ func TestCat(t *testing.T) {
 	if code != exitOK || strings.Count(out, "\n") != 110 {
 		t.Fatalf("cat: code %d, %d lines", code, strings.Count(out, "\n"))
 	}
+	// a glob that matches no topic beside one that does (a typo): a
+	// warning naming it and the topics there are, for cat and filter
+	for _, args := range [][]string{{"cat", p, "--limit", "1"}, {"filter", p, "-o", filepath.Join(t.TempDir(), "f.pack")}} {
+		code, _, errs := runBin(t, append(args, "--topics", "camera/*,camera/fron", "--exclude", "vehicle/sped")...)
+		if code != 0 || !strings.Contains(errs, "warning: --topics camera/fron matches no topic; "+p+" holds ") ||
+			!strings.Contains(errs, "warning: --exclude vehicle/sped matches no topic") {
+			t.Errorf("%s with globs that match nothing: exit %d, %q", args[0], code, errs)
+		}
+	}
 	code, out, _ = runCLI(t, "cat", p, "--topics", "camera/*", "--jsonl", "--limit", "3")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != exitOK || len(lines) != 3 {

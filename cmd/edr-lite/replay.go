@@ -146,7 +146,7 @@ func runReplay(e *env) int {
 		if err != nil {
 			return c.fail(err)
 		}
-		held, fromNs, toNs, usage, err := selectIn(f.sel, infos...)
+		held, fromNs, toNs, usage, err := c.selectIn(f.sel, infos...)
 		if usage != nil {
 			return c.usageErr("%v", usage)
 		}

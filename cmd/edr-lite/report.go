@@ -116,7 +116,7 @@ edr-lite report dump.mcap --format json | jq '.topics[] | {name, rate: .timing.r
 		if err != nil {
 			return c.fail(err)
 		}
-		held, fromNs, toNs, usage, err := selectIn(sel, infos...)
+		held, fromNs, toNs, usage, err := c.selectIn(sel, infos...)
 		if usage != nil {
 			return c.usageErr("%v", usage)
 		}

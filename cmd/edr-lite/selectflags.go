@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/filter"
@@ -21,7 +22,8 @@ comma-separated globs (path.Match syntax) over "name#channel" and the name
 alone; --from and --to take nanoseconds since the epoch, RFC 3339
 (2026-12-02T10:15:00.5Z) or an offset from the start of the input ("2.5s"),
 both ends included. A selection that matches nothing is an error naming what
-the input holds.`
+the input holds; a glob that matches no topic beside others that do is a
+warning naming it (a typo would otherwise select less, silently).`
 
 // declareSelectFlags declares the selection flags on c.
 func declareSelectFlags(c *command) *selectFlags {
@@ -46,13 +48,34 @@ func (f *selectFlags) parse() (filter.Selection, error) {
 // start is the origin of offsets) and checks, before reading, that it can
 // match something. A bad window (--from after --to) is usage; nothing to
 // match is a failure.
-func selectIn(sel filter.Selection, infos ...*dumpfile.Info) (held filter.Held, fromNs, toNs int64, usage, err error) {
+// A glob that matches no topic, beside others that do, is a warning
+// naming it and the topics there are.
+func (c *command) selectIn(sel filter.Selection, infos ...*dumpfile.Info) (held filter.Held, fromNs, toNs int64, usage, err error) {
 	held = heldBy(infos...)
 	fromNs, toNs, usage = sel.Window(held.StartNs)
 	if usage != nil {
 		return held, 0, 0, usage, nil
 	}
-	return held, fromNs, toNs, nil, sel.Check(held, fromNs, toNs)
+	if err = sel.Check(held, fromNs, toNs); err == nil {
+		c.warnUnmatched(sel, held)
+	}
+	return held, fromNs, toNs, nil, err
+}
+
+// warnUnmatched warns of each --topics or --exclude glob that matches no
+// topic of held (sel.Unmatched).
+func (c *command) warnUnmatched(sel filter.Selection, held filter.Held) {
+	for _, g := range sel.Unmatched(held) {
+		c.warnNotes([]string{fmt.Sprintf("%s matches no topic; %s holds %s", g, heldWhat(held), strings.Join(held.Topics, ", "))})
+	}
+}
+
+// heldWhat is what held names itself ("the input" when it does not).
+func heldWhat(h filter.Held) string {
+	if h.What == "" {
+		return "the input"
+	}
+	return h.What
 }
 
 // heldBy describes what the dumps of infos hold, for the errors of a

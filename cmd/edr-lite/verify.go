@@ -326,7 +326,7 @@ was left out.
 	if err != nil {
 		return c.fail(err)
 	}
-	held, fromNs, toNs, usage, err := selectIn(sel, infos...)
+	held, fromNs, toNs, usage, err := c.selectIn(sel, infos...)
 	if usage != nil {
 		return c.usageErr("%v", usage)
 	}

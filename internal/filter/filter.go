@@ -275,6 +275,36 @@ func (s Selection) Check(h Held, fromNs, toNs int64) error {
 	return nil
 }
 
+// Unmatched are the globs of --topics and --exclude that match none of
+// the topics h holds ("--topics G", "--exclude G"): a typo, usually, that
+// would silently select less (or exclude nothing). None when h's topics
+// are not known before reading.
+func (s Selection) Unmatched(h Held) []string {
+	if h.TopicsIncomplete {
+		return nil
+	}
+	var out []string
+	for _, l := range []struct {
+		flag  string
+		globs []string
+	}{{"--topics", s.Topics.Include}, {"--exclude", s.Topics.Exclude}} {
+		for _, g := range l.globs {
+			hit := false
+			for _, t := range h.Topics {
+				name := t
+				if i := strings.LastIndexByte(t, '#'); i >= 0 {
+					name = t[:i]
+				}
+				hit = hit || matchAny([]string{g}, t, name)
+			}
+			if !hit {
+				out = append(out, l.flag+" "+g)
+			}
+		}
+	}
+	return out
+}
+
 // Empty is the error for a selection that was read through and matched no
 // message although Check passed: the topics it selected hold nothing in
 // the window.

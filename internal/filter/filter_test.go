@@ -151,3 +151,21 @@ func TestMatchAllocs(t *testing.T) {
 		t.Errorf("Match allocates %v times", n)
 	}
 }
+
+// TestUnmatched: the globs of --topics and --exclude that match no topic
+// held (by name#channel or by name) are named; none when the topics are
+// not known before reading.
+func TestUnmatched(t *testing.T) {
+	s, err := Parse("vehicle/speed,vehicle/sped,camera/*,veh*", "camera/fron,lidar#top", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Held{Topics: []string{"vehicle/speed", "camera/front", "lidar#top"}}
+	got := strings.Join(s.Unmatched(h), "; ")
+	if want := "--topics vehicle/sped; --topics veh*; --exclude camera/fron"; got != want { // * stops at /
+		t.Errorf("Unmatched: %q, want %q", got, want)
+	}
+	if u := s.Unmatched(Held{TopicsIncomplete: true}); u != nil {
+		t.Errorf("topics not known: %q", u)
+	}
+}
