@@ -257,9 +257,13 @@ func (c *chainCheck) injected(d *DirDump) {
 	c.find(FindInjected, d.Name, n, "%s is not in the chain: %s", d.Name, why)
 }
 
+// WithoutLedger is what a chain check cannot tell without a ledger it can
+// trust (none, or one that does not read or verify).
+const WithoutLedger = "a rotated dump cannot be told from a deleted one, and the newest dumps' deletion cannot be seen"
+
 func (c *chainCheck) withoutLedger(l *SignedLedger, dumps []DirDump) {
 	if l == nil {
-		c.find(FindLedger, LedgerName, 0, "no chain ledger: a rotated dump cannot be told from a deleted one, and the newest dumps' deletion cannot be seen")
+		c.find(FindLedger, LedgerName, 0, "no chain ledger: %s", WithoutLedger)
 	} else {
 		c.find(FindLedger, LedgerName, 0, "the chain ledger is signed by key %s, which is not among the keys given: it was not used", l.Key)
 	}

@@ -100,11 +100,10 @@ func verifyChain(c *command, w io.Writer, dir string, keys *evidence.Keyring) (b
 	}
 	sl, lerr := evidence.ReadLedger(dir, keys)
 	rep := evidence.CheckChain(sl, dumps)
-	if lerr != nil { // there is a ledger, not none: CheckChain's "no chain ledger" says why it matters
+	if lerr != nil { // there is a ledger, not none: CheckChain's "no chain ledger" finding says this instead
 		for i := range rep.Findings {
 			if f := &rep.Findings[i]; f.Kind == evidence.FindLedger && f.File == evidence.LedgerName && f.Counter == 0 {
-				_, matters, _ := strings.Cut(f.Text, ": ")
-				f.Text = fmt.Sprintf("the chain ledger cannot be trusted (%v): %s", lerr, matters)
+				f.Text = fmt.Sprintf("the chain ledger cannot be trusted (%v): %s", lerr, evidence.WithoutLedger)
 			}
 		}
 	}

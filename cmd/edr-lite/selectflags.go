@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/edr-lite/edr-lite/dumpfile"
 	"github.com/edr-lite/edr-lite/internal/filter"
@@ -65,17 +64,7 @@ func (c *command) selectIn(sel filter.Selection, infos ...*dumpfile.Info) (held 
 // warnUnmatched warns of each --topics or --exclude glob that matches no
 // topic of held (sel.Unmatched).
 func (c *command) warnUnmatched(sel filter.Selection, held filter.Held) {
-	for _, g := range sel.Unmatched(held) {
-		c.warnNotes([]string{fmt.Sprintf("%s matches no topic; %s holds %s", g, heldWhat(held), strings.Join(held.Topics, ", "))})
-	}
-}
-
-// heldWhat is what held names itself ("the input" when it does not).
-func heldWhat(h filter.Held) string {
-	if h.What == "" {
-		return "the input"
-	}
-	return h.What
+	c.warnNotes(sel.Unmatched(held))
 }
 
 // heldBy describes what the dumps of infos hold, for the errors of a

@@ -275,10 +275,10 @@ func (s Selection) Check(h Held, fromNs, toNs int64) error {
 	return nil
 }
 
-// Unmatched are the globs of --topics and --exclude that match none of
-// the topics h holds ("--topics G", "--exclude G"): a typo, usually, that
-// would silently select less (or exclude nothing). None when h's topics
-// are not known before reading.
+// Unmatched says of each glob of --topics and --exclude that matches none
+// of the topics h holds ("--topics G matches no topic; a.pack holds ..."):
+// a typo, usually, that would silently select less (or exclude nothing).
+// None when h's topics are not known before reading.
 func (s Selection) Unmatched(h Held) []string {
 	if h.TopicsIncomplete {
 		return nil
@@ -298,7 +298,7 @@ func (s Selection) Unmatched(h Held) []string {
 				hit = hit || matchAny([]string{g}, t, name)
 			}
 			if !hit {
-				out = append(out, l.flag+" "+g)
+				out = append(out, fmt.Sprintf("%s %s matches no topic; %s holds %s", l.flag, g, h.what(), listTopics(h.Topics)))
 			}
 		}
 	}

@@ -161,8 +161,9 @@ func TestUnmatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := Held{Topics: []string{"vehicle/speed", "camera/front", "lidar#top"}}
-	got := strings.Join(s.Unmatched(h), "; ")
-	if want := "--topics vehicle/sped; --topics veh*; --exclude camera/fron"; got != want { // * stops at /
+	got := strings.Join(s.Unmatched(h), "\n")
+	const held = " matches no topic; the input holds camera/front, lidar#top, vehicle/speed"
+	if want := "--topics vehicle/sped" + held + "\n--topics veh*" + held + "\n--exclude camera/fron" + held; got != want { // * stops at /
 		t.Errorf("Unmatched: %q, want %q", got, want)
 	}
 	if u := s.Unmatched(Held{TopicsIncomplete: true}); u != nil {
